@@ -1,0 +1,3 @@
+"""gw: a local-first LLM gateway."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Codecs: one module per wire format, both directions, sans I/O."""

@@ -1,0 +1,164 @@
+"""The user-facing config (YAML v1) as strict msgspec Structs. Every section is optional.
+
+Field names are the ones DESIGN.md documents; defaults here are the built-in defaults.
+Cross-field rules (names that must exist, uniqueness) live in ``validate.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from gw.config.units import ByteSize, Duration
+
+ProviderKind = Literal["openai", "openai_compatible", "anthropic", "gemini", "azure_openai", "mock"]
+Strategy = Literal["priority", "weighted", "lowest_cost", "lowest_latency", "highest_quality"]
+Capability = Literal["tools", "vision", "json_schema", "json_object", "reasoning", "embeddings"]
+AuthMode = Literal["open", "keys"]
+
+
+class ConfigStruct(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of every config struct: immutable, keyword-only, unknown keys refused."""
+
+
+class ServerConfig(ConfigStruct):
+    host: str = "127.0.0.1"
+    port: int = 8787
+    max_concurrency: int = 256
+    queue_timeout: Duration = Duration(2.0)
+    max_body_bytes: ByteSize = ByteSize(8 * 1024 * 1024)
+
+
+class AuthConfig(ConfigStruct):
+    mode: AuthMode | None = None
+    admin_key: str | None = None
+
+
+class MockOptions(ConfigStruct):
+    """Behaviour of a ``kind: mock`` provider, for demos and fault drills."""
+
+    latency: Duration = Duration(0.0)
+    first_token: Duration = Duration(0.0)
+    chunk_delay: Duration = Duration(0.0)
+    fail_status: int | None = None
+    fail_code: str | None = None
+    failure_rate: float = 0.0
+    seed: int = 0
+    words: int = 12
+
+
+class ProviderConfig(ConfigStruct):
+    name: str
+    kind: ProviderKind
+    base_url: str | None = None
+    api_key: str | None = None
+    api_version: str | None = None
+    headers: dict[str, str] = {}
+    mock: MockOptions | None = None
+
+
+class ModelEntry(ConfigStruct):
+    """A catalog entry: what one provider's model costs and can do."""
+
+    provider: str
+    model: str
+    input_per_mtok: float = 0.0
+    output_per_mtok: float = 0.0
+    cached_input_per_mtok: float | None = None
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+    capabilities: tuple[Capability, ...] = ()
+    quality: float | None = None
+
+
+class TargetConfig(ConfigStruct):
+    provider: str
+    model: str
+    priority: int = 1
+    weight: float = 1.0
+
+
+class RouteConfig(ConfigStruct):
+    name: str
+    targets: tuple[TargetConfig, ...]
+    strategy: Strategy = "priority"
+    description: str | None = None
+
+
+class PolicyMatch(ConfigStruct):
+    """What a policy applies to; an omitted field matches everything. Globs use ``*``."""
+
+    routes: tuple[str, ...] | None = None
+    models: tuple[str, ...] | None = None
+    streaming: bool | None = None
+    tenants: tuple[str, ...] | None = None
+    api_keys: tuple[str, ...] | None = None
+    capabilities: tuple[Capability, ...] | None = None
+
+
+class RetryConfig(ConfigStruct):
+    """``max_attempts`` counts every call to one target, the first included."""
+
+    max_attempts: int = 2
+    initial_backoff: Duration = Duration(0.15)
+    multiplier: float = 2.0
+    max_backoff: Duration = Duration(5.0)
+    max_retry_after: Duration = Duration(30.0)
+
+
+class FallbackConfig(ConfigStruct):
+    enabled: bool = True
+    on_error_codes: tuple[str, ...] | None = None
+
+
+class TimeoutConfig(ConfigStruct):
+    total: Duration = Duration(600.0)
+    per_attempt: Duration = Duration(300.0)
+    connect: Duration = Duration(10.0)
+    first_token: Duration = Duration(60.0)
+    stream_idle: Duration = Duration(90.0)
+
+
+class PolicyLimits(ConfigStruct):
+    max_output_tokens: int | None = None
+    max_cost_per_request_usd: float | None = None
+
+
+class PolicyConfig(ConfigStruct):
+    name: str
+    match: PolicyMatch = PolicyMatch()
+    priority: int = 0
+    strategy: Strategy | None = None
+    retry: RetryConfig = RetryConfig()
+    fallback: FallbackConfig = FallbackConfig()
+    timeout: TimeoutConfig = TimeoutConfig()
+    limits: PolicyLimits = PolicyLimits()
+
+
+class TenantLimits(ConfigStruct):
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    max_concurrency: int | None = None
+
+
+class TenantBudget(ConfigStruct):
+    daily_usd: float | None = None
+    monthly_usd: float | None = None
+
+
+class TenantConfig(ConfigStruct):
+    name: str
+    allowed_routes: tuple[str, ...] | None = None
+    limits: TenantLimits = TenantLimits()
+    budget: TenantBudget = TenantBudget()
+
+
+class Config(ConfigStruct):
+    server: ServerConfig = ServerConfig()
+    auth: AuthConfig = AuthConfig()
+    providers: tuple[ProviderConfig, ...] = ()
+    models: tuple[ModelEntry, ...] = ()
+    routes: tuple[RouteConfig, ...] = ()
+    policies: tuple[PolicyConfig, ...] = ()
+    tenants: tuple[TenantConfig, ...] = ()

@@ -1,0 +1,81 @@
+"""Snapshot: one compiled, immutable config revision that a request pins for its lifetime."""
+
+from __future__ import annotations
+
+import hashlib
+
+import msgspec
+
+from gw.config.schema import (
+    Config,
+    ModelEntry,
+    PolicyConfig,
+    ProviderConfig,
+    RouteConfig,
+    TargetConfig,
+)
+from gw.config.units import encode_unit
+from gw.errors import ModelNotFoundError
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """A config revision with its lookup tables built once; never mutated after compile."""
+
+    revision: int
+    source: str
+    config_hash: str
+    config: Config
+    providers: dict[str, ProviderConfig]
+    catalog: dict[tuple[str, str], ModelEntry]
+    routes: dict[str, RouteConfig]
+    policies: tuple[PolicyConfig, ...]
+
+    def resolve_model(self, name: str) -> RouteConfig:
+        """The route a client's ``model`` names: a route, or ``provider/model`` directly.
+
+        A direct address becomes a one-target route named after it; raises
+        ``model_not_found`` otherwise.
+        """
+        route = self.routes.get(name)
+        if route is not None:
+            return route
+        provider, sep, model = name.partition("/")
+        if sep and model and provider in self.providers:
+            return direct_route(provider, model)
+        routes = ", ".join(sorted(self.routes)) or "none"
+        raise ModelNotFoundError(
+            f"model {name!r} is neither a route nor provider/model of a configured provider; "
+            f"routes: {routes}",
+            param="model",
+        )
+
+
+def direct_route(provider: str, model: str) -> RouteConfig:
+    return RouteConfig(
+        name=f"{provider}/{model}", targets=(TargetConfig(provider=provider, model=model),)
+    )
+
+
+def is_direct(route: RouteConfig) -> bool:
+    return "/" in route.name
+
+
+def config_hash(config: Config) -> str:
+    """A stable content hash of the resolved config (sha256 of its canonical JSON)."""
+    encoded = msgspec.json.encode(config, enc_hook=encode_unit, order="sorted")
+    return hashlib.sha256(encoded).hexdigest()
+
+
+def compile_snapshot(config: Config, *, revision: int, source: str) -> Snapshot:
+    return Snapshot(
+        revision=revision,
+        source=source,
+        config_hash=config_hash(config),
+        config=config,
+        providers={provider.name: provider for provider in config.providers},
+        catalog={(entry.provider, entry.model): entry for entry in config.models},
+        routes={route.name: route for route in config.routes},
+        policies=config.policies,
+    )

@@ -1,0 +1,134 @@
+"""Cross-field rules the schema cannot express: names that must exist and be unique."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from gw.config.schema import Config, PolicyConfig, ProviderConfig
+from gw.errors import ERRORS_BY_CODE
+
+Problem = tuple[str, str]  # (field path, reason)
+
+SECRET_SCHEMES = ("env:", "vault:")
+NEEDS_BASE_URL = frozenset({"openai_compatible", "azure_openai"})
+
+
+def find_problems(config: Config) -> list[Problem]:
+    """Every cross-field problem in ``config``, in file order."""
+    providers = {provider.name for provider in config.providers}
+    return [
+        *_unique("providers", (p.name for p in config.providers)),
+        *_provider_problems(config.providers),
+        *_unique("routes", (r.name for r in config.routes)),
+        *_route_problems(config, providers),
+        *_model_problems(config, providers),
+        *_unique("policies", (p.name for p in config.policies)),
+        *_policy_problems(config.policies),
+        *_unique("tenants", (t.name for t in config.tenants)),
+        *_tenant_problems(config),
+        *_server_problems(config),
+    ]
+
+
+def _unique(section: str, names: Iterable[str]) -> Iterator[Problem]:
+    seen: set[str] = set()
+    for index, name in enumerate(names):
+        if not name.strip():
+            yield f"{section}[{index}].name", "must not be empty"
+        if name in seen:
+            yield f"{section}[{index}].name", f"{name!r} is defined twice"
+        seen.add(name)
+
+
+def _provider_problems(providers: Iterable[ProviderConfig]) -> Iterator[Problem]:
+    for index, provider in enumerate(providers):
+        here = f"providers[{index}]"
+        if "/" in provider.name:
+            yield f"{here}.name", "must not contain '/', which separates provider and model"
+        if provider.kind in NEEDS_BASE_URL and not provider.base_url:
+            yield f"{here}.base_url", f"required for kind {provider.kind}"
+        if provider.base_url and not provider.base_url.startswith(("http://", "https://")):
+            yield f"{here}.base_url", "must start with http:// or https://"
+        key = provider.api_key
+        if key is not None and not (key.startswith(SECRET_SCHEMES) and len(key.split(":", 1)[1])):
+            yield (
+                f"{here}.api_key",
+                "must be a reference such as env:OPENAI_API_KEY or vault:NAME, "
+                "never the key itself",
+            )
+        if provider.mock is not None and provider.kind != "mock":
+            yield f"{here}.mock", "only a provider of kind mock takes mock options"
+        if provider.mock is not None and not 0.0 <= provider.mock.failure_rate <= 1.0:
+            yield f"{here}.mock.failure_rate", "must be between 0 and 1"
+
+
+def _route_problems(config: Config, providers: set[str]) -> Iterator[Problem]:
+    for index, route in enumerate(config.routes):
+        here = f"routes[{index}]"
+        if "/" in route.name:
+            yield f"{here}.name", "must not contain '/', which addresses provider/model directly"
+        if not route.targets:
+            yield f"{here}.targets", "a route needs at least one target"
+        for position, target in enumerate(route.targets):
+            if target.provider not in providers:
+                yield (
+                    f"{here}.targets[{position}].provider",
+                    f"unknown provider {target.provider!r}; define it under providers",
+                )
+            if target.weight < 0:
+                yield f"{here}.targets[{position}].weight", "must not be negative"
+        if route.strategy == "weighted" and route.targets and not any(
+            target.weight > 0 for target in route.targets
+        ):
+            yield f"{here}.targets", "a weighted route needs at least one positive weight"
+
+
+def _model_problems(config: Config, providers: set[str]) -> Iterator[Problem]:
+    seen: set[tuple[str, str]] = set()
+    for index, entry in enumerate(config.models):
+        here = f"models[{index}]"
+        if entry.provider not in providers:
+            yield f"{here}.provider", f"unknown provider {entry.provider!r}"
+        if (entry.provider, entry.model) in seen:
+            yield here, f"{entry.provider}/{entry.model} is listed twice"
+        seen.add((entry.provider, entry.model))
+        prices = (entry.input_per_mtok, entry.output_per_mtok, entry.cached_input_per_mtok or 0)
+        if min(prices) < 0:
+            yield here, "prices must not be negative"
+
+
+def _policy_problems(policies: Iterable[PolicyConfig]) -> Iterator[Problem]:
+    for index, policy in enumerate(policies):
+        here = f"policies[{index}]"
+        if policy.retry.max_attempts < 1:
+            yield f"{here}.retry.max_attempts", "must be at least 1 (it counts the first call)"
+        if policy.retry.multiplier < 1:
+            yield f"{here}.retry.multiplier", "must be at least 1"
+        for position, code in enumerate(policy.fallback.on_error_codes or ()):
+            if code not in ERRORS_BY_CODE:
+                known = ", ".join(sorted(ERRORS_BY_CODE))
+                yield (
+                    f"{here}.fallback.on_error_codes[{position}]",
+                    f"unknown error code {code!r}; known codes: {known}",
+                )
+        limits = policy.limits
+        if limits.max_output_tokens is not None and limits.max_output_tokens < 1:
+            yield f"{here}.limits.max_output_tokens", "must be at least 1"
+        if limits.max_cost_per_request_usd is not None and limits.max_cost_per_request_usd < 0:
+            yield f"{here}.limits.max_cost_per_request_usd", "must not be negative"
+
+
+def _tenant_problems(config: Config) -> Iterator[Problem]:
+    routes = {route.name for route in config.routes}
+    for index, tenant in enumerate(config.tenants):
+        for position, name in enumerate(tenant.allowed_routes or ()):
+            if name not in routes and "*" not in name:
+                yield f"tenants[{index}].allowed_routes[{position}]", f"unknown route {name!r}"
+
+
+def _server_problems(config: Config) -> Iterator[Problem]:
+    server = config.server
+    if not 0 <= server.port <= 65535:
+        yield "server.port", "must be between 0 and 65535"
+    if server.max_concurrency < 1:
+        yield "server.max_concurrency", "must be at least 1"

@@ -1,0 +1,199 @@
+"""The one error tree of gw.
+
+Every error a client or an operator can meet is a ``GatewayError`` subclass that carries
+its stable ``code``, HTTP ``status``, whether the same call may be ``retryable`` on the same
+target, and who is to ``blame``. The server renders errors from these attributes alone.
+
+    GatewayError
+    ├── ClientError (blame: client)
+    │   ├── InvalidRequestError            invalid_request             400
+    │   ├── ContextLengthExceededError     context_length_exceeded     400
+    │   ├── ContentBlockedError            content_blocked             400
+    │   ├── NativeFeatureUnsupportedError  native_feature_unsupported  400
+    │   ├── AuthenticationFailedError      authentication_failed       401
+    │   ├── BudgetExceededError            budget_exceeded             402
+    │   ├── PermissionDeniedError          permission_denied           403
+    │   ├── ModelNotFoundError             model_not_found             404
+    │   ├── RequestTooLargeError           request_too_large           413
+    │   ├── RateLimitedError               rate_limited                429  (also upstream)
+    │   ├── ConcurrencyLimitedError        concurrency_limited         429
+    │   └── ClientAbortedError             client_aborted              499  (traced only)
+    ├── GatewayFaultError (blame: gateway)
+    │   ├── InternalError                  internal_error              500
+    │   ├── NoRouteError                   no_route                    503
+    │   └── OverloadedError                overloaded                  503  (also upstream)
+    └── UpstreamFaultError (blame: upstream)
+        ├── UpstreamError                  upstream_error              502
+        ├── UpstreamAuthFailedError        upstream_auth_failed        502
+        └── UpstreamTimeoutError           upstream_timeout            504
+
+An error raised from an upstream's answer keeps ``blame="upstream"`` whatever its class,
+so ``rate_limited`` from a provider and from a tenant limit are told apart in traces.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+Blame = Literal["client", "upstream", "gateway"]
+
+
+class GatewayError(Exception):
+    """Base of every error gw reports; subclasses fix code, status and retryability."""
+
+    code: ClassVar[str] = "internal_error"
+    status: ClassVar[int] = 500
+    retryable: ClassVar[bool] = False
+    default_blame: ClassVar[Blame] = "gateway"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        retry_after: float | None = None,
+        upstream_status: int | None = None,
+        blame: Blame | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.retry_after = retry_after
+        self.upstream_status = upstream_status
+        self.blame: Blame = blame or self.default_blame
+
+
+class ClientError(GatewayError):
+    default_blame: ClassVar[Blame] = "client"
+
+
+class InvalidRequestError(ClientError):
+    code = "invalid_request"
+    status = 400
+
+
+class ContextLengthExceededError(ClientError):
+    code = "context_length_exceeded"
+    status = 400
+
+
+class ContentBlockedError(ClientError):
+    code = "content_blocked"
+    status = 400
+
+
+class NativeFeatureUnsupportedError(ClientError):
+    code = "native_feature_unsupported"
+    status = 400
+
+
+class AuthenticationFailedError(ClientError):
+    code = "authentication_failed"
+    status = 401
+
+
+class BudgetExceededError(ClientError):
+    code = "budget_exceeded"
+    status = 402
+
+
+class PermissionDeniedError(ClientError):
+    code = "permission_denied"
+    status = 403
+
+
+class ModelNotFoundError(ClientError):
+    code = "model_not_found"
+    status = 404
+
+
+class RequestTooLargeError(ClientError):
+    code = "request_too_large"
+    status = 413
+
+
+class RateLimitedError(ClientError):
+    code = "rate_limited"
+    status = 429
+    retryable = True
+
+
+class ConcurrencyLimitedError(ClientError):
+    code = "concurrency_limited"
+    status = 429
+
+
+class ClientAbortedError(ClientError):
+    code = "client_aborted"
+    status = 499
+
+
+class GatewayFaultError(GatewayError):
+    default_blame: ClassVar[Blame] = "gateway"
+
+
+class InternalError(GatewayFaultError):
+    code = "internal_error"
+    status = 500
+
+
+class NoRouteError(GatewayFaultError):
+    code = "no_route"
+    status = 503
+
+
+class OverloadedError(GatewayFaultError):
+    code = "overloaded"
+    status = 503
+    retryable = True
+
+
+class UpstreamFaultError(GatewayError):
+    default_blame: ClassVar[Blame] = "upstream"
+
+
+class UpstreamError(UpstreamFaultError):
+    code = "upstream_error"
+    status = 502
+    retryable = True
+
+
+class UpstreamAuthFailedError(UpstreamFaultError):
+    code = "upstream_auth_failed"
+    status = 502
+
+
+class UpstreamTimeoutError(UpstreamFaultError):
+    code = "upstream_timeout"
+    status = 504
+    retryable = True
+
+
+ALL_ERRORS: tuple[type[GatewayError], ...] = (
+    InvalidRequestError,
+    ContextLengthExceededError,
+    ContentBlockedError,
+    NativeFeatureUnsupportedError,
+    AuthenticationFailedError,
+    BudgetExceededError,
+    PermissionDeniedError,
+    ModelNotFoundError,
+    RequestTooLargeError,
+    RateLimitedError,
+    ConcurrencyLimitedError,
+    ClientAbortedError,
+    InternalError,
+    NoRouteError,
+    OverloadedError,
+    UpstreamError,
+    UpstreamAuthFailedError,
+    UpstreamTimeoutError,
+)
+
+ERRORS_BY_CODE: dict[str, type[GatewayError]] = {cls.code: cls for cls in ALL_ERRORS}
+
+
+def error_for_code(code: str, message: str, *, blame: Blame | None = None) -> GatewayError:
+    """Build the error whose stable code is ``code`` (internal_error when unknown)."""
+    cls = ERRORS_BY_CODE.get(code, InternalError)
+    return cls(message, blame=blame)

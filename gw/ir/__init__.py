@@ -1,0 +1,57 @@
+"""Canonical intermediate representation: every wire format translates to and from this."""
+
+from gw.ir.content import ContentPart, ImagePart, TextPart
+from gw.ir.events import (
+    ErrorEvent,
+    Finish,
+    FinishReason,
+    StreamEvent,
+    StreamStart,
+    TextDelta,
+    ToolCallDelta,
+    UsageEvent,
+)
+from gw.ir.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from gw.ir.request import (
+    ChatRequest,
+    ResponseFormat,
+    Sampling,
+    ToolChoice,
+    ToolDefinition,
+)
+from gw.ir.response import ChatResponse
+from gw.ir.usage import Usage
+
+__all__ = [
+    "AssistantMessage",
+    "ChatRequest",
+    "ChatResponse",
+    "ContentPart",
+    "ErrorEvent",
+    "Finish",
+    "FinishReason",
+    "ImagePart",
+    "Message",
+    "ResponseFormat",
+    "Sampling",
+    "StreamEvent",
+    "StreamStart",
+    "SystemMessage",
+    "TextDelta",
+    "TextPart",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolChoice",
+    "ToolDefinition",
+    "ToolMessage",
+    "Usage",
+    "UsageEvent",
+    "UserMessage",
+]

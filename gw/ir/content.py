@@ -1,0 +1,21 @@
+"""Content parts of a message: text, and images by URL or inline base64 data."""
+
+from __future__ import annotations
+
+from gw.ir.base import IRStruct
+
+
+class TextPart(IRStruct, tag="text"):
+    text: str
+
+
+class ImagePart(IRStruct, tag="image"):
+    """An image given by ``url`` (http(s)) or by inline base64 ``data`` with its media type."""
+
+    url: str | None = None
+    data: str | None = None
+    media_type: str | None = None
+    detail: str | None = None
+
+
+ContentPart = TextPart | ImagePart

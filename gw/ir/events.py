@@ -1,0 +1,52 @@
+"""Stream events: what an upstream stream becomes, and what a client stream is made from.
+
+A well-formed stream is ``StreamStart``, any number of ``TextDelta`` / ``ToolCallDelta``,
+then ``Finish``, with ``UsageEvent`` anywhere after the start; or it ends with one
+``ErrorEvent`` once something failed after the first byte.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from gw.ir.base import IRStruct
+from gw.ir.usage import Usage
+
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
+
+
+class StreamStart(IRStruct, tag="start"):
+    id: str
+    model: str
+    created: int = 0
+
+
+class TextDelta(IRStruct, tag="text"):
+    text: str
+
+
+class ToolCallDelta(IRStruct, tag="tool_call"):
+    """A fragment of the tool call at ``index``; ``id`` and ``name`` come with its first one."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+class UsageEvent(IRStruct, tag="usage"):
+    usage: Usage
+
+
+class Finish(IRStruct, tag="finish"):
+    reason: FinishReason
+
+
+class ErrorEvent(IRStruct, tag="error"):
+    """A failure after the stream was committed; ``code`` is a gw error code."""
+
+    code: str
+    message: str
+
+
+StreamEvent = StreamStart | TextDelta | ToolCallDelta | UsageEvent | Finish | ErrorEvent

@@ -1,0 +1,40 @@
+"""Conversation messages, one tagged struct per role."""
+
+from __future__ import annotations
+
+from gw.ir.base import IRStruct
+from gw.ir.content import ContentPart, TextPart
+
+
+class ToolCall(IRStruct):
+    """A call the model asked for; ``arguments`` is the JSON text exactly as produced."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class SystemMessage(IRStruct, tag="system"):
+    content: tuple[TextPart, ...]
+    name: str | None = None
+
+
+class UserMessage(IRStruct, tag="user"):
+    content: tuple[ContentPart, ...]
+    name: str | None = None
+
+
+class AssistantMessage(IRStruct, tag="assistant"):
+    content: tuple[TextPart, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    name: str | None = None
+
+
+class ToolMessage(IRStruct, tag="tool"):
+    """The result of one tool call, sent back by the client."""
+
+    tool_call_id: str
+    content: tuple[TextPart, ...]
+
+
+Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage

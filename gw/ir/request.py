@@ -1,0 +1,72 @@
+"""A chat request in canonical form, whatever wire format it arrived in."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from gw.ir.base import IRStruct
+from gw.ir.content import ImagePart
+from gw.ir.messages import Message, UserMessage
+
+
+class ToolDefinition(IRStruct):
+    """A function the model may call; ``parameters`` is a JSON schema object."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class ToolChoice(IRStruct):
+    """``mode`` auto/none/required, or ``tool`` with the ``name`` the model must call."""
+
+    mode: Literal["auto", "none", "required", "tool"]
+    name: str | None = None
+
+
+class ResponseFormat(IRStruct):
+    type: Literal["text", "json_object", "json_schema"]
+    name: str | None = None
+    json_schema: dict[str, Any] | None = None
+    strict: bool | None = None
+    description: str | None = None
+
+
+class Sampling(IRStruct):
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    seed: int | None = None
+
+
+class ChatRequest(IRStruct):
+    """Everything an upstream needs; ``model`` is what the client asked for (route or target).
+
+    ``extensions`` carries provider-specific fields that must round-trip, by wire-format
+    name (for example ``{"openai": {"logprobs": true}}``); it is never a free passthrough.
+    """
+
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolDefinition, ...] = ()
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: ResponseFormat | None = None
+    sampling: Sampling = Sampling()
+    stop: tuple[str, ...] = ()
+    max_tokens: int | None = None
+    stream: bool = False
+    include_usage: bool = False
+    user: str | None = None
+    extensions: dict[str, dict[str, Any]] = {}
+
+    @property
+    def has_images(self) -> bool:
+        return any(
+            isinstance(message, UserMessage)
+            and any(isinstance(part, ImagePart) for part in message.content)
+            for message in self.messages
+        )

@@ -1,0 +1,18 @@
+"""A complete (non-streaming) chat answer in canonical form."""
+
+from __future__ import annotations
+
+from gw.ir.base import IRStruct
+from gw.ir.events import FinishReason
+from gw.ir.messages import ToolCall
+from gw.ir.usage import Usage
+
+
+class ChatResponse(IRStruct):
+    id: str
+    model: str
+    text: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: FinishReason = "stop"
+    usage: Usage | None = None
+    created: int = 0

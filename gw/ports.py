@@ -1,0 +1,66 @@
+"""The seams the core needs from the outside world, as Protocols.
+
+The engine (L2) talks only to these; adapters, stores and telemetry (L3) implement them,
+and ``gw/wiring.py`` plugs them in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
+
+import msgspec
+
+from gw.config.schema import ProviderConfig
+from gw.ir import ChatRequest, ChatResponse, StreamEvent
+from gw.record import TraceRecord
+
+
+class AttemptTimeouts(msgspec.Struct, frozen=True, kw_only=True):
+    """What an adapter must honour itself; the engine enforces the rest around it (seconds)."""
+
+    connect: float
+    read: float
+
+
+class UpstreamCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One attempt: ``request.model`` is already the upstream's model name."""
+
+    request_id: str
+    provider: ProviderConfig
+    request: ChatRequest
+    account: str | None
+    timeouts: AttemptTimeouts
+
+
+class Upstream(Protocol):
+    """A provider adapter: IR in, IR out. It raises only ``GatewayError`` subclasses."""
+
+    async def complete(self, call: UpstreamCall) -> ChatResponse: ...
+
+    def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]: ...
+
+
+class UpstreamDirectory(Protocol):
+    """Finds the adapter serving a provider (adapters are built once per provider kind)."""
+
+    def upstream_for(self, provider: ProviderConfig) -> Upstream: ...
+
+
+class TraceSink(Protocol):
+    """Takes a finished trace without blocking; may drop under pressure, counting drops."""
+
+    def submit(self, trace: TraceRecord) -> None: ...
+
+
+class Clock(Protocol):
+    def time(self) -> float:
+        """Wall-clock seconds since the epoch (for timestamps)."""
+        ...
+
+    def monotonic(self) -> float:
+        """Monotonic seconds (for durations)."""
+        ...
+
+
+Sleep = Callable[[float], Awaitable[None]]

@@ -1,0 +1,73 @@
+"""Trace records: the metadata gw keeps of each request. Never a prompt, completion or secret."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from gw.ir.usage import Usage
+from gw.routing.decision import RouteDecision
+
+AttemptOutcome = Literal["answered", "retried", "fell_back", "failed", "aborted"]
+
+
+class RecordStruct(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of trace values (unknown fields tolerated so old readers survive new writers)."""
+
+
+class AttemptRecord(RecordStruct):
+    """One call to one upstream target.
+
+    ``outcome``: answered; retried (the same target is called again); fell_back (the next
+    target is tried); failed (the request ends with this error); aborted (the client left).
+    """
+
+    number: int
+    provider: str
+    model: str
+    account: str | None
+    started_at: float
+    latency_ms: float
+    ttft_ms: float | None
+    outcome: AttemptOutcome
+    upstream_status: int | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    blame: str | None = None
+    retry_after_s: float | None = None
+    backoff_ms: float = 0.0
+
+
+class TraceRecord(RecordStruct):
+    """Everything ``gw explain`` shows for one request."""
+
+    request_id: str
+    time: float
+    endpoint: str
+    requested_model: str
+    stream: bool
+    status: int
+    revision: int
+    latency_ms: float
+    route: str | None = None
+    policy: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    client_request_id: str | None = None
+    tenant: str | None = None
+    key_id: str | None = None
+    ttft_ms: float | None = None
+    decision: RouteDecision | None = None
+    attempts: tuple[AttemptRecord, ...] = ()
+    usage: Usage | None = None
+    usage_source: Literal["provider", "estimate"] | None = None
+    cost_usd: float | None = None
+    committed: bool = False
+
+    @property
+    def answered_by(self) -> str:
+        """``provider/model`` that answered, or was last tried; ``-`` when none was tried."""
+        return f"{self.provider}/{self.model}" if self.provider else "-"

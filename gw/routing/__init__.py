@@ -1,0 +1,1 @@
+"""Routing: a pure function from (request, snapshot, observed state) to a RouteDecision."""

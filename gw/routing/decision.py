@@ -1,0 +1,68 @@
+"""RouteDecision: what routing decided for one request, and why. Stored in every trace."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from gw.config.schema import Strategy
+
+RejectReason = Literal[
+    "missing_capability",  # the request needs tools/vision/json_schema the model lacks
+    "context_window",  # estimated input + max output exceed the model's window
+    "cost_ceiling",  # projected cost above limits.max_cost_per_request_usd
+    "zero_weight",  # weighted strategy and weight 0
+]
+
+
+class DecisionStruct(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of decision values: immutable, and decoded strictly when read back from a trace."""
+
+
+class TargetRef(DecisionStruct):
+    provider: str
+    model: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+
+class Candidate(DecisionStruct):
+    """One route target as routing saw it: kept (with rank and score) or rejected (reason)."""
+
+    provider: str
+    model: str
+    priority: int
+    weight: float
+    estimated_cost_usd: float | None = None
+    score: float | None = None
+    rank: int | None = None
+    rejected: RejectReason | None = None
+    detail: str | None = None
+    relaxed: bool = False
+
+
+class RouteDecision(DecisionStruct):
+    """The decision: ``chain`` is the order targets will be tried in, ``chain[0]`` first.
+
+    ``degraded`` is set when a filter had to be relaxed to leave any candidate
+    (invariant 11); ``notes`` say what else was adjusted (max_tokens clamped, ...).
+    """
+
+    route: str
+    direct: bool
+    policy: str
+    strategy: Strategy
+    chain: tuple[TargetRef, ...]
+    candidates: tuple[Candidate, ...]
+    estimated_input_tokens: int
+    max_output_tokens: int | None
+    degraded: bool = False
+    degraded_reasons: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def chosen(self) -> TargetRef | None:
+        return self.chain[0] if self.chain else None
