@@ -14,6 +14,8 @@ target, and who is to ``blame``. The server renders errors from these attributes
     │   ├── BudgetExceededError            budget_exceeded             402
     │   ├── PermissionDeniedError          permission_denied           403
     │   ├── ModelNotFoundError             model_not_found             404
+    │   ├── EndpointNotFoundError          endpoint_not_found          404
+    │   ├── MethodNotAllowedError          method_not_allowed          405
     │   ├── RequestTooLargeError           request_too_large           413
     │   ├── RateLimitedError               rate_limited                429  (also upstream)
     │   ├── ConcurrencyLimitedError        concurrency_limited         429
@@ -107,6 +109,16 @@ class ModelNotFoundError(ClientError):
     status = 404
 
 
+class EndpointNotFoundError(ClientError):
+    code = "endpoint_not_found"
+    status = 404
+
+
+class MethodNotAllowedError(ClientError):
+    code = "method_not_allowed"
+    status = 405
+
+
 class RequestTooLargeError(ClientError):
     code = "request_too_large"
     status = 413
@@ -178,6 +190,8 @@ ALL_ERRORS: tuple[type[GatewayError], ...] = (
     BudgetExceededError,
     PermissionDeniedError,
     ModelNotFoundError,
+    EndpointNotFoundError,
+    MethodNotAllowedError,
     RequestTooLargeError,
     RateLimitedError,
     ConcurrencyLimitedError,

@@ -10,13 +10,14 @@ from gw.ir.usage import Usage
 from gw.routing.decision import RouteDecision
 
 AttemptOutcome = Literal["answered", "retried", "fell_back", "failed", "aborted"]
+UsageSource = Literal["provider", "estimate"]
 
 
 class RecordStruct(msgspec.Struct, frozen=True, kw_only=True):
     """Base of trace values (unknown fields tolerated so old readers survive new writers)."""
 
 
-class AttemptRecord(RecordStruct):
+class AttemptRecord(RecordStruct, frozen=True, kw_only=True):
     """One call to one upstream target.
 
     ``outcome``: answered; retried (the same target is called again); fell_back (the next
@@ -39,7 +40,7 @@ class AttemptRecord(RecordStruct):
     backoff_ms: float = 0.0
 
 
-class TraceRecord(RecordStruct):
+class TraceRecord(RecordStruct, frozen=True, kw_only=True):
     """Everything ``gw explain`` shows for one request."""
 
     request_id: str
@@ -63,7 +64,7 @@ class TraceRecord(RecordStruct):
     decision: RouteDecision | None = None
     attempts: tuple[AttemptRecord, ...] = ()
     usage: Usage | None = None
-    usage_source: Literal["provider", "estimate"] | None = None
+    usage_source: UsageSource | None = None
     cost_usd: float | None = None
     committed: bool = False
 

@@ -22,7 +22,7 @@ class ConfigStruct(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """Base of every config struct: immutable, keyword-only, unknown keys refused."""
 
 
-class ServerConfig(ConfigStruct):
+class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
     host: str = "127.0.0.1"
     port: int = 8787
     max_concurrency: int = 256
@@ -30,12 +30,12 @@ class ServerConfig(ConfigStruct):
     max_body_bytes: ByteSize = ByteSize(8 * 1024 * 1024)
 
 
-class AuthConfig(ConfigStruct):
+class AuthConfig(ConfigStruct, frozen=True, kw_only=True):
     mode: AuthMode | None = None
     admin_key: str | None = None
 
 
-class MockOptions(ConfigStruct):
+class MockOptions(ConfigStruct, frozen=True, kw_only=True):
     """Behaviour of a ``kind: mock`` provider, for demos and fault drills."""
 
     latency: Duration = Duration(0.0)
@@ -48,7 +48,7 @@ class MockOptions(ConfigStruct):
     words: int = 12
 
 
-class ProviderConfig(ConfigStruct):
+class ProviderConfig(ConfigStruct, frozen=True, kw_only=True):
     name: str
     kind: ProviderKind
     base_url: str | None = None
@@ -58,7 +58,7 @@ class ProviderConfig(ConfigStruct):
     mock: MockOptions | None = None
 
 
-class ModelEntry(ConfigStruct):
+class ModelEntry(ConfigStruct, frozen=True, kw_only=True):
     """A catalog entry: what one provider's model costs and can do."""
 
     provider: str
@@ -72,21 +72,21 @@ class ModelEntry(ConfigStruct):
     quality: float | None = None
 
 
-class TargetConfig(ConfigStruct):
+class TargetConfig(ConfigStruct, frozen=True, kw_only=True):
     provider: str
     model: str
     priority: int = 1
     weight: float = 1.0
 
 
-class RouteConfig(ConfigStruct):
+class RouteConfig(ConfigStruct, frozen=True, kw_only=True):
     name: str
     targets: tuple[TargetConfig, ...]
     strategy: Strategy = "priority"
     description: str | None = None
 
 
-class PolicyMatch(ConfigStruct):
+class PolicyMatch(ConfigStruct, frozen=True, kw_only=True):
     """What a policy applies to; an omitted field matches everything. Globs use ``*``."""
 
     routes: tuple[str, ...] | None = None
@@ -97,7 +97,7 @@ class PolicyMatch(ConfigStruct):
     capabilities: tuple[Capability, ...] | None = None
 
 
-class RetryConfig(ConfigStruct):
+class RetryConfig(ConfigStruct, frozen=True, kw_only=True):
     """``max_attempts`` counts every call to one target, the first included."""
 
     max_attempts: int = 2
@@ -107,12 +107,12 @@ class RetryConfig(ConfigStruct):
     max_retry_after: Duration = Duration(30.0)
 
 
-class FallbackConfig(ConfigStruct):
+class FallbackConfig(ConfigStruct, frozen=True, kw_only=True):
     enabled: bool = True
     on_error_codes: tuple[str, ...] | None = None
 
 
-class TimeoutConfig(ConfigStruct):
+class TimeoutConfig(ConfigStruct, frozen=True, kw_only=True):
     total: Duration = Duration(600.0)
     per_attempt: Duration = Duration(300.0)
     connect: Duration = Duration(10.0)
@@ -120,12 +120,12 @@ class TimeoutConfig(ConfigStruct):
     stream_idle: Duration = Duration(90.0)
 
 
-class PolicyLimits(ConfigStruct):
+class PolicyLimits(ConfigStruct, frozen=True, kw_only=True):
     max_output_tokens: int | None = None
     max_cost_per_request_usd: float | None = None
 
 
-class PolicyConfig(ConfigStruct):
+class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):
     name: str
     match: PolicyMatch = PolicyMatch()
     priority: int = 0
@@ -136,25 +136,25 @@ class PolicyConfig(ConfigStruct):
     limits: PolicyLimits = PolicyLimits()
 
 
-class TenantLimits(ConfigStruct):
+class TenantLimits(ConfigStruct, frozen=True, kw_only=True):
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
     max_concurrency: int | None = None
 
 
-class TenantBudget(ConfigStruct):
+class TenantBudget(ConfigStruct, frozen=True, kw_only=True):
     daily_usd: float | None = None
     monthly_usd: float | None = None
 
 
-class TenantConfig(ConfigStruct):
+class TenantConfig(ConfigStruct, frozen=True, kw_only=True):
     name: str
     allowed_routes: tuple[str, ...] | None = None
     limits: TenantLimits = TenantLimits()
     budget: TenantBudget = TenantBudget()
 
 
-class Config(ConfigStruct):
+class Config(ConfigStruct, frozen=True, kw_only=True):
     server: ServerConfig = ServerConfig()
     auth: AuthConfig = AuthConfig()
     providers: tuple[ProviderConfig, ...] = ()

@@ -77,8 +77,10 @@ def _route_problems(config: Config, providers: set[str]) -> Iterator[Problem]:
                 )
             if target.weight < 0:
                 yield f"{here}.targets[{position}].weight", "must not be negative"
-        if route.strategy == "weighted" and route.targets and not any(
-            target.weight > 0 for target in route.targets
+        if (
+            route.strategy == "weighted"
+            and route.targets
+            and not any(target.weight > 0 for target in route.targets)
         ):
             yield f"{here}.targets", "a weighted route needs at least one positive weight"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from gw.ir.base import IRStruct
 
 
-class TextPart(IRStruct, tag="text"):
+class TextPart(IRStruct, tag="text", frozen=True, kw_only=True):
     text: str
 
 
-class ImagePart(IRStruct, tag="image"):
+class ImagePart(IRStruct, tag="image", frozen=True, kw_only=True):
     """An image given by ``url`` (http(s)) or by inline base64 ``data`` with its media type."""
 
     url: str | None = None

@@ -15,17 +15,17 @@ from gw.ir.usage import Usage
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
 
 
-class StreamStart(IRStruct, tag="start"):
+class StreamStart(IRStruct, tag="start", frozen=True, kw_only=True):
     id: str
     model: str
     created: int = 0
 
 
-class TextDelta(IRStruct, tag="text"):
+class TextDelta(IRStruct, tag="text", frozen=True, kw_only=True):
     text: str
 
 
-class ToolCallDelta(IRStruct, tag="tool_call"):
+class ToolCallDelta(IRStruct, tag="tool_call", frozen=True, kw_only=True):
     """A fragment of the tool call at ``index``; ``id`` and ``name`` come with its first one."""
 
     index: int
@@ -34,15 +34,15 @@ class ToolCallDelta(IRStruct, tag="tool_call"):
     arguments: str = ""
 
 
-class UsageEvent(IRStruct, tag="usage"):
+class UsageEvent(IRStruct, tag="usage", frozen=True, kw_only=True):
     usage: Usage
 
 
-class Finish(IRStruct, tag="finish"):
+class Finish(IRStruct, tag="finish", frozen=True, kw_only=True):
     reason: FinishReason
 
 
-class ErrorEvent(IRStruct, tag="error"):
+class ErrorEvent(IRStruct, tag="error", frozen=True, kw_only=True):
     """A failure after the stream was committed; ``code`` is a gw error code."""
 
     code: str

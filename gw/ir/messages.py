@@ -6,7 +6,7 @@ from gw.ir.base import IRStruct
 from gw.ir.content import ContentPart, TextPart
 
 
-class ToolCall(IRStruct):
+class ToolCall(IRStruct, frozen=True, kw_only=True):
     """A call the model asked for; ``arguments`` is the JSON text exactly as produced."""
 
     id: str
@@ -14,23 +14,23 @@ class ToolCall(IRStruct):
     arguments: str
 
 
-class SystemMessage(IRStruct, tag="system"):
+class SystemMessage(IRStruct, tag="system", frozen=True, kw_only=True):
     content: tuple[TextPart, ...]
     name: str | None = None
 
 
-class UserMessage(IRStruct, tag="user"):
+class UserMessage(IRStruct, tag="user", frozen=True, kw_only=True):
     content: tuple[ContentPart, ...]
     name: str | None = None
 
 
-class AssistantMessage(IRStruct, tag="assistant"):
+class AssistantMessage(IRStruct, tag="assistant", frozen=True, kw_only=True):
     content: tuple[TextPart, ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()
     name: str | None = None
 
 
-class ToolMessage(IRStruct, tag="tool"):
+class ToolMessage(IRStruct, tag="tool", frozen=True, kw_only=True):
     """The result of one tool call, sent back by the client."""
 
     tool_call_id: str

@@ -9,7 +9,7 @@ from gw.ir.content import ImagePart
 from gw.ir.messages import Message, UserMessage
 
 
-class ToolDefinition(IRStruct):
+class ToolDefinition(IRStruct, frozen=True, kw_only=True):
     """A function the model may call; ``parameters`` is a JSON schema object."""
 
     name: str
@@ -18,14 +18,14 @@ class ToolDefinition(IRStruct):
     strict: bool | None = None
 
 
-class ToolChoice(IRStruct):
+class ToolChoice(IRStruct, frozen=True, kw_only=True):
     """``mode`` auto/none/required, or ``tool`` with the ``name`` the model must call."""
 
     mode: Literal["auto", "none", "required", "tool"]
     name: str | None = None
 
 
-class ResponseFormat(IRStruct):
+class ResponseFormat(IRStruct, frozen=True, kw_only=True):
     type: Literal["text", "json_object", "json_schema"]
     name: str | None = None
     json_schema: dict[str, Any] | None = None
@@ -33,7 +33,7 @@ class ResponseFormat(IRStruct):
     description: str | None = None
 
 
-class Sampling(IRStruct):
+class Sampling(IRStruct, frozen=True, kw_only=True):
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None
@@ -42,7 +42,7 @@ class Sampling(IRStruct):
     seed: int | None = None
 
 
-class ChatRequest(IRStruct):
+class ChatRequest(IRStruct, frozen=True, kw_only=True):
     """Everything an upstream needs; ``model`` is what the client asked for (route or target).
 
     ``extensions`` carries provider-specific fields that must round-trip, by wire-format

@@ -8,7 +8,7 @@ from gw.ir.messages import ToolCall
 from gw.ir.usage import Usage
 
 
-class ChatResponse(IRStruct):
+class ChatResponse(IRStruct, frozen=True, kw_only=True):
     id: str
     model: str
     text: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gw.ir.base import IRStruct
 
 
-class Usage(IRStruct):
+class Usage(IRStruct, frozen=True, kw_only=True):
     """Token counts; ``cached_input_tokens`` and ``reasoning_tokens`` are subsets of the totals."""
 
     input_tokens: int = 0

@@ -16,11 +16,12 @@ RejectReason = Literal[
 ]
 
 
-class DecisionStruct(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Base of decision values: immutable, and decoded strictly when read back from a trace."""
+class DecisionStruct(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of decision values: immutable; unknown fields tolerated so old readers of a
+    trace survive newer writers."""
 
 
-class TargetRef(DecisionStruct):
+class TargetRef(DecisionStruct, frozen=True, kw_only=True):
     provider: str
     model: str
 
@@ -29,7 +30,7 @@ class TargetRef(DecisionStruct):
         return f"{self.provider}/{self.model}"
 
 
-class Candidate(DecisionStruct):
+class Candidate(DecisionStruct, frozen=True, kw_only=True):
     """One route target as routing saw it: kept (with rank and score) or rejected (reason)."""
 
     provider: str
@@ -44,7 +45,7 @@ class Candidate(DecisionStruct):
     relaxed: bool = False
 
 
-class RouteDecision(DecisionStruct):
+class RouteDecision(DecisionStruct, frozen=True, kw_only=True):
     """The decision: ``chain`` is the order targets will be tried in, ``chain[0]`` first.
 
     ``degraded`` is set when a filter had to be relaxed to leave any candidate

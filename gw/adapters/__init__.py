@@ -1,0 +1,1 @@
+"""Provider adapters: wire codec x auth x transport, one per wire protocol."""

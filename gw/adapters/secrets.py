@@ -1,0 +1,31 @@
+"""Resolve credential references (``env:NAME``) at call time; values never leave the adapter."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gw.errors import UpstreamAuthFailedError
+
+
+class SecretResolver:
+    """Looks references up in the environment it was given (the vault arrives later)."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+
+    def resolve(self, reference: str, *, provider: str) -> str:
+        scheme, _, name = reference.partition(":")
+        if scheme == "env":
+            value = self._environ.get(name)
+            if value:
+                return value
+            raise UpstreamAuthFailedError(
+                f"provider {provider}: its api_key is env:{name}, and {name} is not set "
+                "in gw's environment; export it and restart gw",
+                blame="gateway",
+            )
+        raise UpstreamAuthFailedError(
+            f"provider {provider}: api_key reference {scheme}: is not available in this "
+            "version of gw; use env:NAME",
+            blame="gateway",
+        )

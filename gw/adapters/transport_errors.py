@@ -1,0 +1,34 @@
+"""httpx transport failures -> gw errors, by table (never by message text)."""
+
+from __future__ import annotations
+
+import httpx
+
+from gw.errors import GatewayError, UpstreamError, UpstreamTimeoutError
+
+# Most specific classes first: the first isinstance match wins.
+TRANSPORT_ERRORS: tuple[tuple[type[httpx.TransportError], type[GatewayError], str], ...] = (
+    (httpx.ConnectTimeout, UpstreamTimeoutError, "connecting to the upstream timed out"),
+    (httpx.ReadTimeout, UpstreamTimeoutError, "the upstream stopped sending (read timeout)"),
+    (httpx.WriteTimeout, UpstreamTimeoutError, "sending the request upstream timed out"),
+    (httpx.PoolTimeout, UpstreamTimeoutError, "no free connection to the upstream in time"),
+    (httpx.ConnectError, UpstreamError, "could not connect to the upstream"),
+    (httpx.ReadError, UpstreamError, "reading from the upstream failed"),
+    (httpx.WriteError, UpstreamError, "sending to the upstream failed"),
+    (httpx.CloseError, UpstreamError, "closing the upstream connection failed"),
+    (httpx.RemoteProtocolError, UpstreamError, "the upstream broke the HTTP protocol or hung up"),
+    (httpx.LocalProtocolError, UpstreamError, "gw could not speak HTTP to the upstream"),
+    (httpx.ProxyError, UpstreamError, "the proxy to the upstream failed"),
+    (httpx.UnsupportedProtocol, UpstreamError, "the upstream URL's protocol is not supported"),
+    (httpx.TimeoutException, UpstreamTimeoutError, "the upstream timed out"),
+    (httpx.NetworkError, UpstreamError, "a network error reached the upstream"),
+    (httpx.ProtocolError, UpstreamError, "an HTTP protocol error talking to the upstream"),
+    (httpx.TransportError, UpstreamError, "the upstream transport failed"),
+)
+
+
+def map_transport_error(error: httpx.TransportError, *, provider: str) -> GatewayError:
+    for kind, gw_error, message in TRANSPORT_ERRORS:
+        if isinstance(error, kind):
+            return gw_error(f"provider {provider}: {message}", blame="upstream")
+    raise AssertionError("unreachable: httpx.TransportError is the last row")  # pragma: no cover

@@ -1,0 +1,94 @@
+"""The ``gw`` command: Typer app; each command parses flags, calls a layer below, renders."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from gw import __version__
+from gw.cli.config_cmd import config_app
+from gw.cli.console import fail, stdout
+from gw.cli.init_cmd import init_command
+from gw.cli.options import ConfigOption, StateDirOption
+from gw.cli.traces_cmd import explain_command, traces_command
+from gw.config import ConfigError
+from gw.environment import config_path, env_overrides, process_environ, read_config, state_dir
+from gw.wiring import ServeError, ServePlan
+from gw.wiring import run as run_server
+
+app = typer.Typer(
+    name="gw",
+    help="gw: a local-first LLM gateway. Start with `gw serve`, then `gw traces`.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(config_app, name="config")
+app.command("init")(init_command)
+app.command("traces")(traces_command)
+app.command("explain")(explain_command)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        print_version()
+        raise typer.Exit
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version_callback, is_eager=True, help="Print version."),
+    ] = False,
+) -> None:
+    """gw: route, retry, stream and explain every AI call."""
+
+
+def print_version() -> None:
+    stdout.print(f"gw {__version__}", highlight=False)
+    stdout.print(f"python {sys.version.split()[0]}", highlight=False)
+
+
+@app.command("version")
+def version_command() -> None:
+    """Print gw's version."""
+    print_version()
+
+
+@app.command("serve")
+def serve_command(
+    config: ConfigOption = None,
+    host: Annotated[str | None, typer.Option("--host", help="Address to bind.")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="Port (0 picks a free one).")] = None,
+    state_dir_flag: StateDirOption = None,
+) -> None:
+    """Run the gateway (default http://127.0.0.1:8787)."""
+    environ = process_environ()
+    home = state_dir(state_dir_flag, environ)
+    path = config_path(config, home, environ)
+    explicit = config is not None or bool(environ.get("GW_CONFIG"))
+    overrides = env_overrides_or_fail(environ)
+    if host is not None:
+        overrides["server.host"] = host
+    if port is not None:
+        overrides["server.port"] = port
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        loaded = read_config(path, explicit=explicit, overrides=overrides)
+        run_server(
+            ServePlan(home=home, config=loaded.config, source=loaded.source, environ=environ)
+        )
+    except (ConfigError, ServeError) as error:
+        fail(str(error))
+    except KeyboardInterrupt:
+        pass
+
+
+def env_overrides_or_fail(environ: dict[str, str]) -> dict[str, object]:
+    try:
+        return env_overrides(environ)
+    except ConfigError as error:
+        fail(str(error))

@@ -1,0 +1,33 @@
+"""Options several commands share, and how they become paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gw.environment import config_path, process_environ, state_dir
+
+StateDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--state-dir",
+        help="State directory (default: $GW_HOME, else $XDG_STATE_HOME/gw or ~/.local/state/gw).",
+    ),
+]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", help="Config file (default: $GW_CONFIG, else <state-dir>/gw.yaml)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (stable, documented shape).")]
+
+
+def resolve_home(flag: Path | None) -> Path:
+    return state_dir(flag, process_environ())
+
+
+def resolve_config(flag: Path | None, home: Path) -> tuple[Path, bool]:
+    """The config path and whether the user named it (a named file must exist)."""
+    environ = process_environ()
+    return config_path(flag, home, environ), flag is not None or bool(environ.get("GW_CONFIG"))

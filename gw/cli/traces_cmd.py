@@ -1,0 +1,79 @@
+"""``gw traces`` and ``gw explain``: read the trace store, render tables or JSON."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gw.cli.console import fail, print_json, stdout
+from gw.cli.explain_view import explain_json, explain_renderables
+from gw.cli.options import JsonOption, StateDirOption, resolve_home
+from gw.cli.traces_view import traces_json, traces_table
+from gw.record import TraceRecord
+from gw.store import SqliteStore, StoreError
+from gw.wiring import database_path
+
+
+async def _read_traces(path: Path, limit: int, client_request_id: str | None) -> list[TraceRecord]:
+    store = await SqliteStore.open(path)
+    try:
+        return await store.list_traces(limit=limit, client_request_id=client_request_id)
+    finally:
+        await store.close()
+
+
+async def _read_trace(path: Path, request_id: str) -> TraceRecord | None:
+    store = await SqliteStore.open(path)
+    try:
+        return await store.get_trace(request_id)
+    finally:
+        await store.close()
+
+
+def traces_command(
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="How many, newest first.")
+    ] = 20,
+    client_request_id: Annotated[
+        str | None,
+        typer.Option("--client-request-id", help="Only the request a client tagged x-request-id."),
+    ] = None,
+    state_dir: StateDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List recent requests, newest first."""
+    path = database_path(resolve_home(state_dir))
+    try:
+        traces = asyncio.run(_read_traces(path, limit, client_request_id)) if path.exists() else []
+    except StoreError as error:
+        fail(str(error))
+    if as_json:
+        print_json(traces_json(traces))
+        return
+    if not traces:
+        stdout.print(f"no requests recorded yet in {path}", highlight=False)
+        return
+    stdout.print(traces_table(traces))
+
+
+def explain_command(
+    request_id: Annotated[str, typer.Argument(help="A request id (x-gw-request-id), or a prefix.")],
+    state_dir: StateDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show why a request went where it went, and what happened on the way."""
+    path = database_path(resolve_home(state_dir))
+    try:
+        trace = asyncio.run(_read_trace(path, request_id)) if path.exists() else None
+    except StoreError as error:
+        fail(str(error))
+    if trace is None:
+        fail(f"no request {request_id!r} in {path}; `gw traces` lists recent ones")
+    if as_json:
+        print_json(explain_json(trace))
+        return
+    for renderable in explain_renderables(trace):
+        stdout.print(renderable)

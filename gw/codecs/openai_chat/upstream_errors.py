@@ -1,0 +1,196 @@
+"""An OpenAI-compatible upstream's error answer -> the gw error it means, by table.
+
+Two tables, no string search: the HTTP status picks the class (exact status first, then
+the status class), then the body's ``error.code`` (or, failing that, ``error.type``)
+refines it. Every error built here has ``blame="upstream"`` and ``upstream_status``, so a
+provider's ``rate_limited`` is told apart from a tenant limit in traces.
+
+``insufficient_quota`` maps to ``RateLimitedError``: the account is spent, so the engine
+should fall back to another target like on a rate limit. It stays a retryable class; the
+same target will keep refusing until the quota is raised, which bounded retries absorb.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+from collections.abc import Mapping
+from datetime import UTC
+
+import msgspec
+
+from gw.errors import (
+    ContentBlockedError,
+    ContextLengthExceededError,
+    GatewayError,
+    InvalidRequestError,
+    OverloadedError,
+    RateLimitedError,
+    UpstreamAuthFailedError,
+    UpstreamError,
+    UpstreamTimeoutError,
+)
+
+STATUS_TABLE: dict[int, type[GatewayError]] = {
+    400: InvalidRequestError,
+    401: UpstreamAuthFailedError,
+    402: RateLimitedError,  # payment required: the account is out of credit, like quota
+    403: UpstreamAuthFailedError,
+    404: UpstreamError,  # the target's model is unknown upstream: gateway config, fall back
+    408: UpstreamTimeoutError,
+    409: UpstreamError,
+    413: InvalidRequestError,
+    422: InvalidRequestError,
+    429: RateLimitedError,
+    500: UpstreamError,
+    502: UpstreamError,
+    503: UpstreamError,
+    504: UpstreamError,
+    529: OverloadedError,
+}
+
+# First digit of the status -> class, for statuses not listed above. 1xx-3xx never reach
+# here from a sane client, but a redirect the transport did not follow still needs a home.
+STATUS_CLASS_TABLE: dict[int, type[GatewayError]] = {
+    1: UpstreamError,
+    2: UpstreamError,
+    3: UpstreamError,
+    4: InvalidRequestError,
+    5: UpstreamError,
+}
+
+# error.code (or error.type) in the body -> class; wins over the status tables.
+CODE_TABLE: dict[str, type[GatewayError]] = {
+    "context_length_exceeded": ContextLengthExceededError,
+    "rate_limit_exceeded": RateLimitedError,
+    "insufficient_quota": RateLimitedError,
+    "content_filter": ContentBlockedError,
+    "content_policy_violation": ContentBlockedError,
+    "invalid_api_key": UpstreamAuthFailedError,
+    "engine_overloaded": OverloadedError,
+    "overloaded_error": OverloadedError,
+}
+
+# Text added after the status, where the status alone misleads the reader.
+_STATUS_HINTS: dict[int, str] = {404: "the upstream does not know this model or endpoint"}
+_MESSAGE_LIMIT = 200
+
+
+class ErrorDetail(msgspec.Struct):
+    """The ``error`` object of an OpenAI-style error body; every field optional."""
+
+    message: str | None = None
+    type: str | None = None
+    # OpenAI sends a string; vLLM and others send the HTTP status as an integer.
+    code: str | int | None = None
+
+
+class _ErrorEnvelope(msgspec.Struct):
+    error: ErrorDetail | str | None = None
+
+
+_ENVELOPE = msgspec.json.Decoder(_ErrorEnvelope)
+
+
+def error_from_upstream(
+    status: int, body: bytes, headers: Mapping[str, str], *, now: float | None = None
+) -> GatewayError:
+    """Map an upstream error answer; ``now`` (epoch seconds) enables HTTP-date retry-after."""
+    return _build(
+        status,
+        _detail(body),
+        lead=f"upstream answered {status}",
+        upstream_status=status,
+        retry_after=parse_retry_after(headers, now=now),
+    )
+
+
+def error_from_payload(payload: object) -> GatewayError:
+    """Map the ``error`` value of an error object sent with status 200 (in a stream or body).
+
+    vLLM and others put the HTTP status they meant in ``error.code``; it picks the class.
+    """
+    try:
+        detail: ErrorDetail | None = msgspec.convert(payload, ErrorDetail)
+    except msgspec.ValidationError:
+        detail = ErrorDetail(message=payload) if isinstance(payload, str) else None
+    status = detail.code if detail is not None and isinstance(detail.code, int) else 500
+    return _build(status, detail, lead="upstream sent an error", upstream_status=200)
+
+
+def _build(
+    status: int,
+    detail: ErrorDetail | None,
+    *,
+    lead: str,
+    upstream_status: int,
+    retry_after: float | None = None,
+) -> GatewayError:
+    cls = STATUS_TABLE.get(status) or STATUS_CLASS_TABLE.get(status // 100, UpstreamError)
+    if detail is not None:
+        for key in (detail.code, detail.type):
+            if isinstance(key, str) and key in CODE_TABLE:
+                cls = CODE_TABLE[key]
+                break
+    message = lead
+    hint = _STATUS_HINTS.get(status)
+    if hint:
+        message += f" ({hint})"
+    # An auth error's text may quote part of the key; it is never copied.
+    if detail is not None and detail.message and cls is not UpstreamAuthFailedError:
+        text = " ".join(detail.message.split())
+        if len(text) > _MESSAGE_LIMIT:
+            text = text[: _MESSAGE_LIMIT - 1] + "…"
+        message += f": {text}"
+    return cls(
+        message,
+        retry_after=retry_after,
+        upstream_status=upstream_status,
+        blame="upstream",
+    )
+
+
+def _detail(body: bytes) -> ErrorDetail | None:
+    try:
+        envelope = _ENVELOPE.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if isinstance(envelope.error, str):  # some servers send {"error": "text"}
+        return ErrorDetail(message=envelope.error)
+    return envelope.error
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or HTTP-date).
+
+    An HTTP-date needs ``now``; without it the date is ignored. Header names match in any case.
+    """
+    lowered = {name.lower(): value for name, value in headers.items()}
+    millis = _number(lowered.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    seconds = _number(value)
+    if seconds is not None:
+        return seconds
+    if now is None:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # HTTP-dates are GMT; do not let the local zone in
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - now)
+
+
+def _number(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None

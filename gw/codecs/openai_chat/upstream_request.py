@@ -1,0 +1,181 @@
+"""IR request -> the JSON body for ``POST {base_url}/chat/completions`` of an OpenAI-shaped host."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from gw.ir import (
+    AssistantMessage,
+    ChatRequest,
+    ContentPart,
+    ImagePart,
+    Message,
+    ResponseFormat,
+    SystemMessage,
+    TextPart,
+    ToolChoice,
+    ToolDefinition,
+    ToolMessage,
+    UserMessage,
+)
+
+_ENCODER = msgspec.json.Encoder()
+# Keys of extensions["openai"] that never override what gw computed: routing (model), the
+# conversation, streaming mode, and the token limit (a ceiling may have clamped it).
+_PROTECTED = frozenset({"model", "messages", "stream", "max_tokens", "max_completion_tokens"})
+# Leading base64 characters of common image formats, for data that came without a type.
+_MAGIC = (("iVBOR", "image/png"), ("/9j/", "image/jpeg"), ("R0lGOD", "image/gif"))
+_DEFAULT_MEDIA_TYPE = "image/png"
+
+JSONObject = dict[str, Any]
+
+
+def encode_upstream_request(
+    request: ChatRequest,
+    *,
+    model: str,
+    stream: bool,
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
+) -> bytes:
+    """The request body. The token limit is sent only when the request has one, under
+    ``max_tokens_field`` (OpenAI's reasoning models accept only ``max_completion_tokens``).
+    Streaming always asks for usage. ``sampling.top_k`` is dropped: OpenAI has none.
+    """
+    body: JSONObject = {
+        "model": model,
+        "messages": [_message(m) for m in request.messages],
+        "stream": stream,
+    }
+    if request.tools:
+        body["tools"] = [_tool(tool) for tool in request.tools]
+    if request.tool_choice is not None:
+        body["tool_choice"] = _tool_choice(request.tool_choice)
+    if request.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.response_format is not None:
+        body["response_format"] = _response_format(request.response_format)
+    sampling = request.sampling
+    for key, value in (
+        ("temperature", sampling.temperature),
+        ("top_p", sampling.top_p),
+        ("frequency_penalty", sampling.frequency_penalty),
+        ("presence_penalty", sampling.presence_penalty),
+        ("seed", sampling.seed),
+    ):
+        if value is not None:
+            body[key] = value
+    if request.max_tokens is not None:
+        body[max_tokens_field] = request.max_tokens
+    if request.stop:
+        body["stop"] = list(request.stop)
+    if request.user is not None:
+        body["user"] = request.user
+    _merge_extensions(body, request.extensions.get("openai", {}), stream=stream)
+    return _ENCODER.encode(body)
+
+
+def _merge_extensions(body: JSONObject, extensions: JSONObject, *, stream: bool) -> None:
+    for key, value in extensions.items():
+        if key not in _PROTECTED and key != "stream_options":
+            body[key] = value
+    if stream:
+        # Other stream options (include_obfuscation, ...) pass; include_usage is always on so
+        # usage is exact. OpenAI rejects stream_options on a non-streaming call.
+        options = extensions.get("stream_options")
+        body["stream_options"] = {
+            **(options if isinstance(options, dict) else {}),
+            "include_usage": True,
+        }
+
+
+def _message(message: Message) -> JSONObject:
+    match message:
+        case SystemMessage(content=content, name=name):
+            return _named({"role": "system", "content": _text(content)}, name)
+        case UserMessage(content=content, name=name):
+            return _named({"role": "user", "content": _user_content(content)}, name)
+        case AssistantMessage(content=content, tool_calls=calls, name=name):
+            out: JSONObject = {"role": "assistant", "content": _text(content) if content else None}
+            if calls:
+                out["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                    for call in calls
+                ]
+            return _named(out, name)
+        case ToolMessage(tool_call_id=call_id, content=content):
+            return {"role": "tool", "tool_call_id": call_id, "content": _text(content)}
+
+
+def _named(out: JSONObject, name: str | None) -> JSONObject:
+    if name is not None:
+        out["name"] = name
+    return out
+
+
+def _text(parts: tuple[TextPart, ...]) -> str | list[JSONObject]:
+    """One part as a plain string (the common shape), several as an array of text parts."""
+    if len(parts) <= 1:
+        return parts[0].text if parts else ""
+    return [{"type": "text", "text": part.text} for part in parts]
+
+
+def _user_content(parts: tuple[ContentPart, ...]) -> str | list[JSONObject]:
+    if all(isinstance(part, TextPart) for part in parts) and len(parts) <= 1:
+        return parts[0].text if parts and isinstance(parts[0], TextPart) else ""
+    return [_part(part) for part in parts]
+
+
+def _part(part: ContentPart) -> JSONObject:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    image: JSONObject = {"url": _image_url(part)}
+    if part.detail is not None:
+        image["detail"] = part.detail
+    return {"type": "image_url", "image_url": image}
+
+
+def _image_url(part: ImagePart) -> str:
+    if part.url is not None:
+        return part.url
+    data = part.data or ""
+    media_type = part.media_type or next(
+        (kind for magic, kind in _MAGIC if data.startswith(magic)), _DEFAULT_MEDIA_TYPE
+    )
+    return f"data:{media_type};base64,{data}"
+
+
+def _tool(tool: ToolDefinition) -> JSONObject:
+    function: JSONObject = {"name": tool.name}
+    if tool.description is not None:
+        function["description"] = tool.description
+    if tool.parameters is not None:
+        function["parameters"] = tool.parameters
+    if tool.strict is not None:
+        function["strict"] = tool.strict
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(choice: ToolChoice) -> str | JSONObject:
+    if choice.mode == "tool":
+        return {"type": "function", "function": {"name": choice.name or ""}}
+    return choice.mode
+
+
+def _response_format(fmt: ResponseFormat) -> JSONObject:
+    if fmt.type != "json_schema":
+        return {"type": fmt.type}
+    spec: JSONObject = {"name": fmt.name or "response"}
+    for key, value in (
+        ("description", fmt.description),
+        ("schema", fmt.json_schema),
+        ("strict", fmt.strict),
+    ):
+        if value is not None:
+            spec[key] = value
+    return {"type": "json_schema", "json_schema": spec}

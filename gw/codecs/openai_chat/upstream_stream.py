@@ -1,0 +1,151 @@
+"""An OpenAI-shaped upstream's SSE stream -> IR stream events, incrementally.
+
+Tolerated quirks of OpenAI-compatible servers: chunks with ``"usage": null`` or usage on
+every chunk (each becomes a ``UsageEvent``; the last one is the total), a usage-only chunk
+with ``choices: []``, ``finish_reason: ""``, tool call fragments without ``index`` (then a
+fragment with an ``id`` starts the next call), Azure's content-filter chunks with
+``"object": ""`` (skipped), and a missing ``[DONE]`` after a finish reason.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from gw.codecs.openai_chat.upstream_errors import error_from_payload
+from gw.codecs.openai_chat.upstream_response import UsageIn, finish_reason, malformed
+from gw.codecs.sse import SSEParser
+from gw.errors import GatewayError, UpstreamError
+from gw.ir import Finish, StreamEvent, StreamStart, TextDelta, ToolCallDelta, UsageEvent
+
+
+class _FunctionDelta(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCallDelta(msgspec.Struct):
+    index: int | None = None
+    id: str | None = None
+    function: _FunctionDelta | None = None
+
+
+class _Delta(msgspec.Struct):
+    content: str | None = None
+    refusal: str | None = None
+    tool_calls: list[_ToolCallDelta] | None = None
+
+
+class _ChunkChoice(msgspec.Struct):
+    index: int = 0
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _Chunk(msgspec.Struct):
+    id: str = ""
+    kind: str | None = msgspec.field(default=None, name="object")
+    model: str = ""
+    created: int = 0
+    choices: list[_ChunkChoice] | None = None
+    usage: UsageIn | None = None
+    error: object | None = None
+
+
+_DECODER = msgspec.json.Decoder(_Chunk)
+
+
+class UpstreamStreamDecoder:
+    """Feed the raw response body as it arrives; call ``close()`` at EOF.
+
+    ``feed`` raises the mapped ``GatewayError`` for an error object in the stream and
+    ``UpstreamError`` for a chunk that is not a chat completion chunk. Events decoded in
+    the same ``feed`` call before the failure are returned first; the error is raised by
+    the next ``feed`` or ``close``. ``done`` turns true at ``data: [DONE]``.
+    """
+
+    def __init__(self) -> None:
+        self._parser = SSEParser()
+        self.done = False
+        self._started = False
+        self._finished = False
+        self._next_tool_index = 0
+        self._last_tool_index = 0
+        self._pending_error: GatewayError | None = None
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        """Decode ``data``; return the events it completes."""
+        self._raise_pending()
+        events: list[StreamEvent] = []
+        for message in self._parser.feed(data):
+            if self.done:
+                break
+            try:
+                self._take(message.data, events)
+            except GatewayError as error:
+                if not events:
+                    raise
+                self._pending_error = error
+                break
+        return events
+
+    def close(self) -> list[StreamEvent]:
+        """End of body: accept it if ``[DONE]`` or a finish reason came, else raise."""
+        self._raise_pending()
+        self._parser.close()
+        if not self.done and not self._finished:
+            raise UpstreamError("upstream stream ended early", blame="upstream")
+        return []
+
+    def _raise_pending(self) -> None:
+        if self._pending_error is not None:
+            error, self._pending_error = self._pending_error, None
+            raise error
+
+    def _take(self, data: str, events: list[StreamEvent]) -> None:
+        if data.strip() == "[DONE]":
+            self.done = True
+            return
+        try:
+            chunk = _DECODER.decode(data)
+        except msgspec.ValidationError as exc:
+            raise malformed(str(exc)) from None
+        except msgspec.DecodeError:
+            raise malformed("a stream chunk is not JSON") from None
+        if chunk.error is not None:
+            raise error_from_payload(chunk.error)
+        if chunk.kind == "":
+            return
+        if not self._started:
+            self._started = True
+            events.append(StreamStart(id=chunk.id, model=chunk.model, created=chunk.created))
+        for choice in chunk.choices or ():
+            if choice.index == 0:
+                self._take_choice(choice, events)
+        if chunk.usage is not None:
+            events.append(UsageEvent(usage=chunk.usage.to_ir()))
+
+    def _take_choice(self, choice: _ChunkChoice, events: list[StreamEvent]) -> None:
+        delta = choice.delta
+        if delta is not None:
+            text = delta.content or delta.refusal
+            if text:
+                events.append(TextDelta(text=text))
+            for call in delta.tool_calls or ():
+                events.append(self._tool_call(call))
+        if choice.finish_reason and not self._finished:
+            self._finished = True
+            events.append(Finish(reason=finish_reason(choice.finish_reason)))
+
+    def _tool_call(self, call: _ToolCallDelta) -> ToolCallDelta:
+        if call.index is not None:
+            index = call.index
+        elif call.id is not None:
+            index = self._next_tool_index
+        else:
+            index = self._last_tool_index
+        self._last_tool_index = index
+        self._next_tool_index = max(self._next_tool_index, index + 1)
+        function = call.function or _FunctionDelta()
+        return ToolCallDelta(
+            index=index, id=call.id, name=function.name, arguments=function.arguments or ""
+        )

@@ -1,0 +1,90 @@
+"""Where gw's state and config live, and which ``GW_*`` variables override the file.
+
+Precedence: built-in defaults < config file < ``GW_*`` environment < command-line flags.
+This is the only module that reads the process environment; it hands values down.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from gw.config import Config, ConfigError, load_config
+from gw.config.loader import BUILTIN_SOURCE
+
+CONFIG_FILE_NAME = "gw.yaml"
+DATABASE_FILE_NAME = "gw.db"
+SERVER_FILE_NAME = "server.json"
+
+# GW_* variable -> (dotted config path, parser)
+ENV_OVERRIDES: dict[str, tuple[str, type]] = {
+    "GW_HOST": ("server.host", str),
+    "GW_PORT": ("server.port", int),
+    "GW_AUTH_MODE": ("auth.mode", str),
+    "GW_MAX_CONCURRENCY": ("server.max_concurrency", int),
+}
+
+
+def state_dir(flag: Path | None, environ: Mapping[str, str]) -> Path:
+    """``--state-dir``, else ``GW_HOME``, else ``$XDG_STATE_HOME/gw`` (``~/.local/state/gw``)."""
+    if flag is not None:
+        return flag.expanduser()
+    if environ.get("GW_HOME"):
+        return Path(environ["GW_HOME"]).expanduser()
+    xdg = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(xdg).expanduser() / "gw"
+
+
+def config_path(flag: Path | None, home: Path, environ: Mapping[str, str]) -> Path:
+    """``--config``, else ``GW_CONFIG``, else ``<state-dir>/gw.yaml``."""
+    if flag is not None:
+        return flag.expanduser()
+    if environ.get("GW_CONFIG"):
+        return Path(environ["GW_CONFIG"]).expanduser()
+    return home / CONFIG_FILE_NAME
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for name, (path, parse) in ENV_OVERRIDES.items():
+        if name in environ:
+            try:
+                overrides[path] = parse(environ[name])
+            except ValueError:
+                raise ConfigError(
+                    f"${name}", path, f"{environ[name]!r} is not a valid {parse.__name__}"
+                ) from None
+    return overrides
+
+
+class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
+    config: Config
+    source: str
+    path: Path
+    exists: bool
+
+
+def read_config(
+    path: Path, *, explicit: bool, overrides: Mapping[str, Any] | None = None
+) -> LoadedConfig:
+    """Load ``path``; a missing default file means the built-in config, a missing
+    explicit one (``--config``/``GW_CONFIG``) is an error."""
+    if path.exists():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(str(path), "", f"cannot read the file: {exc}") from None
+        config = load_config(text, str(path), overrides)
+        return LoadedConfig(config=config, source=str(path), path=path, exists=True)
+    if explicit:
+        raise ConfigError(str(path), "", "no such file (run `gw init` to write an example)")
+    config = load_config(None, BUILTIN_SOURCE, overrides)
+    return LoadedConfig(config=config, source=BUILTIN_SOURCE, path=path, exists=False)
+
+
+def process_environ() -> dict[str, str]:
+    return dict(os.environ)

@@ -1,0 +1,275 @@
+"""The engine: try the decision's chain in order, retrying and falling back as the policy says.
+
+Strategy: one loop (``_run``) owns every retry/fallback choice; what differs between a
+plain answer and a stream is only what one attempt must produce before it counts as a
+success (the whole answer, or the first token of the stream: the commit point after which
+fallback is illegal, invariant 3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TypeVar
+
+import msgspec
+
+from gw.config.schema import PolicyConfig, ProviderConfig
+from gw.errors import (
+    ClientAbortedError,
+    GatewayError,
+    NoRouteError,
+    UpstreamError,
+    UpstreamTimeoutError,
+)
+from gw.execution.attempt_log import AttemptLog, PendingAttempt
+from gw.execution.backoff import backoff_delay
+from gw.execution.fallback import may_fall_back
+from gw.ir import ChatRequest, ChatResponse, StreamEvent, StreamStart, UsageEvent
+from gw.ports import AttemptTimeouts, Clock, Sleep, Upstream, UpstreamCall, UpstreamDirectory
+from gw.record import AttemptOutcome, AttemptRecord
+from gw.routing.decision import RouteDecision, TargetRef
+
+T = TypeVar("T")
+
+
+class ExecutionPlan(msgspec.Struct, frozen=True, kw_only=True):
+    request_id: str
+    request: ChatRequest
+    decision: RouteDecision
+    policy: PolicyConfig
+    providers: Mapping[str, ProviderConfig]
+
+
+class ExecutionFailedError(Exception):
+    """Every allowed attempt failed; ``error`` is the one the client sees."""
+
+    def __init__(self, error: GatewayError, attempts: list[AttemptRecord]) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.attempts = attempts
+
+
+class Answer(msgspec.Struct, frozen=True, kw_only=True):
+    response: ChatResponse
+    target: TargetRef
+    attempts: list[AttemptRecord]
+
+
+class OpenStream:
+    """A committed stream: the events read before the commit, then the rest, time-bounded."""
+
+    def __init__(
+        self,
+        *,
+        target: TargetRef,
+        log: AttemptLog,
+        pending: PendingAttempt,
+        head: list[StreamEvent],
+        tail: AsyncIterator[StreamEvent],
+        idle_timeout: float,
+        deadline: float,
+        clock: Clock,
+    ) -> None:
+        self.target = target
+        self.log = log
+        self._pending = pending
+        self._head = head
+        self._tail = tail
+        self._idle_timeout = idle_timeout
+        self._deadline = deadline
+        self._clock = clock
+        self.error: GatewayError | None = None
+
+    @property
+    def attempts(self) -> list[AttemptRecord]:
+        return self.log.records
+
+    async def events(self) -> AsyncIterator[StreamEvent]:
+        """Yield every event; a failure after the commit raises, for the caller to render.
+
+        The attempt is closed as answered, failed or aborted (client gone) when this ends.
+        """
+        outcome_error: GatewayError | None = None
+        try:
+            for event in self._head:
+                yield event
+            while True:
+                budget = min(self._idle_timeout, self._deadline - self._clock.monotonic())
+                try:
+                    async with asyncio.timeout(max(budget, 0.0)):
+                        event = await anext(self._tail)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise UpstreamTimeoutError(
+                        f"the upstream stream was silent for {budget:.1f}s "
+                        "(timeout.stream_idle or timeout.total)"
+                    ) from None
+                yield event
+        except GatewayError as error:
+            outcome_error = self.error = error
+            raise
+        except (asyncio.CancelledError, GeneratorExit):
+            outcome_error = self.error = ClientAbortedError("the client closed the connection")
+            raise
+        finally:
+            await _close_quietly(self._tail)
+            outcome: AttemptOutcome = "answered"
+            if outcome_error is not None:
+                outcome = "aborted" if isinstance(outcome_error, ClientAbortedError) else "failed"
+            self.log.finish(self._pending, outcome, outcome_error)
+
+
+class Engine:
+    """Runs execution plans against upstream ports; knows nothing of HTTP or storage."""
+
+    def __init__(self, upstreams: UpstreamDirectory, clock: Clock, sleep: Sleep) -> None:
+        self._upstreams = upstreams
+        self._clock = clock
+        self._sleep = sleep
+
+    async def complete(self, plan: ExecutionPlan) -> Answer:
+        log = AttemptLog(self._clock)
+        per_attempt = plan.policy.timeout.per_attempt.seconds
+
+        async def attempt(
+            upstream: Upstream, call: UpstreamCall, pending: PendingAttempt, remaining: float
+        ) -> ChatResponse:
+            budget = min(per_attempt, remaining)
+            try:
+                async with asyncio.timeout(budget):
+                    return await upstream.complete(call)
+            except TimeoutError:
+                raise UpstreamTimeoutError(
+                    f"no answer within {budget:.1f}s (timeout.per_attempt or timeout.total)"
+                ) from None
+
+        response, target, pending = await self._run(plan, log, stream=False, attempt=attempt)
+        log.finish(pending, "answered")
+        return Answer(response=response, target=target, attempts=log.records)
+
+    async def open_stream(self, plan: ExecutionPlan) -> OpenStream:
+        """Attempt until one upstream produces its first token; that moment is the commit."""
+        log = AttemptLog(self._clock)
+        timeout = plan.policy.timeout
+        deadline = self._clock.monotonic() + timeout.total.seconds
+        heads: dict[int, tuple[list[StreamEvent], AsyncIterator[StreamEvent]]] = {}
+
+        async def attempt(
+            upstream: Upstream, call: UpstreamCall, pending: PendingAttempt, remaining: float
+        ) -> int:
+            events = aiter(upstream.stream(call))
+            head: list[StreamEvent] = []
+            budget = min(timeout.first_token.seconds, timeout.per_attempt.seconds, remaining)
+            try:
+                async with asyncio.timeout(budget):
+                    while not head or isinstance(head[-1], StreamStart | UsageEvent):
+                        head.append(await anext(events))
+            except TimeoutError:
+                await _close_quietly(events)
+                raise UpstreamTimeoutError(
+                    f"no first token within {budget:.1f}s (timeout.first_token)"
+                ) from None
+            except StopAsyncIteration:
+                raise UpstreamError("the upstream stream ended before any content") from None
+            except BaseException:
+                await _close_quietly(events)
+                raise
+            log.mark_first_token(pending)
+            heads[pending.number] = (head, events)
+            return pending.number
+
+        number, target, pending = await self._run(plan, log, stream=True, attempt=attempt)
+        head, tail = heads[number]
+        return OpenStream(
+            target=target,
+            log=log,
+            pending=pending,
+            head=head,
+            tail=tail,
+            idle_timeout=timeout.stream_idle.seconds,
+            deadline=deadline,
+            clock=self._clock,
+        )
+
+    async def _run(
+        self,
+        plan: ExecutionPlan,
+        log: AttemptLog,
+        *,
+        stream: bool,
+        attempt: Callable[[Upstream, UpstreamCall, PendingAttempt, float], Awaitable[T]],
+    ) -> tuple[T, TargetRef, PendingAttempt]:
+        """Try targets in chain order; return the first success with its open attempt."""
+        chain = plan.decision.chain
+        if not chain:
+            raise ExecutionFailedError(NoRouteError("no target left to try"), log.records)
+        policy = plan.policy
+        timeouts = AttemptTimeouts(
+            connect=policy.timeout.connect.seconds, read=policy.timeout.per_attempt.seconds
+        )
+        deadline = self._clock.monotonic() + policy.timeout.total.seconds
+        backoff_ms = 0.0
+        for position, target in enumerate(chain):
+            provider = plan.providers[target.provider]
+            upstream = self._upstreams.upstream_for(provider)
+            call = UpstreamCall(
+                request_id=plan.request_id,
+                provider=provider,
+                request=msgspec.structs.replace(
+                    plan.request,
+                    model=target.model,
+                    stream=stream,
+                    max_tokens=plan.decision.max_output_tokens,
+                ),
+                account=None,
+                timeouts=timeouts,
+            )
+            has_next = position + 1 < len(chain)
+            for try_number in range(1, policy.retry.max_attempts + 1):
+                remaining = deadline - self._clock.monotonic()
+                if remaining <= 0:
+                    error = UpstreamTimeoutError("the request used up timeout.total")
+                    raise ExecutionFailedError(error, log.records)
+                pending = log.start(target, account=call.account, backoff_ms=backoff_ms)
+                backoff_ms = 0.0
+                try:
+                    result = await attempt(upstream, call, pending, remaining)
+                except GatewayError as error:
+                    delay = self._retry_delay(plan, error, try_number, deadline)
+                    if delay is not None:
+                        log.finish(pending, "retried", error)
+                        await self._sleep(delay)
+                        backoff_ms = delay * 1000
+                        continue
+                    if has_next and may_fall_back(error, policy.fallback):
+                        log.finish(pending, "fell_back", error)
+                        break
+                    log.finish(pending, "failed", error)
+                    raise ExecutionFailedError(error, log.records) from None
+                except asyncio.CancelledError:
+                    log.finish(pending, "aborted", ClientAbortedError("the client went away"))
+                    raise
+                return result, target, pending
+        raise AssertionError("unreachable: the last target either answers or raises")
+
+    def _retry_delay(
+        self, plan: ExecutionPlan, error: GatewayError, try_number: int, deadline: float
+    ) -> float | None:
+        retry = plan.policy.retry
+        if not error.retryable or try_number >= retry.max_attempts:
+            return None
+        delay = backoff_delay(retry, try_number, plan.request_id, error.retry_after)
+        if delay is None or self._clock.monotonic() + delay >= deadline:
+            return None
+        return delay
+
+
+async def _close_quietly(events: AsyncIterator[StreamEvent]) -> None:
+    """Close an upstream stream (cancelling its HTTP request); it may already be closed."""
+    close = getattr(events, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(GatewayError, RuntimeError):
+            await close()

@@ -1,0 +1,272 @@
+"""Gateway: one request from canonical IR to answer and trace: route, execute, record.
+
+The server hands it a decoded request and a ``RequestContext`` holding the pinned
+snapshot; it returns the answer (or raises ``RequestFailedError``) and always submits
+exactly one trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import msgspec
+
+from gw.config.snapshot import Snapshot
+from gw.errors import GatewayError
+from gw.execution.cost import cost_usd
+from gw.execution.engine import Answer, Engine, ExecutionFailedError, ExecutionPlan, OpenStream
+from gw.execution.usage_estimate import estimate_output_tokens, tokens_for_chars
+from gw.ir import ChatRequest, ChatResponse, StreamEvent, TextDelta, ToolCallDelta, Usage
+from gw.ir import UsageEvent as UsageEventIR
+from gw.ports import Clock, TraceSink
+from gw.record import AttemptRecord, TraceRecord, UsageSource
+from gw.routing.decision import RouteDecision, TargetRef
+from gw.routing.estimate import estimate_input_tokens
+from gw.routing.router import decide, no_candidate_error
+
+
+class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
+    """Who asked, when, and against which config revision (pinned for the whole request)."""
+
+    request_id: str
+    snapshot: Snapshot
+    endpoint: str
+    started_at: float
+    started_mono: float
+    client_request_id: str | None = None
+    tenant: str | None = None
+    key_id: str | None = None
+
+
+class RequestFailedError(Exception):
+    """The request failed; ``trace`` is already recorded and carries the gw metadata."""
+
+    def __init__(self, error: GatewayError, trace: TraceRecord) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.trace = trace
+
+
+class Completed(msgspec.Struct, frozen=True, kw_only=True):
+    response: ChatResponse
+    trace: TraceRecord
+
+
+class Gateway:
+    def __init__(self, engine: Engine, traces: TraceSink, clock: Clock) -> None:
+        self._engine = engine
+        self._traces = traces
+        self._clock = clock
+
+    def reject(
+        self, ctx: RequestContext, error: GatewayError, *, requested_model: str = "", stream: bool
+    ) -> RequestFailedError:
+        """Record a request refused before routing (bad body, auth, ...) and return its error."""
+        trace = self._trace(ctx, requested_model=requested_model, stream=stream, error=error)
+        self._traces.submit(trace)
+        return RequestFailedError(error, trace)
+
+    async def complete(self, ctx: RequestContext, request: ChatRequest) -> Completed:
+        decision, plan = self._plan(ctx, request)
+        try:
+            answer: Answer = await self._engine.complete(plan)
+        except ExecutionFailedError as failed:
+            raise self._failed(ctx, request, decision, failed.error, failed.attempts) from None
+        response = answer.response
+        usage, source = _usage_or_estimate(
+            response.usage, request, estimate_output_tokens(response.text, response.tool_calls)
+        )
+        trace = self._trace(
+            ctx,
+            requested_model=request.model,
+            stream=False,
+            decision=decision,
+            attempts=answer.attempts,
+            target=answer.target,
+            usage=usage,
+            usage_source=source,
+        )
+        self._traces.submit(trace)
+        return Completed(response=response, trace=trace)
+
+    async def open_stream(self, ctx: RequestContext, request: ChatRequest) -> StreamSession:
+        """Run attempts until one stream commits; failures before that raise as usual."""
+        decision, plan = self._plan(ctx, request)
+        try:
+            opened = await self._engine.open_stream(plan)
+        except ExecutionFailedError as failed:
+            raise self._failed(ctx, request, decision, failed.error, failed.attempts) from None
+        return StreamSession(self, ctx, request, decision, opened)
+
+    def _plan(
+        self, ctx: RequestContext, request: ChatRequest
+    ) -> tuple[RouteDecision, ExecutionPlan]:
+        try:
+            decision, policy = decide(
+                request,
+                ctx.snapshot,
+                request_id=ctx.request_id,
+                tenant=ctx.tenant,
+                api_key_id=ctx.key_id,
+            )
+        except GatewayError as error:
+            raise self.reject(
+                ctx, error, requested_model=request.model, stream=request.stream
+            ) from None
+        if not decision.chain:
+            raise self._failed(ctx, request, decision, no_candidate_error(decision), [])
+        plan = ExecutionPlan(
+            request_id=ctx.request_id,
+            request=request,
+            decision=decision,
+            policy=policy,
+            providers=ctx.snapshot.providers,
+        )
+        return decision, plan
+
+    def _failed(
+        self,
+        ctx: RequestContext,
+        request: ChatRequest,
+        decision: RouteDecision,
+        error: GatewayError,
+        attempts: list[AttemptRecord],
+    ) -> RequestFailedError:
+        trace = self._trace(
+            ctx,
+            requested_model=request.model,
+            stream=request.stream,
+            decision=decision,
+            attempts=attempts,
+            error=error,
+        )
+        self._traces.submit(trace)
+        return RequestFailedError(error, trace)
+
+    def finish_stream(
+        self,
+        *,
+        ctx: RequestContext,
+        request: ChatRequest,
+        decision: RouteDecision,
+        opened: OpenStream,
+        usage: Usage | None,
+        output_chars: int,
+    ) -> TraceRecord:
+        usage, source = _usage_or_estimate(usage, request, tokens_for_chars(output_chars))
+        ttft = opened.attempts[-1].ttft_ms if opened.attempts else None
+        trace = self._trace(
+            ctx,
+            requested_model=request.model,
+            stream=True,
+            decision=decision,
+            attempts=opened.attempts,
+            target=opened.target,
+            usage=usage,
+            usage_source=source,
+            error=opened.error,
+            committed=True,
+            ttft_ms=ttft,
+        )
+        self._traces.submit(trace)
+        return trace
+
+    def _trace(
+        self,
+        ctx: RequestContext,
+        *,
+        requested_model: str,
+        stream: bool,
+        decision: RouteDecision | None = None,
+        attempts: list[AttemptRecord] | None = None,
+        target: TargetRef | None = None,
+        usage: Usage | None = None,
+        usage_source: UsageSource | None = None,
+        error: GatewayError | None = None,
+        committed: bool = False,
+        ttft_ms: float | None = None,
+    ) -> TraceRecord:
+        attempts = attempts or []
+        if target is None and attempts:
+            target = TargetRef(provider=attempts[-1].provider, model=attempts[-1].model)
+        entry = ctx.snapshot.catalog.get((target.provider, target.model)) if target else None
+        status = 200 if error is None else error.status
+        return TraceRecord(
+            request_id=ctx.request_id,
+            time=ctx.started_at,
+            endpoint=ctx.endpoint,
+            requested_model=requested_model,
+            stream=stream,
+            status=status,
+            revision=ctx.snapshot.revision,
+            latency_ms=round((self._clock.monotonic() - ctx.started_mono) * 1000, 3),
+            route=decision.route if decision else None,
+            policy=decision.policy if decision else None,
+            provider=target.provider if target else None,
+            model=target.model if target else None,
+            error_code=error.code if error else None,
+            error_message=error.message if error else None,
+            client_request_id=ctx.client_request_id,
+            tenant=ctx.tenant,
+            key_id=ctx.key_id,
+            ttft_ms=ttft_ms,
+            decision=decision,
+            attempts=tuple(attempts),
+            usage=usage,
+            usage_source=usage_source,
+            cost_usd=cost_usd(entry, usage),
+            committed=committed,
+        )
+
+
+class StreamSession:
+    """A committed stream on its way to the client; the trace is written when it ends."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        ctx: RequestContext,
+        request: ChatRequest,
+        decision: RouteDecision,
+        opened: OpenStream,
+    ) -> None:
+        self._gateway = gateway
+        self._ctx = ctx
+        self._request = request
+        self._decision = decision
+        self._opened = opened
+        self.target = opened.target
+        self.attempts = opened.attempts
+        self.trace: TraceRecord | None = None
+
+    async def events(self) -> AsyncIterator[StreamEvent]:
+        """The stream's events; a failure after the commit raises ``GatewayError``."""
+        usage: Usage | None = None
+        output_chars = 0
+        try:
+            async for event in self._opened.events():
+                if isinstance(event, UsageEventIR):
+                    usage = event.usage
+                elif isinstance(event, TextDelta):
+                    output_chars += len(event.text)
+                elif isinstance(event, ToolCallDelta):
+                    output_chars += len(event.arguments) + len(event.name or "")
+                yield event
+        finally:
+            self.trace = self._gateway.finish_stream(
+                ctx=self._ctx,
+                request=self._request,
+                decision=self._decision,
+                opened=self._opened,
+                usage=usage,
+                output_chars=output_chars,
+            )
+
+
+def _usage_or_estimate(
+    usage: Usage | None, request: ChatRequest, output_estimate: int
+) -> tuple[Usage, UsageSource]:
+    if usage is not None:
+        return usage, "provider"
+    estimate = Usage(input_tokens=estimate_input_tokens(request), output_tokens=output_estimate)
+    return estimate, "estimate"

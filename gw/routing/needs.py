@@ -1,0 +1,28 @@
+"""What a request needs from a model: the capabilities a target must list to serve it."""
+
+from __future__ import annotations
+
+from gw.config.schema import Capability
+from gw.ir.request import ChatRequest
+
+
+def required_capabilities(request: ChatRequest) -> frozenset[Capability]:
+    """The catalog capabilities ``request`` relies on.
+
+    - ``tools``: tool definitions are sent, or ``tool_choice`` asks for a call (any mode
+      other than ``none``);
+    - ``vision``: a user message holds an image;
+    - ``json_schema`` / ``json_object``: the matching ``response_format`` type.
+    """
+    needs: set[Capability] = set()
+    choice = request.tool_choice
+    if request.tools or (choice is not None and choice.mode != "none"):
+        needs.add("tools")
+    if request.has_images:
+        needs.add("vision")
+    response_format = request.response_format
+    if response_format is not None and response_format.type == "json_schema":
+        needs.add("json_schema")
+    if response_format is not None and response_format.type == "json_object":
+        needs.add("json_object")
+    return frozenset(needs)

@@ -1,0 +1,158 @@
+"""decide(): one request and one snapshot in, one RouteDecision out. Pure, no I/O.
+
+The steps, each recorded in the decision so ``gw explain`` can replay the reasoning:
+
+1. resolve the client's ``model`` to a route (or a direct ``provider/model``);
+2. pick the governing policy (``policy.resolve_policy``) and the strategy (the policy's,
+   else the route's);
+3. settle max output tokens: never invented, clamped to the policy ceiling with a note;
+4. screen the targets (``filters.screen_targets``), relaxing the cost ceiling if it alone
+   would leave nothing;
+5. order the survivors (``strategies.rank``) into the chain.
+
+An empty chain is still a decision; ``no_candidate_error`` turns it into the error a
+client sees. ``candidates`` lists the chain first, in rank order, then every rejected
+target in config order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gw.config.schema import PolicyConfig, RouteConfig
+from gw.config.snapshot import Snapshot, is_direct
+from gw.errors import (
+    ContextLengthExceededError,
+    GatewayError,
+    NativeFeatureUnsupportedError,
+    NoRouteError,
+)
+from gw.ir.request import ChatRequest
+from gw.routing.decision import Candidate, RouteDecision, TargetRef
+from gw.routing.estimate import estimate_input_tokens
+from gw.routing.filters import screen_targets
+from gw.routing.needs import required_capabilities
+from gw.routing.policy import resolve_policy
+from gw.routing.strategies import rank
+
+
+def decide(
+    request: ChatRequest,
+    snapshot: Snapshot,
+    *,
+    request_id: str,
+    tenant: str | None = None,
+    api_key_id: str | None = None,
+    latency_ms: Mapping[str, float] | None = None,
+) -> tuple[RouteDecision, PolicyConfig]:
+    """Route ``request`` against ``snapshot``; raises ``ModelNotFoundError`` for an unknown model.
+
+    ``request_id`` seeds the weighted strategy, so the same id always gets the same
+    order. ``latency_ms`` is the observed latency per ``provider/model``, if any.
+    """
+    route = snapshot.resolve_model(request.model)
+    needs = required_capabilities(request)
+    policy = resolve_policy(
+        snapshot.policies,
+        route=route.name,
+        models=_model_names(route),
+        streaming=request.stream,
+        tenant=tenant,
+        api_key_id=api_key_id,
+        capabilities=needs,
+    )
+    strategy = policy.strategy or route.strategy
+    max_output, clamp_notes = clamp_max_tokens(request.max_tokens, policy.limits.max_output_tokens)
+    input_tokens = estimate_input_tokens(request)
+    screening = screen_targets(
+        route.targets,
+        snapshot.catalog,
+        needs=needs,
+        input_tokens=input_tokens,
+        max_output_tokens=max_output,
+        max_cost_usd=policy.limits.max_cost_per_request_usd,
+    )
+    ranking = rank(
+        strategy,
+        [c for c in screening.candidates if c.rejected is None],
+        request_id=request_id,
+        quality=_quality(route, snapshot),
+        latency_ms=latency_ms,
+    )
+    rejected = [c for c in screening.candidates if c.rejected is not None]
+    rejected.extend(ranking.rejected)
+    decision = RouteDecision(
+        route=route.name,
+        direct=is_direct(route),
+        policy=policy.name,
+        strategy=strategy,
+        chain=tuple(TargetRef(provider=c.provider, model=c.model) for c in ranking.ranked),
+        candidates=(*ranking.ranked, *_in_config_order(rejected, route)),
+        estimated_input_tokens=input_tokens,
+        max_output_tokens=max_output,
+        degraded=bool(screening.degraded_reasons),
+        degraded_reasons=screening.degraded_reasons,
+        notes=(*clamp_notes, *screening.notes, *ranking.notes),
+    )
+    return decision, policy
+
+
+def clamp_max_tokens(
+    requested: int | None, ceiling: int | None
+) -> tuple[int | None, tuple[str, ...]]:
+    """Invariant 7: keep the client's limit (or its absence); clamp it to the ceiling."""
+    if requested is None or ceiling is None or requested <= ceiling:
+        return requested, ()
+    return ceiling, (f"max_tokens {requested} clamped to policy ceiling {ceiling}",)
+
+
+def no_candidate_error(decision: RouteDecision) -> GatewayError:
+    """The client-facing error for a decision whose chain is empty.
+
+    Only missing capabilities: ``native_feature_unsupported``. Context windows and no
+    capability problem: ``context_length_exceeded``. Anything else: ``no_route``.
+    """
+    rejected = [c for c in decision.candidates if c.rejected is not None]
+    reasons = {c.rejected for c in rejected}
+    listing = "; ".join(f"{c.provider}/{c.model} {c.detail}" for c in rejected)
+    if rejected and reasons == {"missing_capability"}:
+        return NativeFeatureUnsupportedError(
+            f"no target of {decision.route!r} supports a feature this request uses: {listing}"
+        )
+    if "context_window" in reasons and "missing_capability" not in reasons:
+        output = decision.max_output_tokens
+        wanted = f"about {decision.estimated_input_tokens} input tokens" + (
+            f" + {output} output tokens" if output else ""
+        )
+        return ContextLengthExceededError(
+            f"this request needs {wanted}, more than the context window of every target "
+            f"of {decision.route!r}: {listing}",
+            param="messages",
+        )
+    return NoRouteError(
+        f"no target of {decision.route!r} can serve this request: {listing or 'it has none'}"
+    )
+
+
+def _model_names(route: RouteConfig) -> list[str]:
+    names: dict[str, None] = {}
+    for target in route.targets:
+        names[f"{target.provider}/{target.model}"] = None
+        names[target.model] = None
+    return list(names)
+
+
+def _quality(route: RouteConfig, snapshot: Snapshot) -> dict[str, float]:
+    quality: dict[str, float] = {}
+    for target in route.targets:
+        entry = snapshot.catalog.get((target.provider, target.model))
+        if entry is not None and entry.quality is not None:
+            quality[f"{target.provider}/{target.model}"] = entry.quality
+    return quality
+
+
+def _in_config_order(candidates: list[Candidate], route: RouteConfig) -> list[Candidate]:
+    position: dict[tuple[str, str], int] = {}
+    for index, target in enumerate(route.targets):
+        position.setdefault((target.provider, target.model), index)
+    return sorted(candidates, key=lambda c: position[(c.provider, c.model)])

@@ -1,0 +1,104 @@
+"""POST /v1/chat/completions: OpenAI Chat Completions in, the same format out."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+from litestar import Response, post
+from litestar.handlers import HTTPRouteHandler
+from litestar.response import Stream
+
+from gw.codecs.openai_chat import ChatStreamEncoder, decode_chat_request, encode_chat_response
+from gw.errors import GatewayError
+from gw.execution.gateway import RequestContext, RequestFailedError, StreamSession
+from gw.ir import ChatRequest, ErrorEvent
+from gw.server.body import read_body
+from gw.server.responses import JSON, gw_headers, openai_error_response, trace_headers
+from gw.server.services import HttpRequest, ServerServices
+
+ENDPOINT = "chat.completions"
+
+
+def chat_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
+    @post("/v1/chat/completions", status_code=200, include_in_schema=False)
+    async def chat_completions(request: HttpRequest) -> Response[Any]:
+        ctx = services.begin(request, ENDPOINT)
+        try:
+            return await _serve(services, ctx, request)
+        except RequestFailedError as failed:
+            return openai_error_response(failed.error, failed.trace)
+
+    return [chat_completions]
+
+
+async def _serve(
+    services: ServerServices, ctx: RequestContext, request: HttpRequest
+) -> Response[Any]:
+    gateway = services.gateway
+    chat: ChatRequest | None = None
+    try:
+        principal = services.authenticator.authenticate(request.headers)
+        ctx = _with_principal(ctx, principal.key_id, principal.tenant)
+        await services.admission.acquire()
+    except GatewayError as error:
+        raise gateway.reject(ctx, error, stream=False) from None
+    release = True
+    try:
+        try:
+            body = await read_body(request, ctx.snapshot.config.server.max_body_bytes.bytes)
+            chat = decode_chat_request(body)
+        except GatewayError as error:
+            raise gateway.reject(ctx, error, stream=False) from None
+        if not chat.stream:
+            completed = await gateway.complete(ctx, chat)
+            return Response(
+                content=encode_chat_response(completed.response, model=completed.response.model),
+                status_code=200,
+                media_type=JSON,
+                headers=trace_headers(completed.trace),
+            )
+        session = await gateway.open_stream(ctx, chat)
+        release = False
+        return Stream(
+            content=_sse(services, session, ctx, chat),
+            status_code=200,
+            media_type="text/event-stream",
+            headers={
+                **gw_headers(ctx.request_id, session.target.key, ctx.snapshot.revision),
+                "cache-control": "no-cache",
+                "x-accel-buffering": "no",
+            },
+        )
+    finally:
+        if release:
+            services.admission.release()
+
+
+async def _sse(
+    services: ServerServices, session: StreamSession, ctx: RequestContext, chat: ChatRequest
+) -> AsyncIterator[bytes]:
+    """Encode the committed stream; a later failure becomes one error event (invariant 3)."""
+    encoder = ChatStreamEncoder(
+        request_id=ctx.request_id,
+        model=session.target.model,
+        created=int(ctx.started_at),
+        include_usage=chat.include_usage,
+    )
+    try:
+        async for event in session.events():
+            frame = encoder.encode(event)
+            if frame:
+                yield frame
+        yield encoder.done()
+    except GatewayError as error:
+        yield encoder.encode(ErrorEvent(code=error.code, message=error.message))
+    finally:
+        services.admission.release()
+
+
+def _with_principal(ctx: RequestContext, key_id: str | None, tenant: str | None) -> RequestContext:
+    if key_id is None and tenant is None:
+        return ctx
+    return msgspec.structs.replace(ctx, key_id=key_id, tenant=tenant)

@@ -1,0 +1,60 @@
+"""Headers and error bodies every /v1 response carries, successes and errors alike."""
+
+from __future__ import annotations
+
+from litestar import Response
+
+from gw.codecs.openai_chat import encode_error
+from gw.errors import GatewayError
+from gw.record import TraceRecord
+
+JSON = "application/json"
+
+
+def gw_headers(request_id: str, route: str, revision: int) -> dict[str, str]:
+    return {
+        "x-gw-request-id": request_id,
+        "x-gw-route": route,
+        "x-gw-revision": str(revision),
+    }
+
+
+def trace_headers(trace: TraceRecord) -> dict[str, str]:
+    return gw_headers(trace.request_id, trace.answered_by, trace.revision)
+
+
+def gw_block(error: GatewayError, trace: TraceRecord) -> dict[str, object]:
+    """The ``gw`` block of an error body: enough to find and explain the request."""
+    return {
+        "code": error.code,
+        "request_id": trace.request_id,
+        "route": trace.answered_by,
+        "requested_model": trace.requested_model or None,
+        "policy": trace.policy,
+        "revision": trace.revision,
+        "attempts": [
+            {
+                "number": attempt.number,
+                "provider": attempt.provider,
+                "model": attempt.model,
+                "outcome": attempt.outcome,
+                "error_code": attempt.error_code,
+                "upstream_status": attempt.upstream_status,
+                "blame": attempt.blame,
+                "latency_ms": attempt.latency_ms,
+            }
+            for attempt in trace.attempts
+        ],
+    }
+
+
+def openai_error_response(error: GatewayError, trace: TraceRecord) -> Response[bytes]:
+    headers = trace_headers(trace)
+    if error.retry_after is not None and error.status in (429, 503):
+        headers["retry-after"] = str(max(1, round(error.retry_after)))
+    return Response(
+        content=encode_error(error, gw_block=gw_block(error, trace)),
+        status_code=error.status,
+        media_type=JSON,
+        headers=headers,
+    )

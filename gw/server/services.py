@@ -1,0 +1,50 @@
+"""What the handlers need, handed in by wiring: no handler builds anything itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from litestar import Request
+from litestar.datastructures import State
+
+from gw.config.snapshot import Snapshot
+from gw.execution.gateway import Gateway, RequestContext
+from gw.ports import Clock
+from gw.server.admission import Admission
+from gw.server.auth import Authenticator
+from gw.server.ids import new_request_id
+
+MAX_CLIENT_REQUEST_ID = 128
+HttpRequest = Request[Any, Any, State]
+
+
+class ServerServices:
+    def __init__(
+        self,
+        *,
+        gateway: Gateway,
+        snapshot: Callable[[], Snapshot],
+        clock: Clock,
+        admission: Admission,
+        authenticator: Authenticator,
+    ) -> None:
+        self.gateway = gateway
+        self.snapshot = snapshot
+        self.clock = clock
+        self.admission = admission
+        self.authenticator = authenticator
+
+    def begin(self, request: HttpRequest, endpoint: str) -> RequestContext:
+        """Give the request its id and pin the current snapshot for its whole life."""
+        client_request_id = request.headers.get("x-request-id")
+        if client_request_id is not None:
+            client_request_id = client_request_id[:MAX_CLIENT_REQUEST_ID]
+        return RequestContext(
+            request_id=new_request_id(),
+            snapshot=self.snapshot(),
+            endpoint=endpoint,
+            started_at=self.clock.time(),
+            started_mono=self.clock.monotonic(),
+            client_request_id=client_request_id,
+        )

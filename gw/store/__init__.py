@@ -1,0 +1,19 @@
+"""State stores. SQLite today (``SqliteStore``); PostgreSQL later behind the same methods."""
+
+from gw.store.migrations import LATEST_VERSION, SchemaTooNewError, StoreError
+from gw.store.sqlite import (
+    AmbiguousRequestIdError,
+    RevisionRow,
+    SqliteStore,
+    UnreadableTraceError,
+)
+
+__all__ = [
+    "LATEST_VERSION",
+    "AmbiguousRequestIdError",
+    "RevisionRow",
+    "SchemaTooNewError",
+    "SqliteStore",
+    "StoreError",
+    "UnreadableTraceError",
+]

@@ -1,0 +1,94 @@
+"""The SQLite schema as an ordered list of versioned migrations (data only, no I/O).
+
+A database records the version it is at in ``PRAGMA user_version`` (the source of truth,
+updated in the same transaction as the migration) and, for people reading the file, one
+row per applied migration in the ``schema_version`` table. ``SqliteStore.open`` applies
+``pending_migrations(current)`` in order; a database at a version newer than this code
+is refused rather than misread.
+
+Rules for adding a migration: append, never edit or reorder a released one; give it the
+next version number; only statements valid inside a transaction (no ``VACUUM``, no
+``PRAGMA journal_mode``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+
+class StoreError(Exception):
+    """Base of the errors a state store reports to its operator (not to API clients)."""
+
+
+class SchemaTooNewError(StoreError):
+    """The database was written by a newer gw; reading it could misinterpret its data."""
+
+
+class Migration(msgspec.Struct, frozen=True, kw_only=True):
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+SCHEMA_VERSION_TABLE: Final = """
+CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER PRIMARY KEY,
+    applied_at REAL NOT NULL,
+    description TEXT NOT NULL
+)
+"""
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (
+    Migration(
+        version=1,
+        description="traces and config revisions",
+        statements=(
+            # ``route`` is the model or route name the client asked for; ``body`` is the
+            # whole TraceRecord as msgspec JSON, the columns beside it exist to filter and
+            # sort without decoding.
+            """
+            CREATE TABLE traces (
+                request_id TEXT PRIMARY KEY,
+                time REAL NOT NULL,
+                status INTEGER NOT NULL,
+                error_code TEXT,
+                route TEXT NOT NULL,
+                provider TEXT,
+                model TEXT,
+                latency_ms REAL NOT NULL,
+                client_request_id TEXT,
+                revision INTEGER NOT NULL,
+                body BLOB NOT NULL
+            )
+            """,
+            "CREATE INDEX traces_time ON traces (time)",
+            "CREATE INDEX traces_client_request_id ON traces (client_request_id)",
+            """
+            CREATE TABLE config_revisions (
+                revision INTEGER PRIMARY KEY,
+                time REAL NOT NULL,
+                source TEXT NOT NULL,
+                hash TEXT NOT NULL
+            )
+            """,
+        ),
+    ),
+)
+
+LATEST_VERSION: Final = MIGRATIONS[-1].version
+
+
+def pending_migrations(current: int, *, location: str = "the database") -> tuple[Migration, ...]:
+    """The migrations a database at version ``current`` still needs, in order.
+
+    Raises ``SchemaTooNewError`` when ``current`` is newer than this code knows.
+    """
+    if current > LATEST_VERSION:
+        raise SchemaTooNewError(
+            f"{location} has schema version {current}, but this gw only knows versions up "
+            f"to {LATEST_VERSION}: it was written by a newer gw. Upgrade gw, or point "
+            "--state-dir at another directory."
+        )
+    return tuple(m for m in MIGRATIONS if m.version > current)

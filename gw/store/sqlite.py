@@ -1,0 +1,276 @@
+"""SqliteStore: traces and config revisions in one SQLite file, through aiosqlite.
+
+The connection runs in autocommit mode (``isolation_level=None``) and every write opens
+its own ``BEGIN IMMEDIATE`` transaction, so a batch of traces or a revision bump is
+atomic and takes the write lock up front (no lock upgrade deadlock between a running
+server and a CLI command). WAL lets readers proceed while the server writes;
+``synchronous=NORMAL`` in WAL mode can lose the last commits on power loss but never
+corrupts the file, which is the right trade for lossy traces.
+
+One store object serialises its own calls with a lock: aiosqlite runs statements on one
+thread, but two coroutines interleaving ``BEGIN`` ... ``COMMIT`` would collide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time as _time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Final, Self
+
+import aiosqlite
+import msgspec
+
+from gw.record import TraceRecord
+from gw.store.migrations import (
+    LATEST_VERSION,
+    SCHEMA_VERSION_TABLE,
+    StoreError,
+    pending_migrations,
+)
+
+logger = logging.getLogger("gw.store")
+
+BUSY_TIMEOUT_MS: Final = 5_000
+MIN_PREFIX: Final = 8
+"""Shortest request id prefix ``get_trace`` resolves (shorter ones only match exactly)."""
+
+_INSERT_TRACE: Final = """
+INSERT OR REPLACE INTO traces (
+    request_id, time, status, error_code, route, provider, model, latency_ms,
+    client_request_id, revision, body
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+
+class AmbiguousRequestIdError(StoreError):
+    """A request id prefix matches more than one trace."""
+
+
+class UnreadableTraceError(StoreError):
+    """A stored trace does not decode (written by an incompatible gw)."""
+
+
+class RevisionRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One applied config revision; ``gw config history --json`` prints these fields."""
+
+    revision: int
+    time: float
+    source: str
+    hash: str
+
+
+class SqliteStore:
+    """The SQLite state store. Build it with ``await SqliteStore.open(path)``."""
+
+    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+        self._lock = asyncio.Lock()
+        self._encoder = msgspec.json.Encoder()
+        self._decoder = msgspec.json.Decoder(TraceRecord)
+
+    @classmethod
+    async def open(cls, path: Path) -> Self:
+        """Open (creating if needed) the database at ``path`` and bring its schema up to date.
+
+        Raises ``SchemaTooNewError`` when the file was written by a newer gw.
+        """
+        await asyncio.to_thread(path.parent.mkdir, mode=0o700, parents=True, exist_ok=True)
+        conn = await aiosqlite.connect(path, isolation_level=None)
+        try:
+            await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            await conn.execute("PRAGMA journal_mode = WAL")
+            await conn.execute("PRAGMA synchronous = NORMAL")
+            store = cls(conn, path)
+            await store._migrate()
+        except BaseException:
+            await conn.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._conn.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def schema_version(self) -> int:
+        rows = await self._conn.execute_fetchall("PRAGMA user_version")
+        return int(next(iter(rows))[0])
+
+    # -- traces ---------------------------------------------------------------------------
+
+    async def write_traces(self, traces: Sequence[TraceRecord]) -> None:
+        """Store traces in one transaction; a trace with a known request id replaces it."""
+        if not traces:
+            return
+        rows = [
+            (
+                t.request_id,
+                t.time,
+                t.status,
+                t.error_code,
+                t.requested_model,
+                t.provider,
+                t.model,
+                t.latency_ms,
+                t.client_request_id,
+                t.revision,
+                self._encoder.encode(t),
+            )
+            for t in traces
+        ]
+        async with self._transaction():
+            await self._conn.executemany(_INSERT_TRACE, rows)
+
+    async def list_traces(
+        self, *, limit: int = 20, client_request_id: str | None = None
+    ) -> list[TraceRecord]:
+        """The newest ``limit`` traces, newest first, optionally only a client's request id.
+
+        A row that no longer decodes is skipped and logged (by request id only), so one
+        bad row cannot hide the others.
+        """
+        if limit < 0:
+            raise ValueError("limit must be >= 0")
+        sql = "SELECT request_id, body FROM traces"
+        params: tuple[str | int, ...] = (limit,)
+        if client_request_id is not None:
+            sql += " WHERE client_request_id = ?"
+            params = (client_request_id, limit)
+        sql += " ORDER BY time DESC, request_id DESC LIMIT ?"
+        async with self._lock:
+            rows = await self._conn.execute_fetchall(sql, params)
+        traces: list[TraceRecord] = []
+        for request_id, body in rows:
+            try:
+                traces.append(self._decoder.decode(body))
+            except msgspec.DecodeError as exc:
+                logger.warning("skipping unreadable trace %s: %s", request_id, type(exc).__name__)
+        return traces
+
+    async def get_trace(self, request_id: str) -> TraceRecord | None:
+        """The trace with this request id, or with this id prefix when that is unique.
+
+        A prefix needs at least ``MIN_PREFIX`` characters. Raises
+        ``AmbiguousRequestIdError`` when a prefix matches several traces and
+        ``UnreadableTraceError`` when the stored trace does not decode.
+        """
+        async with self._lock:
+            rows = await self._conn.execute_fetchall(
+                "SELECT request_id, body FROM traces WHERE request_id = ?", (request_id,)
+            )
+            found = list(rows)
+            if not found and len(request_id) >= MIN_PREFIX:
+                # A range on the primary key finds the prefix without a scan; the
+                # ``substr`` check keeps the match exact (BINARY collation, case-sensitive).
+                found = list(
+                    await self._conn.execute_fetchall(
+                        "SELECT request_id, body FROM traces"
+                        " WHERE request_id >= ? AND request_id < ?"
+                        " AND substr(request_id, 1, ?) = ?"
+                        " ORDER BY request_id LIMIT 3",
+                        (request_id, request_id + "\U0010ffff", len(request_id), request_id),
+                    )
+                )
+        if not found:
+            return None
+        if len(found) > 1:
+            ids = ", ".join(str(row[0]) for row in found[:2])
+            raise AmbiguousRequestIdError(
+                f"request id prefix {request_id!r} matches several traces ({ids}, ...);"
+                " give more characters"
+            )
+        full_id, body = found[0]
+        try:
+            return self._decoder.decode(body)
+        except msgspec.DecodeError as exc:
+            raise UnreadableTraceError(
+                f"trace {full_id} cannot be read by this gw ({type(exc).__name__}); it was"
+                " probably written by a different version"
+            ) from exc
+
+    # -- config revisions -----------------------------------------------------------------
+
+    async def record_revision(self, *, config_hash: str, source: str, time: float) -> int:
+        """Record an applied config and return its revision number.
+
+        The number grows by one per distinct config and never goes back: when the latest
+        stored revision has the same hash (a restart with an unchanged config), its number
+        is returned and nothing is written.
+        """
+        async with self._transaction():
+            rows = await self._conn.execute_fetchall(
+                "SELECT revision, hash FROM config_revisions ORDER BY revision DESC LIMIT 1"
+            )
+            latest = next(iter(rows), None)
+            if latest is not None and latest[1] == config_hash:
+                return int(latest[0])
+            revision = (int(latest[0]) if latest is not None else 0) + 1
+            await self._conn.execute(
+                "INSERT INTO config_revisions (revision, time, source, hash) VALUES (?, ?, ?, ?)",
+                (revision, time, source, config_hash),
+            )
+        return revision
+
+    async def list_revisions(self, *, limit: int | None = None) -> list[RevisionRow]:
+        """Applied config revisions, newest first."""
+        sql = "SELECT revision, time, source, hash FROM config_revisions ORDER BY revision DESC"
+        async with self._lock:
+            rows = await self._conn.execute_fetchall(
+                sql + " LIMIT ?", (-1 if limit is None else limit,)
+            )
+        return [
+            RevisionRow(revision=int(r[0]), time=float(r[1]), source=str(r[2]), hash=str(r[3]))
+            for r in rows
+        ]
+
+    # -- machinery ------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[None]:
+        async with self._lock:
+            await self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                await self._conn.execute("ROLLBACK")
+                raise
+            await self._conn.execute("COMMIT")
+
+    async def _migrate(self) -> None:
+        current = await self.schema_version()
+        if not pending_migrations(current, location=str(self.path)):
+            return
+        async with self._transaction():
+            # Read again under the write lock: another process may have migrated meanwhile.
+            current = await self.schema_version()
+            pending = pending_migrations(current, location=str(self.path))
+            if not pending:
+                return
+            await self._conn.execute(SCHEMA_VERSION_TABLE)
+            for migration in pending:
+                for statement in migration.statements:
+                    await self._conn.execute(statement)
+                await self._conn.execute(
+                    "INSERT INTO schema_version (version, applied_at, description)"
+                    " VALUES (?, ?, ?)",
+                    (migration.version, _time.time(), migration.description),
+                )
+            # PRAGMA takes no bound parameters; LATEST_VERSION is an int constant.
+            await self._conn.execute(f"PRAGMA user_version = {LATEST_VERSION}")
+            logger.info("migrated %s to schema version %d", self.path, LATEST_VERSION)

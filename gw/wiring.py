@@ -1,0 +1,170 @@
+"""The composition root: the one place that builds the parts of gw and connects them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+import uvicorn
+
+from gw.adapters.directory import AdapterDirectory, build_http_client
+from gw.config import Config, Snapshot, compile_snapshot, config_hash
+from gw.environment import DATABASE_FILE_NAME, SERVER_FILE_NAME
+from gw.execution.engine import Engine
+from gw.execution.gateway import Gateway
+from gw.server.admission import Admission
+from gw.server.app import build_app
+from gw.server.auth import Authenticator, AuthMode, is_loopback, resolve_mode
+from gw.server.services import ServerServices
+from gw.store.sqlite import SqliteStore
+from gw.telemetry.recorder import TraceRecorder
+
+log = logging.getLogger("gw")
+
+
+class SystemClock:
+    def time(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class ServeError(Exception):
+    """gw cannot start as configured; the message says why and what to do."""
+
+
+class ServePlan(msgspec.Struct, frozen=True, kw_only=True):
+    home: Path
+    config: Config
+    source: str
+    environ: Mapping[str, str]
+
+
+class SnapshotHolder:
+    """The current snapshot; replaced whole, never changed in place (invariant 2)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.current = snapshot
+
+    def get(self) -> Snapshot:
+        return self.current
+
+
+def database_path(home: Path) -> Path:
+    return home / DATABASE_FILE_NAME
+
+
+def auth_mode_for(plan: ServePlan) -> AuthMode:
+    host = plan.config.server.host
+    mode = resolve_mode(plan.config.auth.mode, host, keys_exist=False)
+    if mode == "open" and not is_loopback(host):
+        raise ServeError(
+            f"auth.mode is open but server.host {host} is not a loopback address; "
+            "open mode is for loopback only: set auth.mode: keys or bind 127.0.0.1"
+        )
+    return mode
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def resolve_admin_key(config: Config, environ: Mapping[str, str]) -> str | None:
+    reference = config.auth.admin_key
+    if reference is None:
+        return None
+    scheme, _, name = reference.partition(":")
+    if scheme == "env":
+        value = environ.get(name)
+        if not value:
+            raise ServeError(f"auth.admin_key is env:{name}, but {name} is not set")
+        return value
+    raise ServeError(f"auth.admin_key: {scheme}: references are not supported yet; use env:NAME")
+
+
+async def serve(plan: ServePlan) -> None:
+    """Run gw until SIGINT/SIGTERM, then drain, flush traces and close the store."""
+    mode = auth_mode_for(plan)
+    admin_key = resolve_admin_key(plan.config, plan.environ)
+    server_config = plan.config.server
+    sock = bind_socket(server_config.host, server_config.port)
+    address = sock.getsockname()
+    clock = SystemClock()
+    store = await SqliteStore.open(database_path(plan.home))
+    revision = await store.record_revision(
+        config_hash=config_hash(plan.config), source=plan.source, time=clock.time()
+    )
+    snapshots = SnapshotHolder(compile_snapshot(plan.config, revision=revision, source=plan.source))
+    recorder = TraceRecorder(store)
+    http_client = build_http_client()
+    engine = Engine(AdapterDirectory(http_client, plan.environ), clock, asyncio.sleep)
+    services = ServerServices(
+        gateway=Gateway(engine, recorder, clock),
+        snapshot=snapshots.get,
+        clock=clock,
+        admission=Admission(server_config.max_concurrency, server_config.queue_timeout.seconds),
+        authenticator=Authenticator(mode, admin_key),
+    )
+    server_file = plan.home / SERVER_FILE_NAME
+    url = f"http://{_url_host(address[0])}:{address[1]}"
+
+    async def announce() -> None:
+        facts = {"url": url, "port": address[1], "pid": os.getpid(), "revision": revision}
+        server_file.write_text(json.dumps({**facts, "host": address[0], "auth_mode": mode}))
+        print(f"gw listening on {url} (revision {revision}, auth {mode}, config {plan.source})")
+        sys.stdout.flush()
+
+    app = build_app(services, on_startup=[recorder.start, announce])
+    config = uvicorn.Config(
+        app,
+        loop="none",
+        http="httptools",
+        lifespan="on",
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=15,
+        timeout_graceful_shutdown=30,
+    )
+    try:
+        await uvicorn.Server(config).serve(sockets=[sock])
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            server_file.unlink()
+        await recorder.stop()
+        await http_client.aclose()
+        await store.close()
+        sock.close()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def run(plan: ServePlan) -> None:
+    """Blocking entry point for ``gw serve``: uvloop when available."""
+    try:
+        import uvloop  # noqa: PLC0415  (optional speed-up, imported only when serving)
+    except ImportError:  # pragma: no cover - uvicorn[standard] brings it on Linux and macOS
+        asyncio.run(serve(plan))
+    else:
+        uvloop.run(serve(plan))

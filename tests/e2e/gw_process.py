@@ -1,0 +1,117 @@
+"""Start a real `gw serve` on an ephemeral loopback port, and run the `gw` CLI, as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+GW = str(Path(sys.executable).parent / "gw")
+START_TIMEOUT_S = 30.0
+
+
+class GwServer:
+    """A `gw serve` subprocess; ``url`` is read from the server.json it writes."""
+
+    def __init__(
+        self, state_dir: Path, config: Path | None = None, env: dict[str, str] | None = None
+    ):
+        self.state_dir = state_dir
+        self.config = config
+        self.env = {**os.environ, **(env or {})}
+        self.env.pop("GW_CONFIG", None)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.url = ""
+        self.log_path = state_dir / "serve.log"
+
+    def start(self) -> GwServer:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        args = [GW, "serve", "--port", "0", "--state-dir", str(self.state_dir)]
+        if self.config is not None:
+            args += ["--config", str(self.config)]
+        log = self.log_path.open("wb")
+        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=self.env)
+        server_file = self.state_dir / "server.json"
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gw serve exited early:\n{self.log()}")
+            if server_file.exists():
+                try:
+                    info = json.loads(server_file.read_text())
+                except json.JSONDecodeError:
+                    info = None
+                if info and info.get("pid") == self.process.pid:
+                    self.url = info["url"]
+                    return self
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"gw serve did not start within {START_TIMEOUT_S}s:\n{self.log()}")
+
+    @property
+    def base_url(self) -> str:
+        """What the OpenAI SDK calls base_url."""
+        return f"{self.url}/v1"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait(timeout=5)
+
+    def __enter__(self) -> GwServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, "--state-dir", str(self.state_dir), env=self.env, check=check)
+
+    def cli_json(self, *args: str) -> Any:
+        return json.loads(self.cli(*args, "--json").stdout)
+
+    def wait_for_trace(self, request_id: str, timeout: float = 10.0) -> dict[str, Any]:
+        """Traces are written off the hot path: poll (bounded) until this one lands."""
+        deadline = time.monotonic() + timeout
+        while True:
+            done = self.cli("explain", request_id, "--json", check=False)
+            if done.returncode == 0:
+                return json.loads(done.stdout)  # type: ignore[no-any-return]
+            if time.monotonic() > deadline:
+                raise AssertionError(f"trace {request_id} never appeared: {done.stderr}")
+            time.sleep(0.1)
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=30.0)
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, check: bool = True, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [GW, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+        cwd=cwd,
+        check=False,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"gw {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
+    return done

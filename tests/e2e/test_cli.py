@@ -1,0 +1,102 @@
+"""The CLI as a user types it: init, config validate/show, traces and explain on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from e2e.gw_process import run_cli
+
+EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_config_validates(example: Path) -> None:
+    done = run_cli("config", "validate", str(example))
+    assert done.stdout.startswith("ok: ")
+
+
+def test_examples_exist() -> None:
+    assert len(EXAMPLES) >= 3
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("server:\n  port: eighty\n", "gw.yaml:2: server.port: expected `int`, got `str`"),
+        ("routes:\n  - name: chat\n    targets:\n      - {provider: ghost, model: m}\n",
+         "gw.yaml:4: routes[0].targets[0].provider: unknown provider 'ghost'"),
+        ("providers:\n  - name: a\n    kind: openai\n    api_key: sk-live-123\n",
+         "gw.yaml:4: providers[0].api_key: must be a reference"),
+        ("server:\n  queue_timeout: soon\n", "gw.yaml:2: server.queue_timeout: 'soon' is not a duration"),
+        ("polices: []\n", "gw.yaml:1: object contains unknown field `polices`"),
+        ("routes: [\n", "gw.yaml:2: not valid YAML"),
+    ],
+)  # fmt: skip
+def test_bad_config_fails_with_file_line_field_and_reason(
+    tmp_path: Path, text: str, where: str
+) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text(text)
+    done = run_cli("config", "validate", str(path), check=False)
+    assert done.returncode != 0
+    assert where.replace("gw.yaml", str(path)) in " ".join(done.stderr.split())
+    assert "sk-live-123" not in done.stderr
+
+
+def test_validate_json_reports_the_problem(tmp_path: Path) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text("server:\n  port: eighty\n")
+    done = run_cli("config", "validate", str(path), "--json", check=False)
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report == {
+        "valid": False,
+        "source": str(path),
+        "line": 2,
+        "field": "server.port",
+        "reason": "expected `int`, got `str`",
+    }
+
+
+def test_init_writes_a_config_that_validates_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    run_cli("init", "--state-dir", str(state))
+    written = state / "gw.yaml"
+    assert "openai_compatible" in written.read_text()
+    assert run_cli("config", "validate", "--state-dir", str(state)).stdout.startswith("ok: ")
+    again = run_cli("init", "--state-dir", str(state), check=False)
+    assert again.returncode != 0
+    assert "already exists" in again.stderr
+
+
+def test_config_show_resolves_defaults_and_hides_header_values(tmp_path: Path) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text(
+        "providers:\n  - name: p\n    kind: openai_compatible\n    base_url: http://127.0.0.1:9/v1\n"
+        "    headers: {x-secret-token: hunter2}\n"
+    )
+    shown = run_cli("config", "show", "--config", str(path), "--json")
+    data = json.loads(shown.stdout)
+    assert data["config"]["server"]["port"] == 8787
+    assert data["config"]["providers"][0]["headers"] == {"x-secret-token": "***"}
+    assert "hunter2" not in run_cli("config", "show", "--config", str(path)).stdout
+
+
+def test_env_and_flags_override_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text("server:\n  port: 9000\n  host: 127.0.0.1\n")
+    shown = run_cli("config", "show", "--config", str(path), "--json", env={"GW_PORT": "9100"})
+    assert json.loads(shown.stdout)["config"]["server"]["port"] == 9100
+
+
+def test_explain_unknown_id_fails_on_stderr(tmp_path: Path) -> None:
+    done = run_cli("explain", "req_doesnotexist", "--state-dir", str(tmp_path), check=False)
+    assert done.returncode == 1
+    assert "req_doesnotexist" in done.stderr
+
+
+def test_traces_json_is_an_empty_array_on_a_fresh_state_dir(tmp_path: Path) -> None:
+    assert json.loads(run_cli("traces", "--json", "--state-dir", str(tmp_path)).stdout) == []

@@ -1,0 +1,108 @@
+"""Bad input gets a 400-class answer in OpenAI's shape, with gw's headers, and is traced."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from e2e.gw_process import GwServer
+
+
+def post(gw: GwServer, content: bytes, headers: dict[str, str] | None = None) -> httpx.Response:
+    with gw.client() as http:
+        return http.post(
+            "/v1/chat/completions",
+            content=content,
+            headers={"content-type": "application/json", **(headers or {})},
+        )
+
+
+def assert_gw_error(answer: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert answer.status_code == status, answer.text
+    body: dict[str, Any] = answer.json()
+    assert body["error"]["code"] == code
+    assert body["error"]["message"]
+    assert set(body["error"]) >= {"message", "type", "code", "param"}
+    assert body["gw"]["request_id"] == answer.headers["x-gw-request-id"]
+    assert "x-gw-route" in answer.headers
+    assert answer.headers["x-gw-revision"].isdigit()
+    return body
+
+
+def test_malformed_json(gw: GwServer) -> None:
+    assert_gw_error(post(gw, b'{"model": "mock", "messages": ['), 400, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    ("payload", "param"),
+    [
+        (
+            b'{"model": "mock", "messages": [{"role": "wizard", "content": "x"}]}',
+            "messages[0].role",
+        ),
+        (
+            b'{"model": "mock", "messages": [{"role": "user", "content": "x"}], "max_tokens": "9"}',
+            "max_tokens",
+        ),
+        (b'{"model": 7, "messages": [{"role": "user", "content": "x"}]}', "model"),
+        (b'{"messages": [{"role": "user", "content": "x"}]}', "model"),
+        (
+            b'{"model": "mock", "messages": [{"role": "user", "content": "x"}], "temperature": "hot"}',
+            "temperature",
+        ),
+    ],
+)
+def test_wrong_fields_are_named(gw: GwServer, payload: bytes, param: str) -> None:
+    body = assert_gw_error(post(gw, payload), 400, "invalid_request")
+    assert body["error"]["param"] == param
+    assert param.split("[", maxsplit=1)[0] in body["error"]["message"]
+
+
+def test_unknown_model_is_404_and_lists_nothing_secret(gw: GwServer) -> None:
+    answer = post(gw, b'{"model": "nope", "messages": [{"role": "user", "content": "x"}]}')
+    body = assert_gw_error(answer, 404, "model_not_found")
+    assert answer.headers["x-gw-route"] == "-"
+    assert "nope" in body["error"]["message"]
+
+
+def test_provider_slash_model_addresses_a_target_directly(gw: GwServer) -> None:
+    answer = post(gw, b'{"model": "mock/anything", "messages": [{"role": "user", "content": "x"}]}')
+    assert answer.status_code == 200
+    assert answer.headers["x-gw-route"] == "mock/anything"
+    trace = gw.wait_for_trace(answer.headers["x-gw-request-id"])
+    assert trace["decision"]["direct"] is True
+
+
+def test_oversized_body_is_413(gw: GwServer) -> None:
+    filler = b"x" * (9 * 1024 * 1024)
+    payload = b'{"model": "mock", "messages": [{"role": "user", "content": "' + filler + b'"}]}'
+    assert_gw_error(post(gw, payload), 413, "request_too_large")
+
+
+def test_sdk_raises_typed_errors(gw: GwServer) -> None:
+    client = openai.OpenAI(base_url=gw.base_url, api_key="x", max_retries=0)
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(model="nope", messages=[{"role": "user", "content": "x"}])
+    assert caught.value.code == "model_not_found"
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.chat.completions.create(model="mock", messages=[{"role": "wizard", "content": "x"}])  # type: ignore[misc, list-item]
+    assert bad.value.code == "invalid_request"
+
+
+def test_bad_requests_are_traced_with_their_error(gw: GwServer) -> None:
+    answer = post(gw, b"not json", headers={"x-request-id": "client-tag-42"})
+    trace = gw.wait_for_trace(answer.headers["x-gw-request-id"])
+    assert trace["status"] == 400
+    assert trace["error"]["code"] == "invalid_request"
+    assert trace["client_request_id"] == "client-tag-42"
+    listed = gw.cli_json("traces", "--client-request-id", "client-tag-42")
+    assert [t["request_id"] for t in listed] == [answer.headers["x-gw-request-id"]]
+
+
+def test_unknown_endpoint_has_headers_too(gw: GwServer) -> None:
+    with gw.client() as http:
+        answer = http.get("/v1/nothing-here")
+    assert_gw_error(answer, 404, "endpoint_not_found")

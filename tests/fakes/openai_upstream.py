@@ -1,0 +1,438 @@
+"""A fake OpenAI Chat Completions upstream on loopback, with scripted faults.
+
+It speaks the real wire format (JSON bodies, SSE `chat.completion.chunk` frames over
+chunked transfer encoding, OpenAI-shaped error bodies and headers) from a background
+thread with its own event loop, so sync tests and tests on any event loop can use it::
+
+    with FakeOpenAI() as fake:
+        fake.enqueue(Behavior(status=429, headers={"retry-after": "1"}), Behavior())
+        client = openai.OpenAI(base_url=fake.base_url, api_key="sk-test")
+        ...
+        assert fake.count == 2
+
+Each chat request pops the next scripted `Behavior`; when the script is empty,
+`fake.default` applies. Run `python -m tests.fakes.openai_upstream --port 9100` to serve
+one from the command line (the benchmark does this).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import signal
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import msgspec
+
+from .http_server import HttpRequest, HttpServer, Responder
+
+DEFAULT_TEXT = "Hello from fake upstream"
+DEFAULT_MODEL = "gpt-4o-mini"
+MODELS = ("gpt-4o-mini", "gpt-4o", "gpt-4.1-mini")
+
+_encode = msgspec.json.encode
+_DONE = b"data: [DONE]\n\n"
+_MALFORMED_JSON = b'{"id": "x", "choices": ['
+_MALFORMED_FRAME = b"data: {not json}\n\n"
+_MODELS_BODY = _encode(
+    {
+        "object": "list",
+        "data": [
+            {"id": m, "object": "model", "created": 1715367049, "owned_by": "system"}
+            for m in MODELS
+        ],
+    }
+)
+_JSON = ("content-type", "application/json")
+_SSE = ("content-type", "text/event-stream; charset=utf-8")
+_WORD = re.compile(r"\s*\S+")
+
+
+@dataclass(frozen=True)
+class Behavior:
+    """How to answer one chat request. The defaults are a normal, successful answer."""
+
+    status: int = 200
+    error_body: dict[str, Any] | None = None  # status != 200; default: OpenAI's for status
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers
+    delay_before_headers: float = 0.0
+    delay_before_first_chunk: float = 0.0  # non-stream: between the head and the body
+    delay_between_chunks: float = 0.0
+    # Stream: abort the connection after N content deltas (no finish chunk, no [DONE]).
+    # Non-stream: abort after sending half of the body.
+    drop_after_chunks: int | None = None
+    drop_before_headers: bool = False
+    malformed: bool = False
+    text: str | None = None  # default: DEFAULT_TEXT
+    chunks: int | None = None  # number of content deltas; default: one per word
+    tool_call: tuple[str, str] | None = None  # (name, arguments JSON) instead of text
+    usage: tuple[int, int] | None = None  # (prompt, completion); default: word counts
+    omit_usage: bool = False
+    finish_reason: str | None = None  # default: "stop", or "tool_calls"
+
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    json: Any  # the parsed body; None when empty or not JSON
+    body: bytes
+
+
+def default_error_body(status: int, model: str = DEFAULT_MODEL) -> dict[str, Any]:
+    """The error body OpenAI sends for `status` (shape and wording as observed)."""
+    kind, code = "invalid_request_error", None
+    if status == 401:
+        message = (
+            "Incorrect API key provided: sk-fake***. You can find your API key at "
+            "https://platform.openai.com/account/api-keys."
+        )
+        code = "invalid_api_key"
+    elif status == 403:
+        message, code = "Project does not have access to this model.", "model_not_found"
+    elif status == 404:
+        message = f"The model `{model}` does not exist or you do not have access to it."
+        code = "model_not_found"
+    elif status == 429:
+        message = (
+            f"Rate limit reached for {model} in organization org-fake on requests per min "
+            "(RPM): Limit 3, Used 3, Requested 1. Please try again in 20s."
+        )
+        kind, code = "requests", "rate_limit_exceeded"
+    elif status == 503:
+        message, kind = (
+            "The engine is currently overloaded, please try again later.",
+            "server_error",
+        )
+    elif status >= 500:
+        message = "The server had an error while processing your request. Sorry about that!"
+        kind = "server_error"
+    else:
+        message = "Invalid request."
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _error(message: str, kind: str, code: str | None = None) -> bytes:
+    return _encode({"error": {"message": message, "type": kind, "param": None, "code": code}})
+
+
+def split_text(text: str, chunks: int | None) -> list[str]:
+    """Deltas for `text`: one per word (with its leading space), or exactly `chunks` pieces,
+    cut at word boundaries when there are enough words, else at even character offsets.
+    """
+    words: list[str] = _WORD.findall(text)
+    tail = text[sum(map(len, words)) :]
+    if tail:
+        words.append(tail)
+    if chunks is None:
+        return words
+    n = max(1, chunks)
+    if n <= len(words):
+        return ["".join(words[i * len(words) // n : (i + 1) * len(words) // n]) for i in range(n)]
+    return [text[i * len(text) // n : (i + 1) * len(text) // n] for i in range(n)]
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _prompt_words(body: dict[str, Any]) -> int:
+    count = 0
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            count += _words(content)
+        elif isinstance(content, list):
+            count += sum(_words(p.get("text") or "") for p in content if isinstance(p, dict))
+    return count
+
+
+def _usage(prompt: int, completion: int) -> dict[str, Any]:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+class _Answer:
+    """One successful chat answer, rendered either as a JSON body or as SSE frames."""
+
+    def __init__(self, behavior: Behavior, body: dict[str, Any], serial: int) -> None:
+        self.behavior = behavior
+        self.model = str(body.get("model") or DEFAULT_MODEL)
+        self.envelope = {
+            "id": f"chatcmpl-fake-{serial}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model,
+        }
+        self.call_id = f"call_fake_{serial}"
+        tool = behavior.tool_call
+        if tool is None:
+            self.text = DEFAULT_TEXT if behavior.text is None else behavior.text
+            self.pieces = split_text(self.text, behavior.chunks)
+            completion = _words(self.text)
+        else:
+            chunks = behavior.chunks or max(1, -(-len(tool[1]) // 8))  # ~8 characters each
+            self.pieces = split_text(tool[1], chunks)
+            completion = _words(f"{tool[0]} {tool[1]}")
+        self.finish = behavior.finish_reason or ("stop" if tool is None else "tool_calls")
+        prompt, completion = behavior.usage or (_prompt_words(body), completion)
+        self.usage = None if behavior.omit_usage else _usage(prompt, completion)
+        options = body.get("stream_options")
+        self.include_usage = isinstance(options, dict) and options.get("include_usage") is True
+
+    def completion_body(self) -> bytes:
+        tool = self.behavior.tool_call
+        message: dict[str, Any] = {"role": "assistant", "content": None if tool else self.text}
+        if tool is not None:
+            function = {"name": tool[0], "arguments": tool[1]}
+            message["tool_calls"] = [{"id": self.call_id, "type": "function", "function": function}]
+        message |= {"refusal": None, "annotations": []}
+        choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": self.finish}
+        payload = {**self.envelope, "choices": [choice]}
+        if self.usage is not None:
+            payload["usage"] = self.usage
+        payload |= {"service_tier": "default", "system_fingerprint": "fp_fake"}
+        return _encode(payload)
+
+    def frame(self, delta: dict[str, Any] | None, finish: str | None = None) -> bytes:
+        """One `data:` frame: a choice with `delta`, or (delta None) the usage chunk."""
+        chunk = {**self.envelope, "object": "chat.completion.chunk"}
+        chunk |= {"service_tier": "default", "system_fingerprint": "fp_fake"}
+        if delta is None:
+            chunk |= {"choices": [], "usage": self.usage}
+        else:
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+            chunk["choices"] = [choice]
+            if self.include_usage:
+                chunk["usage"] = None
+        return b"data: " + _encode(chunk) + b"\n\n"
+
+    def first_delta(self) -> dict[str, Any]:
+        tool = self.behavior.tool_call
+        if tool is None:
+            return {"role": "assistant", "content": "", "refusal": None}
+        function = {"name": tool[0], "arguments": ""}
+        call = {"index": 0, "id": self.call_id, "type": "function", "function": function}
+        return {"role": "assistant", "content": None, "tool_calls": [call], "refusal": None}
+
+    def delta(self, piece: str) -> dict[str, Any]:
+        if self.behavior.tool_call is None:
+            return {"content": piece}
+        return {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
+
+
+class FakeOpenAI:
+    """A fake OpenAI server on its own thread and event loop. See the module docstring."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, record: bool = True) -> None:
+        self.host = host
+        self.port = port
+        self.default = Behavior()
+        self.count = 0  # chat requests received, faulted ones included
+        self._record = record  # False keeps memory flat under a long benchmark
+        self._lock = threading.Lock()
+        self._requests: list[ReceivedRequest] = []
+        self._script: deque[Behavior] = deque()
+        self._serial = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: HttpServer | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[ReceivedRequest]:
+        """A snapshot of every request received so far, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending(self) -> int:
+        """How many enqueued behaviors have not been used yet."""
+        with self._lock:
+            return len(self._script)
+
+    def enqueue(self, *behaviors: Behavior) -> None:
+        with self._lock:
+            self._script.extend(behaviors)
+
+    def clear(self) -> None:
+        """Forget recorded requests, reset `count` and drop unused enqueued behaviors."""
+        with self._lock:
+            self._requests.clear()
+            self._script.clear()
+            self.count = 0
+
+    def start(self) -> FakeOpenAI:
+        if self._loop is not None:
+            raise RuntimeError("FakeOpenAI is already started")
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="fake-openai", daemon=True)
+        thread.start()
+        server = HttpServer(self._handle, self.host, self.port)
+        self._loop, self._thread, self._server = loop, thread, server
+        try:
+            self.port = asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        loop, thread, server = self._loop, self._thread, self._server
+        if loop is None or thread is None or server is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(10)
+            loop.close()
+            self._loop = self._thread = self._server = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def _handle(self, request: HttpRequest, responder: Responder) -> None:
+        path = request.target.partition("?")[0]
+        try:
+            body = msgspec.json.decode(request.body) if request.body else None
+        except msgspec.DecodeError:
+            body = None
+        if self._record:
+            received = ReceivedRequest(request.method, path, request.headers, body, request.body)
+            with self._lock:
+                self._requests.append(received)
+        if request.method == "POST" and path == "/v1/chat/completions":
+            await self._chat(body, responder)
+        elif request.method == "GET" and path == "/v1/models":
+            await responder.send(200, [_JSON], _MODELS_BODY)
+        else:
+            message = f"Invalid URL ({request.method} {path})"
+            await responder.send(404, [_JSON], _error(message, "invalid_request_error"))
+
+    async def _chat(self, body: Any, responder: Responder) -> None:
+        if not isinstance(body, dict):
+            message = "We could not parse the JSON body of your request."
+            await responder.send(400, [_JSON], _error(message, "invalid_request_error"))
+            return
+        with self._lock:
+            behavior = self._script.popleft() if self._script else self.default
+            self.count += 1
+            self._serial += 1
+            serial = self._serial
+        if behavior.delay_before_headers:
+            await asyncio.sleep(behavior.delay_before_headers)
+        if behavior.drop_before_headers:
+            responder.abort()
+            return
+        headers = [
+            ("x-request-id", f"req_{serial:032x}"),
+            ("openai-version", "2020-10-01"),
+            ("openai-processing-ms", "1"),
+            *behavior.headers.items(),
+        ]
+        if behavior.status != 200:
+            model = str(body.get("model") or DEFAULT_MODEL)
+            error_body = behavior.error_body or default_error_body(behavior.status, model)
+            await responder.send(behavior.status, [_JSON, *headers], _encode(error_body))
+        elif body.get("stream") is True:
+            await self._stream(_Answer(behavior, body, serial), responder, [_SSE, *headers])
+        else:
+            await self._complete(_Answer(behavior, body, serial), responder, [_JSON, *headers])
+
+    @staticmethod
+    async def _complete(answer: _Answer, responder: Responder, headers: list[Any]) -> None:
+        behavior = answer.behavior
+        payload = _MALFORMED_JSON if behavior.malformed else answer.completion_body()
+        if not behavior.delay_before_first_chunk and behavior.drop_after_chunks is None:
+            await responder.send(200, headers, payload)
+            return
+        await responder.start(200, headers, len(payload))
+        if behavior.delay_before_first_chunk:
+            await asyncio.sleep(behavior.delay_before_first_chunk)
+        if behavior.drop_after_chunks is not None:
+            await responder.write(payload[: len(payload) // 2])
+            responder.abort()
+            return
+        await responder.write(payload)
+
+    @staticmethod
+    async def _stream(answer: _Answer, responder: Responder, headers: list[Any]) -> None:
+        behavior = answer.behavior
+        delay, drop_after = behavior.delay_between_chunks, behavior.drop_after_chunks
+        await responder.start(200, headers, None)
+        if behavior.delay_before_first_chunk:
+            await asyncio.sleep(behavior.delay_before_first_chunk)
+        await responder.write(answer.frame(answer.first_delta()))
+        if behavior.malformed:
+            await responder.write(_MALFORMED_FRAME)
+        else:
+            for sent, piece in enumerate(answer.pieces):
+                if drop_after is not None and sent >= drop_after:
+                    break
+                if delay:
+                    await asyncio.sleep(delay)
+                await responder.write(answer.frame(answer.delta(piece)))
+            if drop_after is not None:
+                responder.abort()
+                return
+            if delay:
+                await asyncio.sleep(delay)
+            await responder.write(answer.frame({}, answer.finish))
+            if answer.include_usage and answer.usage is not None:
+                await responder.write(answer.frame(None))
+        await responder.write(_DONE)
+        await responder.end()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve a fake upstream in the foreground until interrupted (for the benchmark)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--text", default=None, help="reply text")
+    parser.add_argument("--chunks", type=int, default=None, help="content deltas per stream")
+    parser.add_argument("--delay-between-chunks", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    fake = FakeOpenAI(args.host, args.port, record=False)
+    fake.default = Behavior(
+        text=args.text, chunks=args.chunks, delay_between_chunks=args.delay_between_chunks
+    )
+    stopped = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopped.set())
+    with fake:
+        print(fake.base_url, flush=True)  # the caller reads the bound URL from stdout
+        stopped.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Config loading: defaults, overrides, and errors that name file, line, field and reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from gw.config import BUILTIN_SOURCE, ConfigError, compile_snapshot, config_hash, load_config
+from gw.config.units import ByteSize, Duration
+from gw.errors import ModelNotFoundError
+
+
+def test_no_file_means_the_builtin_mock() -> None:
+    config = load_config(None, BUILTIN_SOURCE)
+    snapshot = compile_snapshot(config, revision=1, source=BUILTIN_SOURCE)
+    assert snapshot.resolve_model("mock").targets[0].provider == "mock"
+    assert config.server.port == 8787
+    assert config.server.max_body_bytes == ByteSize(8 * 1024 * 1024)
+
+
+def test_empty_file_is_all_defaults() -> None:
+    assert load_config("", "gw.yaml").routes == ()
+
+
+def test_overrides_win_over_the_file() -> None:
+    config = load_config("server:\n  port: 9000\n", "gw.yaml", {"server.port": 9100})
+    assert config.server.port == 9100
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "line", "reason"),
+    [
+        ("server:\n  port: '9'\n", "server.port", 2, "expected `int`, got `str`"),
+        ("server:\n  max_body_bytes: lots\n", "server.max_body_bytes", 2, "is not a size"),
+        ("routes:\n  - name: a/b\n    targets: [{provider: p, model: m}]\nproviders: [{name: p, kind: mock}]\n",
+         "routes[0].name", 2, "must not contain '/'"),
+        ("providers: [{name: p, kind: mock}, {name: p, kind: mock}]\n", "providers[1].name", 1, "defined twice"),
+        ("providers: [{name: p, kind: openai_compatible}]\n", "providers[0].base_url", 1, "required"),
+        ("policies:\n  - name: x\n    fallback: {on_error_codes: [oops]}\n",
+         "policies[0].fallback.on_error_codes[0]", 3, "unknown error code 'oops'"),
+        ("policies:\n  - name: x\n    retry: {max_attempts: 0}\n", "policies[0].retry.max_attempts", 3, "at least 1"),
+        ("- a\n- b\n", "", 1, "top level must be a mapping"),
+    ],
+)  # fmt: skip
+def test_errors_name_the_field_and_line(text: str, path: str, line: int, reason: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(text, "gw.yaml")
+    assert caught.value.path == path
+    assert caught.value.line == line
+    assert reason in caught.value.reason
+    assert str(caught.value).startswith(f"gw.yaml:{line}:")
+
+
+def test_provider_slash_model_resolves_only_for_known_providers() -> None:
+    snapshot = compile_snapshot(load_config(None, BUILTIN_SOURCE), revision=1, source="b")
+    assert snapshot.resolve_model("mock/other").name == "mock/other"
+    with pytest.raises(ModelNotFoundError):
+        snapshot.resolve_model("ghost/other")
+    with pytest.raises(ModelNotFoundError):
+        snapshot.resolve_model("unknown")
+
+
+def test_hash_is_stable_and_content_sensitive() -> None:
+    one = config_hash(load_config("server: {port: 1}\n", "a"))
+    assert one == config_hash(load_config("server:\n  port: 1\n", "b"))
+    assert one != config_hash(load_config("server: {port: 2}\n", "a"))
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("150ms", 0.15), ("2s", 2.0), ("10m", 600.0), ("1h", 3600.0), (3, 3.0)]
+)
+def test_durations(text: str | int, seconds: float) -> None:
+    assert Duration.parse(text).seconds == seconds
+    assert Duration.parse(str(Duration.parse(text))).seconds == seconds

@@ -1,0 +1,233 @@
+"""The engine against scripted in-process upstreams: retry, fallback, commit point, budgets."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from gw.config import compile_snapshot, load_config
+from gw.config.schema import FallbackConfig, ProviderConfig, RetryConfig
+from gw.errors import (
+    GatewayError,
+    InvalidRequestError,
+    RateLimitedError,
+    UpstreamAuthFailedError,
+    UpstreamError,
+)
+from gw.execution.engine import Engine, ExecutionFailedError, ExecutionPlan
+from gw.ir import (
+    ChatRequest,
+    ChatResponse,
+    Finish,
+    StreamEvent,
+    StreamStart,
+    TextDelta,
+    TextPart,
+    UserMessage,
+)
+from gw.ports import UpstreamCall
+from gw.routing.router import decide
+
+CONFIG = """
+providers: [{name: a, kind: mock}, {name: b, kind: mock}]
+routes:
+  - name: r
+    targets: [{provider: a, model: m1, priority: 1}, {provider: b, model: m2, priority: 2}]
+policies:
+  - name: p
+    match: {routes: [r]}
+    retry: {max_attempts: 2, initial_backoff: 100ms, multiplier: 2}
+    timeout: {per_attempt: 200ms, first_token: 200ms, stream_idle: 200ms}
+"""
+
+Step = GatewayError | ChatResponse | list[StreamEvent | GatewayError] | Callable[[], Any]
+
+
+class ScriptedUpstream:
+    """Answers each call with the next scripted step: an error, an answer, or a stream."""
+
+    def __init__(self, steps: list[Step]) -> None:
+        self.steps = steps
+        self.calls: list[UpstreamCall] = []
+
+    def _next(self, call: UpstreamCall) -> Step:
+        self.calls.append(call)
+        return self.steps.pop(0)
+
+    async def complete(self, call: UpstreamCall) -> ChatResponse:
+        step = self._next(call)
+        if isinstance(step, GatewayError):
+            raise step
+        if callable(step):
+            await step()
+        assert isinstance(step, ChatResponse)
+        return step
+
+    async def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]:
+        step = self._next(call)
+        if isinstance(step, GatewayError):
+            raise step
+        assert isinstance(step, list)
+        for item in step:
+            if isinstance(item, GatewayError):
+                raise item
+            yield item
+
+
+class Directory:
+    def __init__(self, upstreams: dict[str, ScriptedUpstream]) -> None:
+        self.upstreams = upstreams
+
+    def upstream_for(self, provider: ProviderConfig) -> ScriptedUpstream:
+        return self.upstreams[provider.name]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def plan(**policy_changes: Any) -> ExecutionPlan:
+    snapshot = compile_snapshot(load_config(CONFIG, "t.yaml"), revision=1, source="t")
+    request = ChatRequest(model="r", messages=(UserMessage(content=(TextPart(text="hi"),)),))
+    decision, policy = decide(request, snapshot, request_id="req_test")
+    policy = msgspec.structs.replace(policy, **policy_changes)
+    return ExecutionPlan(
+        request_id="req_test", request=request, decision=decision, policy=policy,
+        providers=snapshot.providers,
+    )  # fmt: skip
+
+
+def answer(text: str = "ok") -> ChatResponse:
+    return ChatResponse(id="x", model="m", text=text)
+
+
+def run_engine(a: list[Step], b: list[Step], call: str = "complete", **changes: Any) -> Any:
+    upstreams = {"a": ScriptedUpstream(a), "b": ScriptedUpstream(b)}
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    engine = Engine(Directory(upstreams), FakeClock(), sleep)
+
+    async def go() -> Any:
+        if call == "complete":
+            return await engine.complete(plan(**changes))
+        opened = await engine.open_stream(plan(**changes))
+        events = [event async for event in opened.events()]
+        return opened, events
+
+    return asyncio.run(go()), upstreams, slept
+
+
+def test_retry_then_answer_on_the_same_target() -> None:
+    result, upstreams, slept = run_engine([UpstreamError("boom"), answer()], [])
+    assert result.target.key == "a/m1"
+    assert [a.outcome for a in result.attempts] == ["retried", "answered"]
+    assert len(slept) == 1
+    assert 0.05 <= slept[0] <= 0.1  # 100 ms backoff with jitter in [0.5, 1)
+    assert result.attempts[1].backoff_ms == pytest.approx(slept[0] * 1000, abs=0.001)
+    assert upstreams["a"].calls[0].request.model == "m1"
+
+
+def test_retry_after_is_a_floor_for_the_backoff() -> None:
+    _, _, slept = run_engine([RateLimitedError("slow down", retry_after=3.0), answer()], [])
+    assert slept == [3.0]
+
+
+def test_fallback_after_retries_are_used_up() -> None:
+    result, upstreams, _ = run_engine([UpstreamError("x"), UpstreamError("y")], [answer("b")])
+    assert result.target.key == "b/m2"
+    assert [(a.provider, a.outcome) for a in result.attempts] == [
+        ("a", "retried"), ("a", "fell_back"), ("b", "answered"),
+    ]  # fmt: skip
+    assert upstreams["b"].calls[0].request.model == "m2"
+
+
+def test_auth_failure_is_not_retried_but_falls_back() -> None:
+    result, _, slept = run_engine([UpstreamAuthFailedError("bad key")], [answer()])
+    assert [a.outcome for a in result.attempts] == ["fell_back", "answered"]
+    assert slept == []
+
+
+def test_client_caused_errors_never_fall_back() -> None:
+    with pytest.raises(ExecutionFailedError) as failed:
+        run_engine([InvalidRequestError("bad")], [answer()])
+    assert failed.value.error.code == "invalid_request"
+    assert [a.outcome for a in failed.value.attempts] == ["failed"]
+
+
+def test_on_error_codes_is_exhaustive() -> None:
+    changes = {
+        "fallback": FallbackConfig(on_error_codes=("rate_limited",)),
+        "retry": RetryConfig(max_attempts=1),
+    }
+    with pytest.raises(ExecutionFailedError) as failed:
+        run_engine([UpstreamError("x")], [answer()], **changes)
+    assert failed.value.error.code == "upstream_error"
+    result, _, _ = run_engine([RateLimitedError("x")], [answer()], **changes)
+    assert result.target.key == "b/m2"
+
+
+def test_per_attempt_timeout_is_an_upstream_timeout() -> None:
+    async def hang() -> None:
+        await asyncio.Event().wait()
+
+    result, _, _ = run_engine([hang, hang], [answer()])
+    assert [(a.outcome, a.error_code) for a in result.attempts] == [
+        ("retried", "upstream_timeout"), ("fell_back", "upstream_timeout"), ("answered", None),
+    ]  # fmt: skip
+
+
+def test_stream_failure_before_the_first_token_falls_back() -> None:
+    start = StreamStart(id="s", model="m")
+    a_stream: list[StreamEvent | GatewayError] = [start, UpstreamError("dropped")]
+    b_stream: list[StreamEvent | GatewayError] = [
+        start,
+        TextDelta(text="hi"),
+        Finish(reason="stop"),
+    ]
+    (opened, events), _, _ = run_engine([a_stream, a_stream], [b_stream], call="stream")
+    assert opened.target.key == "b/m2"
+    assert [type(e).__name__ for e in events] == ["StreamStart", "TextDelta", "Finish"]
+    assert [a.outcome for a in opened.attempts] == ["retried", "fell_back", "answered"]
+    assert opened.attempts[-1].ttft_ms is not None
+
+
+def test_stream_failure_after_the_first_token_is_raised_not_retried() -> None:
+    start = StreamStart(id="s", model="m")
+    broken: list[StreamEvent | GatewayError] = [
+        start,
+        TextDelta(text="partial"),
+        UpstreamError("cut"),
+    ]
+    upstreams = {"a": ScriptedUpstream([broken]), "b": ScriptedUpstream([])}
+
+    async def go() -> tuple[list[StreamEvent], Any]:
+        engine = Engine(Directory(upstreams), FakeClock(), asyncio.sleep)
+        opened = await engine.open_stream(plan())
+        seen: list[StreamEvent] = []
+
+        async def consume() -> None:
+            async for event in opened.events():
+                seen.append(event)
+
+        with pytest.raises(UpstreamError):
+            await consume()
+        return seen, opened
+
+    seen, opened = asyncio.run(go())
+    assert [type(e).__name__ for e in seen] == ["StreamStart", "TextDelta"]
+    assert [a.outcome for a in opened.attempts] == ["failed"]
+    assert upstreams["b"].calls == []
