@@ -69,6 +69,11 @@ class TraceRecord(RecordStruct, frozen=True, kw_only=True):
     committed: bool = False
 
     @property
-    def answered_by(self) -> str:
+    def route_header(self) -> str:
         """``provider/model`` that answered, or was last tried; ``-`` when none was tried."""
         return f"{self.provider}/{self.model}" if self.provider else "-"
+
+    @property
+    def answered(self) -> bool:
+        """An upstream answered (a stream cut after its first token counts: it answered)."""
+        return self.provider is not None and (self.error_code is None or self.committed)

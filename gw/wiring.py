@@ -134,7 +134,18 @@ async def serve(plan: ServePlan) -> None:
         print(f"gw listening on {url} (revision {revision}, auth {mode}, config {plan.source})")
         sys.stdout.flush()
 
-    app = build_app(services, on_startup=[recorder.start, announce])
+    async def close() -> None:
+        # Runs inside uvicorn's lifespan shutdown: after SIGTERM, uvicorn re-raises the
+        # signal once serve() returns, so cleanup placed after serve() would never run.
+        with contextlib.suppress(FileNotFoundError):
+            server_file.unlink()
+        await recorder.stop()
+        if recorder.dropped:
+            log.warning("%d traces were dropped (queue full or write errors)", recorder.dropped)
+        await http_client.aclose()
+        await store.close()
+
+    app = build_app(services, on_startup=[recorder.start, announce], on_shutdown=[close])
     config = uvicorn.Config(
         app,
         loop="none",
@@ -148,11 +159,6 @@ async def serve(plan: ServePlan) -> None:
     try:
         await uvicorn.Server(config).serve(sockets=[sock])
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            server_file.unlink()
-        await recorder.stop()
-        await http_client.aclose()
-        await store.close()
         sock.close()
 
 

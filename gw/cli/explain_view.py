@@ -110,7 +110,7 @@ def explain_json(trace: TraceRecord) -> dict[str, object]:
         "latency_ms": trace.latency_ms,
         "ttft_ms": trace.ttft_ms,
         "answered_by": (
-            None if trace.provider is None else {"provider": trace.provider, "model": trace.model}
+            {"provider": trace.provider, "model": trace.model} if trace.answered else None
         ),
         "decision": None if trace.decision is None else _decision_json(trace.decision),
         "attempts": [_attempt_json(attempt) for attempt in trace.attempts],
@@ -158,7 +158,7 @@ def _header(trace: TraceRecord, tz: tzinfo | None) -> Panel:
     rows += [
         ("revision", Text(str(trace.revision))),
         ("status", outcome),
-        ("answered by", Text(trace.answered_by)),
+        ("answered by" if trace.answered else "last tried", Text(trace.route_header)),
         ("latency", Text(_duration(trace.latency_ms) + _ttft_suffix(trace.ttft_ms))),
     ]
     for label, value in rows:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,7 +12,7 @@ from gw import __version__
 from gw.cli.config_cmd import config_app
 from gw.cli.console import fail, stdout
 from gw.cli.init_cmd import init_command
-from gw.cli.options import ConfigOption, StateDirOption
+from gw.cli.options import ConfigOption, StateDirOption, resolve_home
 from gw.cli.traces_cmd import explain_command, traces_command
 from gw.config import ConfigError
 from gw.environment import config_path, env_overrides, process_environ, read_config, state_dir
@@ -47,15 +48,16 @@ def main(
     """gw: route, retry, stream and explain every AI call."""
 
 
-def print_version() -> None:
+def print_version(state_dir: Path | None = None) -> None:
     stdout.print(f"gw {__version__}", highlight=False)
     stdout.print(f"python {sys.version.split()[0]}", highlight=False)
+    stdout.print(f"state dir {resolve_home(state_dir)}", highlight=False)
 
 
 @app.command("version")
-def version_command() -> None:
-    """Print gw's version."""
-    print_version()
+def version_command(state_dir_flag: StateDirOption = None) -> None:
+    """Print gw's version, the Python running it and the state directory in use."""
+    print_version(state_dir_flag)
 
 
 @app.command("serve")

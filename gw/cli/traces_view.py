@@ -65,7 +65,7 @@ def traces_table(traces: Sequence[TraceRecord], *, tz: tzinfo | None = None) -> 
     table.add_column("time")
     table.add_column("request id", no_wrap=True)
     table.add_column("route")
-    table.add_column("answered by")
+    table.add_column("upstream")
     table.add_column("status", justify="right")
     table.add_column("error code")
     table.add_column("latency ms", justify="right")
@@ -79,7 +79,7 @@ def traces_table(traces: Sequence[TraceRecord], *, tz: tzinfo | None = None) -> 
             Text(local_time(trace.time, tz)),
             Text(trace.request_id),
             Text(trace.requested_model),
-            Text(trace.answered_by),
+            Text(trace.route_header),
             status_text(trace.status),
             Text(trace.error_code or "-"),
             Text(format_ms(trace.latency_ms)),

@@ -20,7 +20,7 @@ def gw_headers(request_id: str, route: str, revision: int) -> dict[str, str]:
 
 
 def trace_headers(trace: TraceRecord) -> dict[str, str]:
-    return gw_headers(trace.request_id, trace.answered_by, trace.revision)
+    return gw_headers(trace.request_id, trace.route_header, trace.revision)
 
 
 def gw_block(error: GatewayError, trace: TraceRecord) -> dict[str, object]:
@@ -28,7 +28,7 @@ def gw_block(error: GatewayError, trace: TraceRecord) -> dict[str, object]:
     return {
         "code": error.code,
         "request_id": trace.request_id,
-        "route": trace.answered_by,
+        "route": trace.route_header,
         "requested_model": trace.requested_model or None,
         "policy": trace.policy,
         "revision": trace.revision,

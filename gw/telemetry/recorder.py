@@ -44,7 +44,7 @@ class TraceRecorder:
         writer: TraceWriter,
         *,
         maxsize: int = 10_000,
-        batch_size: int = 256,
+        batch_size: int = 2048,
         flush_interval: float = 0.05,
     ) -> None:
         if maxsize < 1 or batch_size < 1:

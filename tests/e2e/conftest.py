@@ -14,6 +14,7 @@ providers:
   - {{name: primary, kind: openai_compatible, base_url: "{primary}", api_key: env:GW_TEST_KEY}}
   - {{name: backup, kind: openai_compatible, base_url: "{backup}"}}
   - {{name: mock, kind: mock}}
+  - {{name: slowmock, kind: mock, mock: {{chunk_delay: 50ms, words: 400}}}}
 models:
   - {{provider: primary, model: gpt-a, input_per_mtok: 1.0, output_per_mtok: 2.0,
      context_window: 128000, capabilities: [tools, vision, json_schema, json_object]}}
@@ -34,6 +35,9 @@ routes:
   - name: mock
     targets:
       - {{provider: mock, model: mock-1}}
+  - name: slow
+    targets:
+      - {{provider: slowmock, model: slow-1}}
 policies:
   - name: fast
     match: {{routes: ["*"]}}

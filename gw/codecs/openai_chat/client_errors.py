@@ -17,6 +17,8 @@ ERROR_TYPES: dict[str, str] = {
     "budget_exceeded": "insufficient_quota",
     "permission_denied": "permission_error",
     "model_not_found": "not_found_error",
+    "endpoint_not_found": "not_found_error",
+    "method_not_allowed": "invalid_request_error",
     "request_too_large": "invalid_request_error",
     "rate_limited": "rate_limit_error",
     "concurrency_limited": "rate_limit_error",

@@ -61,7 +61,11 @@ _PLAIN_FORMATS: dict[str, Literal["text", "json_object"]] = {
 
 
 def decode_chat_request(body: bytes) -> ChatRequest:
-    """Parse a client chat request; raise ``InvalidRequestError`` naming the bad ``param``."""
+    """Parse a client chat request.
+
+    Raises ``InvalidRequestError`` (or ``NativeFeatureUnsupportedError`` for OpenAI features
+    the IR cannot carry, such as ``n`` > 1 or audio parts) with ``param`` naming the field.
+    """
     try:
         raw = _JSON.decode(body)
     except msgspec.DecodeError:

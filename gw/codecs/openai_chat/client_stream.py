@@ -98,6 +98,8 @@ class ChatStreamEncoder:
         self._opened = False
         self._failed = False
         self._tool_indexes: set[int] = set()
+        self._tool_ids: set[int] = set()
+        self._tool_names: set[int] = set()
         self._usage: Usage | None = None
 
     def encode(self, event: StreamEvent) -> bytes:
@@ -134,14 +136,17 @@ class ChatStreamEncoder:
         return DONE_FRAME
 
     def _tool_call(self, event: ToolCallDelta) -> bytes:
-        first = event.index not in self._tool_indexes
-        self._tool_indexes.add(event.index)
+        # The SDK concatenates every string it sees per index, so id and name go out once.
+        index = event.index
+        first = _first(self._tool_indexes, index, True)
+        send_id = _first(self._tool_ids, index, event.id is not None)
+        send_name = _first(self._tool_names, index, event.name is not None)
         call = _DeltaToolCall(
-            index=event.index,
-            id=msgspec.UNSET if event.id is None else event.id,
+            index=index,
+            id=event.id if send_id and event.id is not None else msgspec.UNSET,
             type="function" if first else msgspec.UNSET,
             function=_DeltaFunction(
-                name=msgspec.UNSET if event.name is None else event.name,
+                name=event.name if send_name and event.name is not None else msgspec.UNSET,
                 arguments=event.arguments,
             ),
         )
@@ -167,3 +172,11 @@ class ChatStreamEncoder:
                 usage=self._usage_field,
             )
         )
+
+
+def _first(seen: set[int], index: int, present: bool) -> bool:
+    """True the first time ``index`` comes with the value ``present``; records it."""
+    if not present or index in seen:
+        return False
+    seen.add(index)
+    return True

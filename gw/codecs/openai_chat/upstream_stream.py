@@ -70,6 +70,8 @@ class UpstreamStreamDecoder:
         self._finished = False
         self._next_tool_index = 0
         self._last_tool_index = 0
+        self._tool_index_by_id: dict[str, int] = {}
+        self._tool_named: set[int] = set()
         self._pending_error: GatewayError | None = None
 
     def feed(self, data: bytes) -> list[StreamEvent]:
@@ -137,15 +139,23 @@ class UpstreamStreamDecoder:
             events.append(Finish(reason=finish_reason(choice.finish_reason)))
 
     def _tool_call(self, call: _ToolCallDelta) -> ToolCallDelta:
-        if call.index is not None:
-            index = call.index
-        elif call.id is not None:
-            index = self._next_tool_index
-        else:
-            index = self._last_tool_index
+        index = self._tool_index(call)
         self._last_tool_index = index
         self._next_tool_index = max(self._next_tool_index, index + 1)
+        # Some servers repeat id and name on every fragment; the IR carries each once.
+        call_id = call.id if call.id is not None and call.id not in self._tool_index_by_id else None
+        if call_id is not None:
+            self._tool_index_by_id[call_id] = index
         function = call.function or _FunctionDelta()
-        return ToolCallDelta(
-            index=index, id=call.id, name=function.name, arguments=function.arguments or ""
-        )
+        name = function.name if function.name and index not in self._tool_named else None
+        if name is not None:
+            self._tool_named.add(index)
+        return ToolCallDelta(index=index, id=call_id, name=name, arguments=function.arguments or "")
+
+    def _tool_index(self, call: _ToolCallDelta) -> int:
+        if call.index is not None:
+            return call.index
+        if call.id is None:
+            return self._last_tool_index
+        known = self._tool_index_by_id.get(call.id)
+        return self._next_tool_index if known is None else known

@@ -279,3 +279,20 @@ def test_finish_without_output_still_opens_the_message() -> None:
     first, finish = (json.loads(d) for d in datas[:2])
     assert first["choices"][0]["delta"]["role"] == "assistant"
     assert finish["choices"][0]["finish_reason"] == "length"
+
+
+def test_id_and_name_are_sent_once_per_tool_call() -> None:
+    events: list[StreamEvent] = [
+        ToolCallDelta(index=0, arguments=""),
+        ToolCallDelta(index=0, id="c", name="f", arguments="{"),
+        ToolCallDelta(index=0, id="c", name="f", arguments="}"),
+        Finish(reason="tool_calls"),
+    ]
+    client = sdk_client(encode_stream(events), stream=True)
+    with client.chat.completions.stream(
+        model="chat", messages=[{"role": "user", "content": "x"}]
+    ) as stream:
+        final = stream.until_done().get_final_completion()
+    calls = final.choices[0].message.tool_calls
+    assert calls is not None
+    assert (calls[0].id, calls[0].function.name, calls[0].function.arguments) == ("c", "f", "{}")

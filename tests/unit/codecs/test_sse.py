@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -59,7 +61,7 @@ def test_byte_at_a_time() -> None:
 @given(st.lists(st.integers(min_value=0, max_value=len(SAMPLE)), max_size=12))
 def test_arbitrary_splits_yield_the_same_messages(cuts: list[int]) -> None:
     bounds = [0, *sorted(cuts), len(SAMPLE)]
-    chunks = [SAMPLE[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    chunks = [SAMPLE[a:b] for a, b in itertools.pairwise(bounds)]
     assert parse_all(chunks) == EXPECTED
 
 
@@ -76,7 +78,7 @@ def test_encode_then_parse_round_trips(
     stream = b"".join(encode_sse(text, event) for event, text in events)
     cuts = data.draw(st.lists(st.integers(min_value=0, max_value=len(stream)), max_size=8))
     bounds = [0, *sorted(cuts), len(stream)]
-    parsed = parse_all([stream[a:b] for a, b in zip(bounds, bounds[1:], strict=False)])
+    parsed = parse_all([stream[a:b] for a, b in itertools.pairwise(bounds)])
     # Line breaks of any kind inside data come back as "\n", which is what SSE can carry.
     expected = [
         SSEMessage(event=event, data=text.replace("\r\n", "\n").replace("\r", "\n"))
