@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-stdout = Console(highlight=False, soft_wrap=False)
+# Piped output has no terminal width; 80 columns would squeeze tables into ellipses.
+PIPED_WIDTH = 200
+stdout = Console(
+    highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else PIPED_WIDTH
+)
 stderr = Console(stderr=True, highlight=False)
 
 

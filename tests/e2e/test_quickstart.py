@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from e2e.gw_process import GwServer, run_cli
@@ -66,3 +67,19 @@ def test_version_prints_gw_and_version_on_the_first_line() -> None:
     for args in (["version"], ["--version"]):
         first_line = run_cli(*args).stdout.splitlines()[0]
         assert first_line.startswith("gw ")
+
+
+def test_sigterm_flushes_every_trace_before_exit(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with GwServer(state) as gw, gw.client() as http:
+        ids = [
+            http.post(
+                "/v1/chat/completions",
+                json={"model": "mock", "messages": [{"role": "user", "content": f"n{i}"}]},
+            ).headers["x-gw-request-id"]
+            for i in range(40)
+        ]
+    # The server is stopped (SIGTERM) before anyone waited for the traces to land.
+    assert not (state / "server.json").exists()
+    listed = run_cli("traces", "--limit", "100", "--json", "--state-dir", str(state)).stdout
+    assert {t["request_id"] for t in json.loads(listed)} == set(ids)
