@@ -16,6 +16,7 @@ target, and who is to ``blame``. The server renders errors from these attributes
     │   ├── ModelNotFoundError             model_not_found             404
     │   ├── EndpointNotFoundError          endpoint_not_found          404
     │   ├── MethodNotAllowedError          method_not_allowed          405
+    │   ├── RequestTimeoutError            request_timeout             408
     │   ├── RequestTooLargeError           request_too_large           413
     │   ├── RateLimitedError               rate_limited                429  (also upstream)
     │   ├── ConcurrencyLimitedError        concurrency_limited         429
@@ -55,6 +56,7 @@ class GatewayError(Exception):
         param: str | None = None,
         retry_after: float | None = None,
         upstream_status: int | None = None,
+        upstream_message: str | None = None,
         blame: Blame | None = None,
     ) -> None:
         super().__init__(message)
@@ -62,7 +64,20 @@ class GatewayError(Exception):
         self.param = param
         self.retry_after = retry_after
         self.upstream_status = upstream_status
+        self.upstream_message = upstream_message
         self.blame: Blame = blame or self.default_blame
+
+    @property
+    def client_message(self) -> str:
+        """What the client reads: gw's message, plus the upstream's own words if any.
+
+        The upstream's text may echo the request (a validation error quoting the input),
+        so it goes to the client who sent it, never into a log or a trace: those keep
+        ``message`` only.
+        """
+        if self.upstream_message:
+            return f"{self.message}: {self.upstream_message}"
+        return self.message
 
 
 class ClientError(GatewayError):
@@ -117,6 +132,11 @@ class EndpointNotFoundError(ClientError):
 class MethodNotAllowedError(ClientError):
     code = "method_not_allowed"
     status = 405
+
+
+class RequestTimeoutError(ClientError):
+    code = "request_timeout"
+    status = 408
 
 
 class RequestTooLargeError(ClientError):
@@ -192,6 +212,7 @@ ALL_ERRORS: tuple[type[GatewayError], ...] = (
     ModelNotFoundError,
     EndpointNotFoundError,
     MethodNotAllowedError,
+    RequestTimeoutError,
     RequestTooLargeError,
     RateLimitedError,
     ConcurrencyLimitedError,

@@ -17,8 +17,10 @@ import msgspec
 import uvicorn
 
 from gw.adapters.directory import AdapterDirectory, build_http_client
+from gw.adapters.secrets import SecretResolver
 from gw.config import Config, Snapshot, compile_snapshot, config_hash
 from gw.environment import DATABASE_FILE_NAME, SERVER_FILE_NAME
+from gw.errors import GatewayError
 from gw.execution.engine import Engine
 from gw.execution.gateway import Gateway
 from gw.server.admission import Admission
@@ -90,16 +92,12 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def resolve_admin_key(config: Config, environ: Mapping[str, str]) -> str | None:
-    reference = config.auth.admin_key
-    if reference is None:
+    if config.auth.admin_key is None:
         return None
-    scheme, _, name = reference.partition(":")
-    if scheme == "env":
-        value = environ.get(name)
-        if not value:
-            raise ServeError(f"auth.admin_key is env:{name}, but {name} is not set")
-        return value
-    raise ServeError(f"auth.admin_key: {scheme}: references are not supported yet; use env:NAME")
+    try:
+        return SecretResolver(environ).resolve(config.auth.admin_key, field="auth.admin_key")
+    except GatewayError as error:
+        raise ServeError(error.message) from None
 
 
 async def serve(plan: ServePlan) -> None:

@@ -119,9 +119,8 @@ def _answer_for(request: ChatRequest, word_count: int) -> MockAnswer:
     digest = hashlib.sha256(msgspec.json.encode(request.messages)).digest()
     input_tokens = estimate_input_tokens(request)
     if _wants_tool_call(request):
-        tool = request.tools[0]
-        if request.tool_choice and request.tool_choice.name:
-            tool = next(t for t in request.tools if t.name == request.tool_choice.name)
+        wanted = request.tool_choice.name if request.tool_choice else None
+        tool = next((t for t in request.tools if t.name == wanted), request.tools[0])
         arguments = msgspec.json.encode({"mock_argument": VOCABULARY[digest[0] % 16]}).decode()
         call = ToolCall(id=f"call_mock_{digest.hex()[:12]}", name=tool.name, arguments=arguments)
         return MockAnswer(

@@ -36,7 +36,7 @@ class OpenAIUpstream:
         request = self._build(call, stream=False)
         try:
             response = await self._client.send(request)
-        except httpx.TransportError as error:
+        except httpx.RequestError as error:
             raise map_transport_error(error, provider=call.provider.name) from None
         if response.status_code != 200:
             raise error_from_upstream(response.status_code, response.content, response.headers)
@@ -46,7 +46,7 @@ class OpenAIUpstream:
         request = self._build(call, stream=True)
         try:
             response = await self._client.send(request, stream=True)
-        except httpx.TransportError as error:
+        except httpx.RequestError as error:
             raise map_transport_error(error, provider=call.provider.name) from None
         try:
             if response.status_code != 200:
@@ -59,7 +59,7 @@ class OpenAIUpstream:
                         yield event
                     if decoder.done:
                         return
-            except httpx.TransportError as error:
+            except httpx.RequestError as error:
                 raise map_transport_error(error, provider=call.provider.name) from None
             for event in decoder.close():
                 yield event
@@ -71,7 +71,7 @@ class OpenAIUpstream:
         base_url = (provider.base_url or OPENAI_BASE_URL).rstrip("/")
         headers = {"content-type": "application/json", **provider.headers}
         if provider.api_key:
-            key = self._secrets.resolve(provider.api_key, provider=provider.name)
+            key = self._secrets.resolve(provider.api_key, field=f"provider {provider.name} api_key")
             headers["authorization"] = f"Bearer {key}"
         timeout = httpx.Timeout(
             connect=call.timeouts.connect,
@@ -79,7 +79,14 @@ class OpenAIUpstream:
             write=call.timeouts.read,
             pool=call.timeouts.connect,
         )
-        body = encode_upstream_request(call.request, model=call.request.model, stream=stream)
+        body = encode_upstream_request(
+            call.request,
+            model=call.request.model,
+            stream=stream,
+            # OpenAI deprecated max_tokens, and its reasoning models refuse it; compatible
+            # servers (vLLM, Ollama, ...) know max_tokens best.
+            max_tokens_field="max_completion_tokens" if provider.kind == "openai" else "max_tokens",
+        )
         return self._client.build_request(
             "POST",
             f"{base_url}/chat/completions",
@@ -99,6 +106,6 @@ async def _read_bounded(response: httpx.Response) -> bytes:
             size += len(chunk)
             if size >= MAX_ERROR_BODY_BYTES:
                 break
-    except httpx.TransportError:
+    except httpx.RequestError:
         pass  # the status alone still classifies the error
     return b"".join(chunks)[:MAX_ERROR_BODY_BYTES]

@@ -1,4 +1,4 @@
-"""Resolve credential references (``env:NAME``) at call time; values never leave the adapter."""
+"""Resolve credential references (``env:NAME``) at call time; values never leave the caller."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ class SecretResolver:
     def __init__(self, environ: Mapping[str, str]) -> None:
         self._environ = environ
 
-    def resolve(self, reference: str, *, provider: str) -> str:
+    def resolve(self, reference: str, *, field: str) -> str:
+        """The secret ``reference`` points at; ``field`` names where it was configured."""
         scheme, _, name = reference.partition(":")
         if scheme == "env":
             value = self._environ.get(name)
             if value:
                 return value
             raise UpstreamAuthFailedError(
-                f"provider {provider}: its api_key is env:{name}, and {name} is not set "
-                "in gw's environment; export it and restart gw",
+                f"{field} is env:{name}, and {name} is not set in gw's environment; "
+                "export it and restart gw",
                 blame="gateway",
             )
         raise UpstreamAuthFailedError(
-            f"provider {provider}: api_key reference {scheme}: is not available in this "
-            "version of gw; use env:NAME",
+            f"{field}: {scheme}: references are not available in this version of gw; use env:NAME",
             blame="gateway",
         )

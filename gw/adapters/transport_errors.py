@@ -1,4 +1,4 @@
-"""httpx transport failures -> gw errors, by table (never by message text)."""
+"""httpx request failures -> gw errors, by table (never by message text)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import httpx
 from gw.errors import GatewayError, UpstreamError, UpstreamTimeoutError
 
 # Most specific classes first: the first isinstance match wins.
-TRANSPORT_ERRORS: tuple[tuple[type[httpx.TransportError], type[GatewayError], str], ...] = (
+TRANSPORT_ERRORS: tuple[tuple[type[httpx.RequestError], type[GatewayError], str], ...] = (
     (httpx.ConnectTimeout, UpstreamTimeoutError, "connecting to the upstream timed out"),
     (httpx.ReadTimeout, UpstreamTimeoutError, "the upstream stopped sending (read timeout)"),
     (httpx.WriteTimeout, UpstreamTimeoutError, "sending the request upstream timed out"),
@@ -24,11 +24,14 @@ TRANSPORT_ERRORS: tuple[tuple[type[httpx.TransportError], type[GatewayError], st
     (httpx.NetworkError, UpstreamError, "a network error reached the upstream"),
     (httpx.ProtocolError, UpstreamError, "an HTTP protocol error talking to the upstream"),
     (httpx.TransportError, UpstreamError, "the upstream transport failed"),
+    (httpx.DecodingError, UpstreamError, "the upstream body could not be decoded"),
+    (httpx.TooManyRedirects, UpstreamError, "the upstream redirected too many times"),
+    (httpx.RequestError, UpstreamError, "the request to the upstream failed"),
 )
 
 
-def map_transport_error(error: httpx.TransportError, *, provider: str) -> GatewayError:
+def map_transport_error(error: httpx.RequestError, *, provider: str) -> GatewayError:
     for kind, gw_error, message in TRANSPORT_ERRORS:
         if isinstance(error, kind):
             return gw_error(f"provider {provider}: {message}", blame="upstream")
-    raise AssertionError("unreachable: httpx.TransportError is the last row")  # pragma: no cover
+    raise AssertionError("unreachable: httpx.RequestError is the last row")  # pragma: no cover

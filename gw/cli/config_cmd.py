@@ -10,10 +10,17 @@ import typer
 import yaml
 
 from gw.cli.console import fail, print_json, stdout
-from gw.cli.options import ConfigOption, JsonOption, StateDirOption, resolve_config, resolve_home
+from gw.cli.options import (
+    ConfigOption,
+    JsonOption,
+    StateDirOption,
+    load_effective,
+    load_or_fail,
+    resolve_config,
+    resolve_home,
+)
 from gw.config import Config, ConfigError
 from gw.config.units import encode_unit
-from gw.environment import LoadedConfig, env_overrides, process_environ, read_config
 
 config_app = typer.Typer(help="Show or check the config.", no_args_is_help=True)
 REDACTED = "***"
@@ -30,20 +37,13 @@ def redacted(config: Config) -> dict[str, Any]:
     return data
 
 
-def _load(path: Path, explicit: bool) -> LoadedConfig:
-    try:
-        return read_config(path, explicit=explicit, overrides=env_overrides(process_environ()))
-    except ConfigError as error:
-        fail(str(error))
-
-
 @config_app.command("show")
 def show_command(
     config: ConfigOption = None, state_dir: StateDirOption = None, as_json: JsonOption = False
 ) -> None:
     """Print the resolved config (defaults, file and GW_* variables; secrets redacted)."""
     path, explicit = resolve_config(config, resolve_home(state_dir))
-    loaded = _load(path, explicit)
+    loaded = load_or_fail(path, explicit=explicit)
     data = redacted(loaded.config)
     if as_json:
         print_json({"source": loaded.source, "config": data})
@@ -66,7 +66,7 @@ def validate_command(
     else:
         explicit = True
     try:
-        loaded = read_config(path, explicit=explicit)
+        loaded = load_effective(path, explicit=explicit)
     except ConfigError as error:
         if as_json:
             problem = {"source": error.source, "line": error.line, "field": error.path}

@@ -3,10 +3,10 @@
 ``gw explain <id> --json`` prints one object; times are ISO 8601 UTC, durations ms::
 
     {
-      "request_id": "01J...",
+      "request_id": "req_01a22ef0e160acd7ddd8376a6196",
       "time": "2026-03-15T14:02:03.120Z",
       "client_request_id": null,          // the client's x-request-id, if sent
-      "endpoint": "/v1/chat/completions",
+      "endpoint": "chat.completions",     // or models.list, http (refused before a handler)
       "requested_model": "chat",          // what the client put in "model"
       "stream": false,
       "status": 200,
@@ -14,7 +14,7 @@
       "revision": 3,
       "latency_ms": 412.5,
       "ttft_ms": null,                    // time to first token (streams)
-      "answered_by": {"provider": "openai-prod", "model": "gpt-4o-mini"},  // or null
+      "answered_by": {"provider": "openai-prod", "model": "gpt-4o-mini"},  // null if none did
       "decision": {                       // null when routing never ran (e.g. bad request)
         "route": "chat",
         "direct": false,                  // true for a "provider/model" request
@@ -28,7 +28,7 @@
         "chain": ["openai-prod/gpt-4o-mini", "local/llama3.2"],  // try order
         "candidates": [
           {"provider": "openai-prod", "model": "gpt-4o-mini", "priority": 1, "weight": 1.0,
-           "rank": 1, "score": null, "estimated_cost_usd": 0.00002,
+           "rank": 0, "score": 1.0, "estimated_cost_usd": 0.00002,   // rank 0 = tried first
            "rejected": null,              // or a reason: missing_capability, context_window,
            "detail": null,                //   cost_ceiling, zero_weight; detail says more
            "relaxed": false}
@@ -38,7 +38,8 @@
         {"number": 1, "provider": "openai-prod", "model": "gpt-4o-mini", "account": null,
          "started_at": "2026-03-15T14:02:03.121Z", "latency_ms": 410.0, "ttft_ms": null,
          "outcome": "answered",           // answered | retried | fell_back | failed | aborted
-         "upstream_status": 200, "error_code": null, "error_message": null,
+         "upstream_status": null,         // the upstream's HTTP status when it failed
+         "error_code": null, "error_message": null,
          "blame": null,                   // client | upstream | gateway when it failed
          "retry_after_s": null, "backoff_ms": 0.0}   // backoff_ms: waited before this attempt
       ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,10 +13,16 @@ from gw import __version__
 from gw.cli.config_cmd import config_app
 from gw.cli.console import fail, stdout
 from gw.cli.init_cmd import init_command
-from gw.cli.options import ConfigOption, StateDirOption, resolve_home
+from gw.cli.options import (
+    ConfigOption,
+    StateDirOption,
+    load_or_fail,
+    resolve_config,
+    resolve_home,
+)
 from gw.cli.traces_cmd import explain_command, traces_command
-from gw.config import ConfigError
-from gw.environment import config_path, env_overrides, process_environ, read_config, state_dir
+from gw.environment import process_environ
+from gw.store import StoreError
 from gw.wiring import ServeError, ServePlan
 from gw.wiring import run as run_server
 
@@ -68,29 +75,21 @@ def serve_command(
     state_dir_flag: StateDirOption = None,
 ) -> None:
     """Run the gateway (default http://127.0.0.1:8787)."""
-    environ = process_environ()
-    home = state_dir(state_dir_flag, environ)
-    path = config_path(config, home, environ)
-    explicit = config is not None or bool(environ.get("GW_CONFIG"))
-    overrides = env_overrides_or_fail(environ)
-    if host is not None:
-        overrides["server.host"] = host
-    if port is not None:
-        overrides["server.port"] = port
+    home = resolve_home(state_dir_flag)
+    path, explicit = resolve_config(config, home)
+    flags = {
+        name: value
+        for name, value in (("server.host", host), ("server.port", port))
+        if value is not None
+    }
+    loaded = load_or_fail(path, explicit=explicit, flags=flags)
+    plan = ServePlan(
+        home=home, config=loaded.config, source=loaded.source, environ=process_environ()
+    )
     try:
         home.mkdir(parents=True, exist_ok=True)
-        loaded = read_config(path, explicit=explicit, overrides=overrides)
-        run_server(
-            ServePlan(home=home, config=loaded.config, source=loaded.source, environ=environ)
-        )
-    except (ConfigError, ServeError) as error:
+        run_server(plan)
+    except (ServeError, StoreError, sqlite3.Error, OSError) as error:
         fail(str(error))
     except KeyboardInterrupt:
         pass
-
-
-def env_overrides_or_fail(environ: dict[str, str]) -> dict[str, object]:
-    try:
-        return env_overrides(environ)
-    except ConfigError as error:
-        fail(str(error))

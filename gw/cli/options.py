@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gw.environment import config_path, process_environ, state_dir
+from gw.cli.console import fail
+from gw.config import ConfigError
+from gw.environment import (
+    LoadedConfig,
+    config_path,
+    env_overrides,
+    process_environ,
+    read_config,
+    state_dir,
+)
 
 StateDirOption = Annotated[
     Path | None,
@@ -31,3 +41,20 @@ def resolve_config(flag: Path | None, home: Path) -> tuple[Path, bool]:
     """The config path and whether the user named it (a named file must exist)."""
     environ = process_environ()
     return config_path(flag, home, environ), flag is not None or bool(environ.get("GW_CONFIG"))
+
+
+def load_effective(
+    path: Path, *, explicit: bool, flags: Mapping[str, object] | None = None
+) -> LoadedConfig:
+    """The config as gw would run it: defaults < file < GW_* variables < ``flags``."""
+    overrides = {**env_overrides(process_environ()), **(flags or {})}
+    return read_config(path, explicit=explicit, overrides=overrides)
+
+
+def load_or_fail(
+    path: Path, *, explicit: bool, flags: Mapping[str, object] | None = None
+) -> LoadedConfig:
+    try:
+        return load_effective(path, explicit=explicit, flags=flags)
+    except ConfigError as error:
+        fail(str(error))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 from typing import Annotated
 
@@ -48,8 +49,8 @@ def traces_command(
     path = database_path(resolve_home(state_dir))
     try:
         traces = asyncio.run(_read_traces(path, limit, client_request_id)) if path.exists() else []
-    except StoreError as error:
-        fail(str(error))
+    except (StoreError, sqlite3.Error, OSError) as error:
+        fail(f"cannot read {path}: {error}")
     if as_json:
         print_json(traces_json(traces))
         return
@@ -68,8 +69,8 @@ def explain_command(
     path = database_path(resolve_home(state_dir))
     try:
         trace = asyncio.run(_read_trace(path, request_id)) if path.exists() else None
-    except StoreError as error:
-        fail(str(error))
+    except (StoreError, sqlite3.Error, OSError) as error:
+        fail(f"cannot read {path}: {error}")
     if trace is None:
         fail(f"no request {request_id!r} in {path}; `gw traces` lists recent ones")
     if as_json:

@@ -28,6 +28,7 @@ class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
     max_concurrency: int = 256
     queue_timeout: Duration = Duration(2.0)
     max_body_bytes: ByteSize = ByteSize(8 * 1024 * 1024)
+    body_timeout: Duration = Duration(30.0)
 
 
 class AuthConfig(ConfigStruct, frozen=True, kw_only=True):

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import logging
+import traceback
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import TypeVar
 
 import msgspec
@@ -19,6 +21,7 @@ from gw.config.schema import PolicyConfig, ProviderConfig
 from gw.errors import (
     ClientAbortedError,
     GatewayError,
+    InternalError,
     NoRouteError,
     UpstreamError,
     UpstreamTimeoutError,
@@ -32,6 +35,7 @@ from gw.record import AttemptOutcome, AttemptRecord
 from gw.routing.decision import RouteDecision, TargetRef
 
 T = TypeVar("T")
+logger = logging.getLogger("gw.execution")
 
 
 class ExecutionPlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,7 +90,13 @@ class OpenStream:
     def attempts(self) -> list[AttemptRecord]:
         return self.log.records
 
-    async def events(self) -> AsyncIterator[StreamEvent]:
+    @property
+    def reported_model(self) -> str:
+        """The model the upstream says answered (often a dated name), else the target's."""
+        start = next((e for e in self._head if isinstance(e, StreamStart)), None)
+        return start.model if start is not None and start.model else self.target.model
+
+    async def events(self) -> AsyncGenerator[StreamEvent, None]:
         """Yield every event; a failure after the commit raises, for the caller to render.
 
         The attempt is closed as answered, failed or aborted (client gone) when this ends.
@@ -111,6 +121,9 @@ class OpenStream:
         except GatewayError as error:
             outcome_error = self.error = error
             raise
+        except Exception as exc:  # an adapter bug must still end the stream with an error event
+            outcome_error = self.error = unexpected_error(exc, self.target.provider)
+            raise outcome_error from exc
         except (asyncio.CancelledError, GeneratorExit):
             outcome_error = self.error = ClientAbortedError("the client closed the connection")
             raise
@@ -130,8 +143,11 @@ class Engine:
         self._clock = clock
         self._sleep = sleep
 
-    async def complete(self, plan: ExecutionPlan) -> Answer:
-        log = AttemptLog(self._clock)
+    def deadline(self, plan: ExecutionPlan) -> float:
+        return self._clock.monotonic() + plan.policy.timeout.total.seconds
+
+    async def complete(self, plan: ExecutionPlan, log: AttemptLog) -> Answer:
+        """Attempts land in ``log`` as they happen, so a caller cancelled midway has them."""
         per_attempt = plan.policy.timeout.per_attempt.seconds
 
         async def attempt(
@@ -146,15 +162,17 @@ class Engine:
                     f"no answer within {budget:.1f}s (timeout.per_attempt or timeout.total)"
                 ) from None
 
-        response, target, pending = await self._run(plan, log, stream=False, attempt=attempt)
+        deadline = self.deadline(plan)
+        response, target, pending = await self._run(
+            plan, log, deadline=deadline, stream=False, attempt=attempt
+        )
         log.finish(pending, "answered")
         return Answer(response=response, target=target, attempts=log.records)
 
-    async def open_stream(self, plan: ExecutionPlan) -> OpenStream:
+    async def open_stream(self, plan: ExecutionPlan, log: AttemptLog) -> OpenStream:
         """Attempt until one upstream produces its first token; that moment is the commit."""
-        log = AttemptLog(self._clock)
         timeout = plan.policy.timeout
-        deadline = self._clock.monotonic() + timeout.total.seconds
+        deadline = self.deadline(plan)
         heads: dict[int, tuple[list[StreamEvent], AsyncIterator[StreamEvent]]] = {}
 
         async def attempt(
@@ -181,7 +199,9 @@ class Engine:
             heads[pending.number] = (head, events)
             return pending.number
 
-        number, target, pending = await self._run(plan, log, stream=True, attempt=attempt)
+        number, target, pending = await self._run(
+            plan, log, deadline=deadline, stream=True, attempt=attempt
+        )
         head, tail = heads[number]
         return OpenStream(
             target=target,
@@ -199,18 +219,16 @@ class Engine:
         plan: ExecutionPlan,
         log: AttemptLog,
         *,
+        deadline: float,
         stream: bool,
         attempt: Callable[[Upstream, UpstreamCall, PendingAttempt, float], Awaitable[T]],
     ) -> tuple[T, TargetRef, PendingAttempt]:
         """Try targets in chain order; return the first success with its open attempt."""
         chain = plan.decision.chain
-        if not chain:
-            raise ExecutionFailedError(NoRouteError("no target left to try"), log.records)
         policy = plan.policy
         timeouts = AttemptTimeouts(
             connect=policy.timeout.connect.seconds, read=policy.timeout.per_attempt.seconds
         )
-        deadline = self._clock.monotonic() + policy.timeout.total.seconds
         backoff_ms = 0.0
         for position, target in enumerate(chain):
             provider = plan.providers[target.provider]
@@ -236,7 +254,7 @@ class Engine:
                 pending = log.start(target, account=call.account, backoff_ms=backoff_ms)
                 backoff_ms = 0.0
                 try:
-                    result = await attempt(upstream, call, pending, remaining)
+                    result = await _guarded(attempt(upstream, call, pending, remaining), provider)
                 except GatewayError as error:
                     delay = self._retry_delay(plan, error, try_number, deadline)
                     if delay is not None:
@@ -253,7 +271,7 @@ class Engine:
                     log.finish(pending, "aborted", ClientAbortedError("the client went away"))
                     raise
                 return result, target, pending
-        raise AssertionError("unreachable: the last target either answers or raises")
+        raise NoRouteError("no target left to try")  # an empty chain; routing reports it first
 
     def _retry_delay(
         self, plan: ExecutionPlan, error: GatewayError, try_number: int, deadline: float
@@ -265,6 +283,30 @@ class Engine:
         if delay is None or self._clock.monotonic() + delay >= deadline:
             return None
         return delay
+
+
+def unexpected_error(exc: Exception, provider: str) -> InternalError:
+    """A bug, not an upstream fault: named by type only (its text may hold request data)."""
+    return InternalError(
+        f"unexpected {type(exc).__name__} while calling provider {provider}; "
+        "this is a gw bug, please report it with the request id",
+        blame="gateway",
+    )
+
+
+async def _guarded(work: Awaitable[T], provider: ProviderConfig) -> T:
+    """Run one attempt; anything that is not a GatewayError becomes internal_error."""
+    try:
+        return await work
+    except GatewayError:
+        raise
+    except Exception as exc:  # every failure must be recorded as an attempt
+        # Frames only: an exception's text may carry request data (invariant 9).
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        logger.error(  # noqa: TRY400 - logger.exception would print the exception's text
+            "%s calling provider %s:\n%s", type(exc).__name__, provider.name, frames
+        )
+        raise unexpected_error(exc, provider.name) from exc
 
 
 async def _close_quietly(events: AsyncIterator[StreamEvent]) -> None:

@@ -7,12 +7,15 @@ exactly one trace.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator
 
 import msgspec
 
 from gw.config.snapshot import Snapshot
-from gw.errors import GatewayError
+from gw.errors import ClientAbortedError, GatewayError
+from gw.execution.attempt_log import AttemptLog
 from gw.execution.cost import cost_usd
 from gw.execution.engine import Answer, Engine, ExecutionFailedError, ExecutionPlan, OpenStream
 from gw.execution.usage_estimate import estimate_output_tokens, tokens_for_chars
@@ -68,10 +71,14 @@ class Gateway:
 
     async def complete(self, ctx: RequestContext, request: ChatRequest) -> Completed:
         decision, plan = self._plan(ctx, request)
+        log = AttemptLog(self._clock)
         try:
-            answer: Answer = await self._engine.complete(plan)
+            answer: Answer = await self._engine.complete(plan, log)
         except ExecutionFailedError as failed:
             raise self._failed(ctx, request, decision, failed.error, failed.attempts) from None
+        except asyncio.CancelledError:
+            self._aborted(ctx, request, decision, log)
+            raise
         response = answer.response
         usage, source = _usage_or_estimate(
             response.usage, request, estimate_output_tokens(response.text, response.tool_calls)
@@ -92,11 +99,22 @@ class Gateway:
     async def open_stream(self, ctx: RequestContext, request: ChatRequest) -> StreamSession:
         """Run attempts until one stream commits; failures before that raise as usual."""
         decision, plan = self._plan(ctx, request)
+        log = AttemptLog(self._clock)
         try:
-            opened = await self._engine.open_stream(plan)
+            opened = await self._engine.open_stream(plan, log)
         except ExecutionFailedError as failed:
             raise self._failed(ctx, request, decision, failed.error, failed.attempts) from None
+        except asyncio.CancelledError:
+            self._aborted(ctx, request, decision, log)
+            raise
         return StreamSession(self, ctx, request, decision, opened)
+
+    def _aborted(
+        self, ctx: RequestContext, request: ChatRequest, decision: RouteDecision, log: AttemptLog
+    ) -> None:
+        """The client left before an answer: trace it as client_aborted (499)."""
+        error = ClientAbortedError("the client closed the connection before the answer")
+        self._failed(ctx, request, decision, error, log.records)
 
     def _plan(
         self, ctx: RequestContext, request: ChatRequest
@@ -236,24 +254,26 @@ class StreamSession:
         self._decision = decision
         self._opened = opened
         self.target = opened.target
-        self.attempts = opened.attempts
-        self.trace: TraceRecord | None = None
+        self.reported_model = opened.reported_model
 
-    async def events(self) -> AsyncIterator[StreamEvent]:
+    async def events(self) -> AsyncGenerator[StreamEvent, None]:
         """The stream's events; a failure after the commit raises ``GatewayError``."""
         usage: Usage | None = None
         output_chars = 0
         try:
-            async for event in self._opened.events():
-                if isinstance(event, UsageEventIR):
-                    usage = event.usage
-                elif isinstance(event, TextDelta):
-                    output_chars += len(event.text)
-                elif isinstance(event, ToolCallDelta):
-                    output_chars += len(event.arguments) + len(event.name or "")
-                yield event
+            # aclosing: the inner stream (and its upstream request) is closed before the
+            # trace is written, even when the client hangs up at a yield.
+            async with contextlib.aclosing(self._opened.events()) as events:
+                async for event in events:
+                    if isinstance(event, UsageEventIR):
+                        usage = event.usage
+                    elif isinstance(event, TextDelta):
+                        output_chars += len(event.text)
+                    elif isinstance(event, ToolCallDelta):
+                        output_chars += len(event.arguments) + len(event.name or "")
+                    yield event
         finally:
-            self.trace = self._gateway.finish_stream(
+            self._gateway.finish_stream(
                 ctx=self._ctx,
                 request=self._request,
                 decision=self._decision,

@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
+import logging
+import traceback
 from collections.abc import Awaitable, Callable, Sequence
 
 from litestar import Litestar, Response, get
 from litestar.exceptions import HTTPException
 
-from gw.codecs.openai_chat import encode_error
 from gw.errors import (
     EndpointNotFoundError,
     GatewayError,
+    InternalError,
     InvalidRequestError,
     MethodNotAllowedError,
 )
 from gw.server.chat import chat_handlers
-from gw.server.ids import new_request_id
 from gw.server.models import model_handlers
-from gw.server.responses import JSON, gw_headers
+from gw.server.responses import JSON, openai_error_response
 from gw.server.services import HttpRequest, ServerServices
 
 Hook = Callable[[], Awaitable[None]]
+logger = logging.getLogger("gw.server")
 
 
 def build_app(
@@ -30,28 +32,34 @@ def build_app(
     async def livez() -> Response[bytes]:
         return Response(content=b'{"status":"ok"}', media_type=JSON)
 
+    def render(request: HttpRequest, error: GatewayError) -> Response[bytes]:
+        """Errors raised outside the handlers: same shape, headers and trace as the rest."""
+        ctx = services.begin(request, "http")
+        failed = services.gateway.reject(ctx, error, stream=False)
+        return openai_error_response(failed.error, failed.trace)
+
     def framework_error(request: HttpRequest, exc: Exception) -> Response[bytes]:
-        """Routing-level errors (unknown path, wrong method) in the same shape as ours."""
+        """Routing-level errors (unknown path, wrong method, unreadable request)."""
         status = exc.status_code if isinstance(exc, HTTPException) else 500
-        error: GatewayError
+        path = request.url.path
         if status == 404:
-            error = EndpointNotFoundError(f"no such endpoint: {request.url.path}")
-        elif status == 405:
-            error = MethodNotAllowedError(f"{request.method} is not allowed on {request.url.path}")
-        else:
-            error = InvalidRequestError(str(getattr(exc, "detail", "")) or "bad request")
-        request_id, revision = new_request_id(), services.snapshot().revision
-        block = {"code": error.code, "request_id": request_id, "route": "-", "revision": revision}
-        return Response(
-            content=encode_error(error, gw_block=block),
-            status_code=error.status,
-            media_type=JSON,
-            headers=gw_headers(request_id, "-", revision),
-        )
+            return render(request, EndpointNotFoundError(f"no such endpoint: {path}"))
+        if status == 405:
+            return render(request, MethodNotAllowedError(f"{request.method} not allowed on {path}"))
+        if status < 500:
+            return render(request, InvalidRequestError(f"the request could not be read ({status})"))
+        return internal_error(request, exc)
+
+    def internal_error(request: HttpRequest, exc: Exception) -> Response[bytes]:
+        # Frames only: an exception's text may carry request data (invariant 9).
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        logger.error("unhandled %s on %s:\n%s", type(exc).__name__, request.url.path, frames)
+        message = f"gw failed unexpectedly ({type(exc).__name__}); this is a gw bug"
+        return render(request, InternalError(message))
 
     return Litestar(
         route_handlers=[*chat_handlers(services), *model_handlers(services), livez],
-        exception_handlers={HTTPException: framework_error},
+        exception_handlers={HTTPException: framework_error, Exception: internal_error},
         on_startup=list(on_startup),
         on_shutdown=list(on_shutdown),
         request_max_body_size=None,  # read_body enforces server.max_body_bytes itself

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,10 +13,11 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.response import Stream
 
 from gw.codecs.openai_chat import ChatStreamEncoder, decode_chat_request, encode_chat_response
-from gw.errors import GatewayError
+from gw.errors import ClientAbortedError, GatewayError, RequestTimeoutError
 from gw.execution.gateway import RequestContext, RequestFailedError, StreamSession
 from gw.ir import ChatRequest, ErrorEvent
 from gw.server.body import read_body
+from gw.server.disconnect import ClientGoneError, unless_client_leaves
 from gw.server.responses import JSON, gw_headers, openai_error_response, trace_headers
 from gw.server.services import HttpRequest, ServerServices
 
@@ -37,29 +40,40 @@ async def _serve(
     services: ServerServices, ctx: RequestContext, request: HttpRequest
 ) -> Response[Any]:
     gateway = services.gateway
+    server = ctx.snapshot.config.server
     chat: ChatRequest | None = None
     try:
         principal = services.authenticator.authenticate(request.headers)
         ctx = _with_principal(ctx, principal.key_id, principal.tenant)
+        # The body is read before taking an admission slot, within a time limit, so a
+        # slow sender holds no slot and cannot hold its connection forever.
+        try:
+            async with asyncio.timeout(server.body_timeout.seconds):
+                body = await read_body(request, server.max_body_bytes.bytes)
+        except TimeoutError:
+            limit = server.body_timeout
+            raise RequestTimeoutError(
+                f"the request body did not arrive within server.body_timeout ({limit})"
+            ) from None
+        chat = decode_chat_request(body)
         await services.admission.acquire()
     except GatewayError as error:
-        raise gateway.reject(ctx, error, stream=False) from None
+        model, stream = (chat.model, chat.stream) if chat else ("", False)
+        raise gateway.reject(ctx, error, requested_model=model, stream=stream) from None
     release = True
     try:
-        try:
-            body = await read_body(request, ctx.snapshot.config.server.max_body_bytes.bytes)
-            chat = decode_chat_request(body)
-        except GatewayError as error:
-            raise gateway.reject(ctx, error, stream=False) from None
         if not chat.stream:
-            completed = await gateway.complete(ctx, chat)
+            completed = await unless_client_leaves(request, gateway.complete(ctx, chat))
+            response = msgspec.structs.replace(
+                completed.response, id=ctx.request_id, created=int(ctx.started_at)
+            )
             return Response(
-                content=encode_chat_response(completed.response, model=completed.response.model),
+                content=encode_chat_response(response, model=response.model or chat.model),
                 status_code=200,
                 media_type=JSON,
                 headers=trace_headers(completed.trace),
             )
-        session = await gateway.open_stream(ctx, chat)
+        session = await unless_client_leaves(request, gateway.open_stream(ctx, chat))
         release = False
         return Stream(
             content=_sse(services, session, ctx, chat),
@@ -71,6 +85,8 @@ async def _serve(
                 "x-accel-buffering": "no",
             },
         )
+    except ClientGoneError:
+        return Response(content=b"", status_code=ClientAbortedError.status)
     finally:
         if release:
             services.admission.release()
@@ -82,18 +98,19 @@ async def _sse(
     """Encode the committed stream; a later failure becomes one error event (invariant 3)."""
     encoder = ChatStreamEncoder(
         request_id=ctx.request_id,
-        model=session.target.model,
+        model=session.reported_model,
         created=int(ctx.started_at),
         include_usage=chat.include_usage,
     )
     try:
-        async for event in session.events():
-            frame = encoder.encode(event)
-            if frame:
-                yield frame
+        async with contextlib.aclosing(session.events()) as events:
+            async for event in events:
+                frame = encoder.encode(event)
+                if frame:
+                    yield frame
         yield encoder.done()
     except GatewayError as error:
-        yield encoder.encode(ErrorEvent(code=error.code, message=error.message))
+        yield encoder.encode(ErrorEvent(code=error.code, message=error.client_message))
     finally:
         services.admission.release()
 

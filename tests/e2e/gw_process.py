@@ -56,6 +56,10 @@ class GwServer:
         raise RuntimeError(f"gw serve did not start within {START_TIMEOUT_S}s:\n{self.log()}")
 
     @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    @property
     def base_url(self) -> str:
         """What the OpenAI SDK calls base_url."""
         return f"{self.url}/v1"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import socket
+import time
 from typing import Any
 
 import httpx
@@ -106,3 +109,45 @@ def test_unknown_endpoint_has_headers_too(gw: GwServer) -> None:
     with gw.client() as http:
         answer = http.get("/v1/nothing-here")
     assert_gw_error(answer, 404, "endpoint_not_found")
+
+
+def test_a_client_that_hangs_up_before_the_answer_is_traced_and_cancelled(gw: GwServer) -> None:
+    """The lazy mock would answer after 30 s; the client gives up long before."""
+    payload = {"model": "lazy", "messages": [{"role": "user", "content": "x"}]}
+    with socket.create_connection(("127.0.0.1", gw.port)) as raw:
+        raw.sendall(http_post("/v1/chat/completions", json.dumps(payload).encode()))
+        time.sleep(1.0)  # sequencing only: let gw start the upstream call, then hang up
+    trace = wait_for_route(gw, "lazy")
+    assert trace["status"] == 499
+    assert trace["error_code"] == "client_aborted"
+    explained = gw.wait_for_trace(trace["request_id"])
+    assert [a["outcome"] for a in explained["attempts"]] == ["aborted"]
+    assert explained["attempts"][0]["latency_ms"] < 30_000  # cancelled, not waited out
+
+
+def test_a_body_that_never_finishes_gets_408(gw: GwServer) -> None:
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=20) as raw:
+        head = http_post("/v1/chat/completions", b"x" * 100).split(b"\r\n\r\n")[0]
+        raw.sendall(head + b"\r\n\r\n" + b'{"model": "mo')  # then silence
+        answer = raw.recv(65536).decode()
+    assert answer.startswith("HTTP/1.1 408")
+    assert '"code":"request_timeout"' in answer.replace(" ", "")
+    assert "x-gw-request-id" in answer
+
+
+def http_post(path: str, body: bytes) -> bytes:
+    head = (
+        f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def wait_for_route(gw: GwServer, route: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        for trace in gw.cli_json("traces", "--limit", "5"):
+            if trace["route"] == route:
+                return trace  # type: ignore[no-any-return]
+        time.sleep(0.1)
+    raise AssertionError(f"no trace for route {route}")

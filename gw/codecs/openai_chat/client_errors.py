@@ -19,6 +19,7 @@ ERROR_TYPES: dict[str, str] = {
     "model_not_found": "not_found_error",
     "endpoint_not_found": "not_found_error",
     "method_not_allowed": "invalid_request_error",
+    "request_timeout": "invalid_request_error",
     "request_too_large": "invalid_request_error",
     "rate_limited": "rate_limit_error",
     "concurrency_limited": "rate_limit_error",
@@ -59,7 +60,7 @@ def error_type(code: str, status: int) -> str:
 
 def error_body(error: GatewayError) -> ErrorBody:
     return ErrorBody(
-        message=error.message,
+        message=error.client_message,
         type=error_type(error.code, error.status),
         code=error.code,
         param=error.param,

@@ -70,6 +70,8 @@ def decode_chat_request(body: bytes) -> ChatRequest:
         raw = _JSON.decode(body)
     except msgspec.DecodeError:
         raise InvalidRequestError("the request body is not valid JSON") from None
+    except RecursionError:
+        raise InvalidRequestError("the request body nests JSON too deeply") from None
     obj = _root(raw)
     for legacy, replacement in _LEGACY.items():
         if obj.get(legacy) is not None:
@@ -83,11 +85,14 @@ def decode_chat_request(body: bytes) -> ChatRequest:
     }
     if stream_options:
         extensions["stream_options"] = stream_options
+    tools = _tools(obj.get("tools"))
+    tool_choice = _tool_choice(obj.get("tool_choice"))
+    _check_tool_choice(tool_choice, tools)
     return ChatRequest(
         model=_model(obj),
         messages=decode_messages(required(obj, "messages", "messages")),
-        tools=_tools(obj.get("tools")),
-        tool_choice=_tool_choice(obj.get("tool_choice")),
+        tools=tools,
+        tool_choice=tool_choice,
         parallel_tool_calls=optional_bool(obj, "parallel_tool_calls", "parallel_tool_calls"),
         response_format=_response_format(obj.get("response_format")),
         sampling=_sampling(obj),
@@ -202,6 +207,21 @@ def _tool(value: object, param: str) -> ToolDefinition:
         else as_object(parameters, f"{param}.function.parameters"),
         strict=optional_bool(fn, "strict", f"{param}.function.strict"),
     )
+
+
+def _check_tool_choice(choice: ToolChoice | None, tools: tuple[ToolDefinition, ...]) -> None:
+    """A forced tool must be one of the tools offered (OpenAI answers 400 too)."""
+    if choice is None or choice.mode not in ("required", "tool"):
+        return
+    if not tools:
+        raise InvalidRequestError(
+            "`tool_choice` asks for a tool call but `tools` is empty", param="tool_choice"
+        )
+    if choice.name is not None and choice.name not in {tool.name for tool in tools}:
+        raise InvalidRequestError(
+            f"`tool_choice` names function {choice.name!r}, which is not in `tools`",
+            param="tool_choice.function.name",
+        )
 
 
 def _tool_choice(value: object) -> ToolChoice | None:

@@ -137,15 +137,16 @@ def _build(
     if hint:
         message += f" ({hint})"
     # An auth error's text may quote part of the key; it is never copied.
+    text: str | None = None
     if detail is not None and detail.message and cls is not UpstreamAuthFailedError:
         text = " ".join(detail.message.split())
         if len(text) > _MESSAGE_LIMIT:
             text = text[: _MESSAGE_LIMIT - 1] + "…"
-        message += f": {text}"
     return cls(
         message,
         retry_after=retry_after,
         upstream_status=upstream_status,
+        upstream_message=text,
         blame="upstream",
     )
 

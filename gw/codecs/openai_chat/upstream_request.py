@@ -97,7 +97,9 @@ def _message(message: Message) -> JSONObject:
         case UserMessage(content=content, name=name):
             return _named({"role": "user", "content": _user_content(content)}, name)
         case AssistantMessage(content=content, tool_calls=calls, name=name):
-            out: JSONObject = {"role": "assistant", "content": _text(content) if content else None}
+            # null content is only valid beside tool calls; an empty turn stays "".
+            text = _text(content) if content or not calls else None
+            out: JSONObject = {"role": "assistant", "content": text}
             if calls:
                 out["tool_calls"] = [
                     {

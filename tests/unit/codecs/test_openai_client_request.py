@@ -180,12 +180,38 @@ def test_max_completion_tokens_wins(fields: dict[str, Any], expected: int | None
 
 
 def test_stop_as_string_tool_choice_as_string_and_plain_formats() -> None:
+    tools = [{"type": "function", "function": {"name": "f"}}]
     request = decode_chat_request(
-        body(stop="x", tool_choice="required", response_format={"type": "json_object"}, n=1)
+        body(
+            stop="x",
+            tools=tools,
+            tool_choice="required",
+            response_format={"type": "json_object"},
+            n=1,
+        )
     )
     assert request.stop == ("x",)
     assert request.tool_choice == ToolChoice(mode="required")
     assert request.response_format == ResponseFormat(type="json_object")
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"tool_choice": "required"}, "tool_choice"),
+        (
+            {
+                "tools": [{"type": "function", "function": {"name": "f"}}],
+                "tool_choice": {"type": "function", "function": {"name": "g"}},
+            },
+            "tool_choice.function.name",
+        ),
+    ],
+)
+def test_a_forced_tool_must_be_offered(fields: dict[str, Any], param: str) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        decode_chat_request(body(**fields))
+    assert caught.value.param == param
 
 
 def test_empty_string_content_is_no_part() -> None:

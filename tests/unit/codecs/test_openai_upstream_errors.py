@@ -200,8 +200,10 @@ def test_recorded_openai_errors(
 def test_message_carries_the_upstream_text_truncated() -> None:
     long = "x" * 500
     error = error_from_upstream(400, openai_body(long, "invalid_request_error", None), {})
-    assert error.message.startswith("upstream answered 400: xxx")
-    assert len(error.message) <= len("upstream answered 400: ") + 200
+    assert error.client_message.startswith("upstream answered 400: xxx")
+    assert len(error.client_message) <= len("upstream answered 400: ") + 200
+    # The upstream's words may quote the request: they reach the client, never a trace.
+    assert error.message == "upstream answered 400"
 
 
 def test_non_json_body_gives_the_status_only() -> None:
@@ -211,8 +213,8 @@ def test_non_json_body_gives_the_status_only() -> None:
 def test_auth_error_text_is_never_copied() -> None:
     body = RECORDED[0][2]
     error = error_from_upstream(401, body, {})
-    assert "sk-" not in error.message
-    assert "abcd" not in error.message
+    assert "sk-" not in error.client_message
+    assert "abcd" not in error.client_message
 
 
 def test_not_found_says_what_it_means() -> None:
@@ -267,7 +269,7 @@ def test_every_body_code_in_the_table_refines_the_status() -> None:
 
 
 def test_error_as_string_and_unexpected_shapes() -> None:
-    assert error_from_upstream(400, b'{"error": "bad thing"}', {}).message == (
+    assert error_from_upstream(400, b'{"error": "bad thing"}', {}).client_message == (
         "upstream answered 400: bad thing"
     )
     assert error_from_upstream(400, b'{"error": 5}', {}).message == "upstream answered 400"

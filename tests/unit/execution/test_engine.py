@@ -18,6 +18,7 @@ from gw.errors import (
     UpstreamAuthFailedError,
     UpstreamError,
 )
+from gw.execution.attempt_log import AttemptLog
 from gw.execution.engine import Engine, ExecutionFailedError, ExecutionPlan
 from gw.ir import (
     ChatRequest,
@@ -119,12 +120,13 @@ def run_engine(a: list[Step], b: list[Step], call: str = "complete", **changes: 
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    engine = Engine(Directory(upstreams), FakeClock(), sleep)
+    clock = FakeClock()
+    engine = Engine(Directory(upstreams), clock, sleep)
 
     async def go() -> Any:
         if call == "complete":
-            return await engine.complete(plan(**changes))
-        opened = await engine.open_stream(plan(**changes))
+            return await engine.complete(plan(**changes), AttemptLog(clock))
+        opened = await engine.open_stream(plan(**changes), AttemptLog(clock))
         events = [event async for event in opened.events()]
         return opened, events
 
@@ -215,8 +217,9 @@ def test_stream_failure_after_the_first_token_is_raised_not_retried() -> None:
     upstreams = {"a": ScriptedUpstream([broken]), "b": ScriptedUpstream([])}
 
     async def go() -> tuple[list[StreamEvent], Any]:
-        engine = Engine(Directory(upstreams), FakeClock(), asyncio.sleep)
-        opened = await engine.open_stream(plan())
+        clock = FakeClock()
+        engine = Engine(Directory(upstreams), clock, asyncio.sleep)
+        opened = await engine.open_stream(plan(), AttemptLog(clock))
         seen: list[StreamEvent] = []
 
         async def consume() -> None:
@@ -231,3 +234,15 @@ def test_stream_failure_after_the_first_token_is_raised_not_retried() -> None:
     assert [type(e).__name__ for e in seen] == ["StreamStart", "TextDelta"]
     assert [a.outcome for a in opened.attempts] == ["failed"]
     assert upstreams["b"].calls == []
+
+
+def test_an_adapter_bug_is_an_internal_error_attempt_not_a_crash() -> None:
+    async def explode() -> None:
+        raise KeyError("secret prompt text")
+
+    with pytest.raises(ExecutionFailedError) as failed:
+        run_engine([explode], [answer()])
+    assert failed.value.error.code == "internal_error"
+    assert failed.value.error.blame == "gateway"
+    assert "secret prompt text" not in failed.value.error.message
+    assert [a.outcome for a in failed.value.attempts] == ["failed"]

@@ -1,0 +1,142 @@
+"""Drive any adapter the way the engine does: through ``AdapterDirectory``, one call per loop.
+
+httpx clients are bound to the event loop that first used them, so every call here builds a
+fresh pooled client inside its own ``asyncio.run``; the tests themselves stay synchronous.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from gw.adapters.directory import AdapterDirectory, build_http_client
+from gw.config.schema import ProviderConfig
+from gw.errors import GatewayError
+from gw.ir import (
+    ChatRequest,
+    ChatResponse,
+    Finish,
+    StreamEvent,
+    StreamStart,
+    TextDelta,
+    TextPart,
+    ToolCallDelta,
+    ToolDefinition,
+    UsageEvent,
+    UserMessage,
+)
+from gw.ports import AttemptTimeouts, UpstreamCall
+
+KEY_VARIABLE = "GW_CONTRACT_KEY"
+ENVIRON: Mapping[str, str] = {KEY_VARIABLE: "sk-contract-0123456789abcdef"}
+TIMEOUTS = AttemptTimeouts(connect=2.0, read=5.0)
+WEATHER_TOOL = ToolDefinition(
+    name="get_weather",
+    description="Current weather for a city",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+class StreamOutcome(NamedTuple):
+    """What a stream yielded, and the gw error that ended it early (None when it finished)."""
+
+    events: list[StreamEvent]
+    error: GatewayError | None
+
+
+def chat_request(
+    text: str = "What is a gateway?",
+    *,
+    model: str = "gpt-4o-mini",
+    tools: Sequence[ToolDefinition] = (),
+    max_tokens: int | None = None,
+) -> ChatRequest:
+    return ChatRequest(
+        model=model,
+        messages=(UserMessage(content=(TextPart(text=text),)),),
+        tools=tuple(tools),
+        max_tokens=max_tokens,
+    )
+
+
+def upstream_call(
+    provider: ProviderConfig, request: ChatRequest, *, timeouts: AttemptTimeouts = TIMEOUTS
+) -> UpstreamCall:
+    return UpstreamCall(
+        request_id="req-contract",
+        provider=provider,
+        request=request,
+        account=None,
+        timeouts=timeouts,
+    )
+
+
+def run_complete(
+    provider: ProviderConfig,
+    request: ChatRequest,
+    *,
+    environ: Mapping[str, str] = ENVIRON,
+    timeouts: AttemptTimeouts = TIMEOUTS,
+) -> ChatResponse:
+    """``complete()`` on the adapter the directory picks for ``provider``; errors propagate."""
+
+    async def inner() -> ChatResponse:
+        async with build_http_client() as client:
+            upstream = AdapterDirectory(client, environ).upstream_for(provider)
+            return await upstream.complete(upstream_call(provider, request, timeouts=timeouts))
+
+    return asyncio.run(inner())
+
+
+def run_stream(
+    provider: ProviderConfig,
+    request: ChatRequest,
+    *,
+    environ: Mapping[str, str] = ENVIRON,
+    timeouts: AttemptTimeouts = TIMEOUTS,
+) -> StreamOutcome:
+    """Drain ``stream()``; a ``GatewayError`` from the iterator is returned with the events
+    yielded before it. Any other exception propagates: adapters may raise only gw errors.
+    """
+
+    async def inner() -> StreamOutcome:
+        events: list[StreamEvent] = []
+        async with build_http_client() as client:
+            upstream = AdapterDirectory(client, environ).upstream_for(provider)
+            try:
+                async for event in upstream.stream(
+                    upstream_call(provider, request, timeouts=timeouts)
+                ):
+                    events.append(event)
+            except GatewayError as error:
+                return StreamOutcome(events, error)
+        return StreamOutcome(events, None)
+
+    return asyncio.run(inner())
+
+
+def streamed_text(events: Sequence[StreamEvent]) -> str:
+    return "".join(event.text for event in events if isinstance(event, TextDelta))
+
+
+def streamed_arguments(events: Sequence[StreamEvent], index: int = 0) -> str:
+    return "".join(
+        event.arguments
+        for event in events
+        if isinstance(event, ToolCallDelta) and event.index == index
+    )
+
+
+def assert_well_formed(events: Sequence[StreamEvent]) -> None:
+    """The shape ``gw.ir.events`` promises for a stream that finished: one start first,
+    deltas, one finish after every delta, and usage somewhere after the start.
+    """
+    assert events, "the stream yielded nothing"
+    assert isinstance(events[0], StreamStart), f"first event is {events[0]!r}"
+    assert sum(isinstance(event, StreamStart) for event in events) == 1
+    finishes = [i for i, event in enumerate(events) if isinstance(event, Finish)]
+    assert len(finishes) == 1, f"expected one Finish, got {len(finishes)}"
+    deltas = [i for i, event in enumerate(events) if isinstance(event, TextDelta | ToolCallDelta)]
+    assert all(i < finishes[0] for i in deltas), "a delta came after Finish"
+    assert any(isinstance(event, UsageEvent) for event in events), "no UsageEvent"
