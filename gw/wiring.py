@@ -16,7 +16,10 @@ from pathlib import Path
 import msgspec
 import uvicorn
 
-from gw.adapters.directory import AdapterDirectory, build_http_client
+from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
+from gw.adapters.directory import AdapterDirectory
+from gw.adapters.http_transport import HttpTransport
+from gw.adapters.httpx_transport import HttpxTransport, build_http_client
 from gw.adapters.secrets import SecretResolver
 from gw.config import Config, Snapshot, compile_snapshot, config_hash
 from gw.environment import DATABASE_FILE_NAME, SERVER_FILE_NAME
@@ -114,8 +117,8 @@ async def serve(plan: ServePlan) -> None:
     )
     snapshots = SnapshotHolder(compile_snapshot(plan.config, revision=revision, source=plan.source))
     recorder = TraceRecorder(store)
-    http_client = build_http_client()
-    engine = Engine(AdapterDirectory(http_client, plan.environ), clock, asyncio.sleep)
+    transport = build_transport(server_config.upstream_transport)
+    engine = Engine(AdapterDirectory(transport, plan.environ), clock, asyncio.sleep)
     services = ServerServices(
         gateway=Gateway(engine, recorder, clock),
         snapshot=snapshots.get,
@@ -140,7 +143,7 @@ async def serve(plan: ServePlan) -> None:
         await recorder.stop()
         if recorder.dropped:
             log.warning("%d traces were dropped (queue full or write errors)", recorder.dropped)
-        await http_client.aclose()
+        await transport.close()
         await store.close()
 
     app = build_app(services, on_startup=[recorder.start, announce], on_shutdown=[close])
@@ -158,6 +161,13 @@ async def serve(plan: ServePlan) -> None:
         await uvicorn.Server(config).serve(sockets=[sock])
     finally:
         sock.close()
+
+
+def build_transport(kind: str) -> HttpTransport:
+    """The upstream HTTP client (call inside the running event loop)."""
+    if kind == "httpx":
+        return HttpxTransport(build_http_client())
+    return AiohttpTransport(build_session())
 
 
 def _url_host(host: str) -> str:

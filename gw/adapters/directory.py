@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import httpx
-
+from gw.adapters.http_transport import HttpTransport
 from gw.adapters.mock import MockUpstream
 from gw.adapters.openai import OpenAIUpstream
 from gw.adapters.secrets import SecretResolver
@@ -16,24 +15,12 @@ from gw.ports import Upstream
 OPENAI_KINDS = frozenset({"openai", "openai_compatible"})
 
 
-def build_http_client(max_connections: int = 512) -> httpx.AsyncClient:
-    """The one pooled client every HTTP adapter shares."""
-    return httpx.AsyncClient(
-        limits=httpx.Limits(
-            max_connections=max_connections,
-            max_keepalive_connections=max_connections,
-            keepalive_expiry=30.0,
-        ),
-        follow_redirects=False,
-    )
-
-
 class AdapterDirectory:
     """Implements ``UpstreamDirectory``; stateful adapters (the mock's seed) live per provider."""
 
-    def __init__(self, client: httpx.AsyncClient, environ: Mapping[str, str]) -> None:
+    def __init__(self, transport: HttpTransport, environ: Mapping[str, str]) -> None:
         self._secrets = SecretResolver(environ)
-        self._openai = OpenAIUpstream(client, self._secrets)
+        self._openai = OpenAIUpstream(transport, self._secrets)
         self._mocks: dict[tuple[str, MockOptions | None], MockUpstream] = {}
 
     def upstream_for(self, provider: ProviderConfig) -> Upstream:

@@ -16,6 +16,7 @@ ProviderKind = Literal["openai", "openai_compatible", "anthropic", "gemini", "az
 Strategy = Literal["priority", "weighted", "lowest_cost", "lowest_latency", "highest_quality"]
 Capability = Literal["tools", "vision", "json_schema", "json_object", "reasoning", "embeddings"]
 AuthMode = Literal["open", "keys"]
+UpstreamTransport = Literal["aiohttp", "httpx"]
 
 
 class ConfigStruct(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -29,6 +30,7 @@ class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
     queue_timeout: Duration = Duration(2.0)
     max_body_bytes: ByteSize = ByteSize(8 * 1024 * 1024)
     body_timeout: Duration = Duration(30.0)
+    upstream_transport: UpstreamTransport = "aiohttp"
 
 
 class AuthConfig(ConfigStruct, frozen=True, kw_only=True):

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from contract.upstream_harness import TRANSPORT_KINDS, use_transport
 from fakes.openai_upstream import Behavior, FakeOpenAI
 
 
@@ -21,3 +22,11 @@ def fake(fake_server: FakeOpenAI) -> FakeOpenAI:
     fake_server.clear()
     fake_server.default = Behavior()
     return fake_server
+
+
+@pytest.fixture(autouse=True, params=TRANSPORT_KINDS)
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every contract test runs once per upstream transport: both must keep the contract."""
+    use_transport(request.param)
+    yield request.param
+    use_transport(TRANSPORT_KINDS[0])

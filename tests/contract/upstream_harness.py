@@ -1,7 +1,8 @@
 """Drive any adapter the way the engine does: through ``AdapterDirectory``, one call per loop.
 
-httpx clients are bound to the event loop that first used them, so every call here builds a
-fresh pooled client inside its own ``asyncio.run``; the tests themselves stay synchronous.
+HTTP clients are bound to the event loop that first used them, so every call here builds a
+fresh transport inside its own ``asyncio.run``; the tests themselves stay synchronous. The
+transport kind (aiohttp or httpx) is chosen per test by the ``transport`` fixture.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from gw.adapters.directory import AdapterDirectory, build_http_client
+from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
+from gw.adapters.directory import AdapterDirectory
+from gw.adapters.http_transport import HttpTransport
+from gw.adapters.httpx_transport import HttpxTransport, build_http_client
 from gw.config.schema import ProviderConfig
 from gw.errors import GatewayError
 from gw.ir import (
@@ -28,7 +32,22 @@ from gw.ir import (
 )
 from gw.ports import AttemptTimeouts, UpstreamCall
 
+TRANSPORT_KINDS = ("aiohttp", "httpx")
 KEY_VARIABLE = "GW_CONTRACT_KEY"
+_transport_kind = ["aiohttp"]
+
+
+def use_transport(kind: str) -> None:
+    """Which transport the following calls build (set by the ``transport`` fixture)."""
+    _transport_kind[0] = kind
+
+
+def new_transport() -> HttpTransport:
+    if _transport_kind[0] == "httpx":
+        return HttpxTransport(build_http_client())
+    return AiohttpTransport(build_session())
+
+
 ENVIRON: Mapping[str, str] = {KEY_VARIABLE: "sk-contract-0123456789abcdef"}
 TIMEOUTS = AttemptTimeouts(connect=2.0, read=5.0)
 WEATHER_TOOL = ToolDefinition(
@@ -82,9 +101,12 @@ def run_complete(
     """``complete()`` on the adapter the directory picks for ``provider``; errors propagate."""
 
     async def inner() -> ChatResponse:
-        async with build_http_client() as client:
-            upstream = AdapterDirectory(client, environ).upstream_for(provider)
+        transport = new_transport()
+        try:
+            upstream = AdapterDirectory(transport, environ).upstream_for(provider)
             return await upstream.complete(upstream_call(provider, request, timeouts=timeouts))
+        finally:
+            await transport.close()
 
     return asyncio.run(inner())
 
@@ -102,15 +124,15 @@ def run_stream(
 
     async def inner() -> StreamOutcome:
         events: list[StreamEvent] = []
-        async with build_http_client() as client:
-            upstream = AdapterDirectory(client, environ).upstream_for(provider)
-            try:
-                async for event in upstream.stream(
-                    upstream_call(provider, request, timeouts=timeouts)
-                ):
-                    events.append(event)
-            except GatewayError as error:
-                return StreamOutcome(events, error)
+        transport = new_transport()
+        try:
+            upstream = AdapterDirectory(transport, environ).upstream_for(provider)
+            async for event in upstream.stream(upstream_call(provider, request, timeouts=timeouts)):
+                events.append(event)
+        except GatewayError as error:
+            return StreamOutcome(events, error)
+        finally:
+            await transport.close()
         return StreamOutcome(events, None)
 
     return asyncio.run(inner())

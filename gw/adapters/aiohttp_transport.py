@@ -1,0 +1,102 @@
+"""HttpTransport over one pooled aiohttp ClientSession (the default, and the fastest here)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+
+import aiohttp
+
+from gw.adapters.aiohttp_errors import CAUGHT, map_aiohttp_error
+from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES, HttpReply
+from gw.ports import AttemptTimeouts
+
+
+def build_session(max_connections: int = 512) -> aiohttp.ClientSession:
+    """The one pooled session every HTTP adapter shares; build it inside the running loop."""
+    connector = aiohttp.TCPConnector(
+        limit=max_connections, keepalive_timeout=30.0, ttl_dns_cache=300
+    )
+    return aiohttp.ClientSession(
+        connector=connector,
+        trust_env=False,
+        auto_decompress=True,
+        skip_auto_headers=("User-Agent",),
+        headers={"user-agent": "gw"},
+    )
+
+
+def _timeout(timeouts: AttemptTimeouts) -> aiohttp.ClientTimeout:
+    # No total: the engine bounds whole attempts, first tokens and idle streams itself.
+    return aiohttp.ClientTimeout(
+        total=None, sock_connect=timeouts.connect, connect=timeouts.connect, sock_read=timeouts.read
+    )
+
+
+class AiohttpStreamingReply:
+    def __init__(self, response: aiohttp.ClientResponse, provider: str) -> None:
+        self.status = response.status
+        self.headers: Mapping[str, str] = response.headers
+        self._response = response
+        self._provider = provider
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.content.iter_any():
+                yield chunk
+        except CAUGHT as error:
+            raise map_aiohttp_error(error, provider=self._provider) from None
+
+    async def read_error_body(self) -> bytes:
+        try:
+            return await self._response.content.read(MAX_ERROR_BODY_BYTES)
+        except CAUGHT:
+            return b""  # the status alone still classifies the error
+
+
+class AiohttpTransport:
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self._session = session
+
+    async def post(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeouts: AttemptTimeouts,
+        provider: str,
+    ) -> HttpReply:
+        try:
+            async with self._session.post(
+                url, data=body, headers=headers, timeout=_timeout(timeouts), allow_redirects=False
+            ) as response:
+                content = await response.read()
+                return HttpReply(status=response.status, headers=response.headers, body=content)
+        except CAUGHT as error:
+            raise map_aiohttp_error(error, provider=provider) from None
+
+    @contextlib.asynccontextmanager
+    async def post_streaming(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeouts: AttemptTimeouts,
+        provider: str,
+    ) -> AsyncIterator[AiohttpStreamingReply]:
+        try:
+            response = await self._session.post(
+                url, data=body, headers=headers, timeout=_timeout(timeouts), allow_redirects=False
+            )
+        except CAUGHT as error:
+            raise map_aiohttp_error(error, provider=provider) from None
+        try:
+            yield AiohttpStreamingReply(response, provider)
+        finally:
+            # close(), not release(): a stream cut short must not go back to the pool.
+            response.close()
+
+    async def close(self) -> None:
+        await self._session.close()

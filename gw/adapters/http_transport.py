@@ -1,0 +1,64 @@
+"""The seam under every HTTP adapter: one POST, answered whole or as a stream of bytes.
+
+Adapters speak a wire format; a transport only moves bytes. Two implementations exist,
+chosen by ``server.upstream_transport`` (see DESIGN.md, "Known traps": the upstream client
+decides gw's speed): aiohttp (the default, the fastest measured here) and httpx. Each maps
+its own exceptions to gw errors by a table, so adapters only ever see ``GatewayError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+import msgspec
+
+from gw.ports import AttemptTimeouts
+
+MAX_ERROR_BODY_BYTES = 64 * 1024
+
+
+class HttpReply(msgspec.Struct, frozen=True, kw_only=True):
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class StreamingReply(Protocol):
+    status: int
+    headers: Mapping[str, str]
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives; transport failures raise ``GatewayError``."""
+        ...
+
+    async def read_error_body(self) -> bytes:
+        """At most ``MAX_ERROR_BODY_BYTES`` of the body (for a failed status)."""
+        ...
+
+
+class HttpTransport(Protocol):
+    async def post(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeouts: AttemptTimeouts,
+        provider: str,
+    ) -> HttpReply: ...
+
+    def post_streaming(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeouts: AttemptTimeouts,
+        provider: str,
+    ) -> AbstractAsyncContextManager[StreamingReply]:
+        """Leaving the context closes the response (and so cancels the upstream request)."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,110 @@
+"""HttpTransport over one pooled httpx.AsyncClient (``server.upstream_transport: httpx``)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+
+import httpx
+
+from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES, HttpReply
+from gw.adapters.transport_errors import map_transport_error
+from gw.ports import AttemptTimeouts
+
+
+def build_http_client(max_connections: int = 512) -> httpx.AsyncClient:
+    """The one pooled client every HTTP adapter shares."""
+    return httpx.AsyncClient(
+        limits=httpx.Limits(
+            max_connections=max_connections,
+            max_keepalive_connections=max_connections,
+            keepalive_expiry=30.0,
+        ),
+        follow_redirects=False,
+    )
+
+
+def _timeout(timeouts: AttemptTimeouts) -> httpx.Timeout:
+    return httpx.Timeout(
+        connect=timeouts.connect, read=timeouts.read, write=timeouts.read, pool=timeouts.connect
+    )
+
+
+class HttpxStreamingReply:
+    def __init__(self, response: httpx.Response, provider: str) -> None:
+        self.status = response.status_code
+        self.headers: Mapping[str, str] = response.headers
+        self._response = response
+        self._provider = provider
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.aiter_bytes():
+                yield chunk
+        except httpx.RequestError as error:
+            raise map_transport_error(error, provider=self._provider) from None
+
+    async def read_error_body(self) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async for chunk in self._response.aiter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= MAX_ERROR_BODY_BYTES:
+                    break
+        except httpx.RequestError:
+            pass  # the status alone still classifies the error
+        return b"".join(chunks)[:MAX_ERROR_BODY_BYTES]
+
+
+class HttpxTransport:
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self._client = client
+
+    def _request(
+        self, url: str, headers: Mapping[str, str], body: bytes, timeouts: AttemptTimeouts
+    ) -> httpx.Request:
+        return self._client.build_request(
+            "POST", url, content=body, headers=dict(headers), timeout=_timeout(timeouts)
+        )
+
+    async def post(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeouts: AttemptTimeouts,
+        provider: str,
+    ) -> HttpReply:
+        try:
+            response = await self._client.send(self._request(url, headers, body, timeouts))
+        except httpx.RequestError as error:
+            raise map_transport_error(error, provider=provider) from None
+        return HttpReply(
+            status=response.status_code, headers=response.headers, body=response.content
+        )
+
+    @contextlib.asynccontextmanager
+    async def post_streaming(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeouts: AttemptTimeouts,
+        provider: str,
+    ) -> AsyncIterator[HttpxStreamingReply]:
+        request = self._request(url, headers, body, timeouts)
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx.RequestError as error:
+            raise map_transport_error(error, provider=provider) from None
+        try:
+            yield HttpxStreamingReply(response, provider)
+        finally:
+            await response.aclose()
+
+    async def close(self) -> None:
+        await self._client.aclose()
