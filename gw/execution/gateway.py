@@ -65,8 +65,7 @@ class Gateway:
         self, ctx: RequestContext, error: GatewayError, *, requested_model: str = "", stream: bool
     ) -> RequestFailedError:
         """Record a request refused before routing (bad body, auth, ...) and return its error."""
-        trace = self._trace(ctx, requested_model=requested_model, stream=stream, error=error)
-        self._traces.submit(trace)
+        trace = self._record(ctx, requested_model=requested_model, stream=stream, error=error)
         return RequestFailedError(error, trace)
 
     async def complete(self, ctx: RequestContext, request: ChatRequest) -> Completed:
@@ -83,7 +82,7 @@ class Gateway:
         usage, source = _usage_or_estimate(
             response.usage, request, estimate_output_tokens(response.text, response.tool_calls)
         )
-        trace = self._trace(
+        trace = self._record(
             ctx,
             requested_model=request.model,
             stream=False,
@@ -93,7 +92,6 @@ class Gateway:
             usage=usage,
             usage_source=source,
         )
-        self._traces.submit(trace)
         return Completed(response=response, trace=trace)
 
     async def open_stream(self, ctx: RequestContext, request: ChatRequest) -> StreamSession:
@@ -150,7 +148,7 @@ class Gateway:
         error: GatewayError,
         attempts: list[AttemptRecord],
     ) -> RequestFailedError:
-        trace = self._trace(
+        trace = self._record(
             ctx,
             requested_model=request.model,
             stream=request.stream,
@@ -158,7 +156,6 @@ class Gateway:
             attempts=attempts,
             error=error,
         )
-        self._traces.submit(trace)
         return RequestFailedError(error, trace)
 
     def finish_stream(
@@ -173,7 +170,7 @@ class Gateway:
     ) -> TraceRecord:
         usage, source = _usage_or_estimate(usage, request, tokens_for_chars(output_chars))
         ttft = opened.attempts[-1].ttft_ms if opened.attempts else None
-        trace = self._trace(
+        return self._record(
             ctx,
             requested_model=request.model,
             stream=True,
@@ -186,10 +183,8 @@ class Gateway:
             committed=True,
             ttft_ms=ttft,
         )
-        self._traces.submit(trace)
-        return trace
 
-    def _trace(
+    def _record(
         self,
         ctx: RequestContext,
         *,
@@ -209,7 +204,7 @@ class Gateway:
             target = TargetRef(provider=attempts[-1].provider, model=attempts[-1].model)
         entry = ctx.snapshot.catalog.get((target.provider, target.model)) if target else None
         status = 200 if error is None else error.status
-        return TraceRecord(
+        trace = TraceRecord(
             request_id=ctx.request_id,
             time=ctx.started_at,
             endpoint=ctx.endpoint,
@@ -235,6 +230,8 @@ class Gateway:
             cost_usd=cost_usd(entry, usage),
             committed=committed,
         )
+        self._traces.submit(trace)
+        return trace
 
 
 class StreamSession:
