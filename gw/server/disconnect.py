@@ -8,7 +8,6 @@ to its end for nobody.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -28,19 +27,28 @@ async def _until_disconnected(request: HttpRequest) -> None:
 
 
 async def unless_client_leaves(request: HttpRequest, work: Coroutine[Any, Any, T]) -> T:
-    """Await ``work``; cancel it and raise ``ClientGoneError`` if the client leaves first."""
-    task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(_until_disconnected(request))
+    """Await ``work``; cancel it and raise ``ClientGoneError`` if the client leaves first.
+
+    ``work`` runs in the handler's own task, which a watcher cancels on a disconnect:
+    one extra task per request instead of two and a wait.
+    """
+    handler = asyncio.current_task()
+    assert handler is not None  # noqa: S101 - always called from a request's task
+    left = False
+
+    async def watch() -> None:
+        nonlocal left
+        await _until_disconnected(request)
+        left = True
+        handler.cancel()
+
+    watcher = asyncio.ensure_future(watch())
     try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        return await work
     except asyncio.CancelledError:
-        task.cancel()
-        raise
+        if not left:
+            raise  # cancelled for another reason (shutdown): not ours to swallow
+        handler.uncancel()
+        raise ClientGoneError from None
     finally:
         watcher.cancel()
-    if task.done():
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    raise ClientGoneError
