@@ -31,6 +31,13 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     catalog: dict[tuple[str, str], ModelEntry]
     routes: dict[str, RouteConfig]
     policies: tuple[PolicyConfig, ...]
+    # What routing derives from this snapshot once per client model name instead of once
+    # per request (``gw.routing.plan``), filled on first use. Safe although it is filled
+    # after compile: the rest of the snapshot never changes, each value is a pure function
+    # of the snapshot and its key, and a reader that finds no entry computes the same value
+    # itself. Bounded by the config: routing stores only route names and catalogued
+    # ``provider/model`` names, never an arbitrary client string.
+    derived: dict[str, object] = msgspec.field(default_factory=dict)
 
     def resolve_model(self, name: str) -> RouteConfig:
         """The route a client's ``model`` names: a route, or ``provider/model`` directly.

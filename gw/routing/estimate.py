@@ -16,12 +16,11 @@ The rules, rounded up once over the whole request:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import msgspec
 
 from gw.ir.content import ImagePart, TextPart
-from gw.ir.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from gw.ir.messages import AssistantMessage
 from gw.ir.request import ChatRequest
 
 CHARS_PER_TOKEN = 4
@@ -32,34 +31,21 @@ LOW_DETAIL_IMAGE_TOKENS = 85
 
 def estimate_input_tokens(request: ChatRequest) -> int:
     """Roughly how many tokens ``request`` sends upstream (see the module docstring)."""
-    chars = sum(len(text) for message in request.messages for text in _texts(message))
-    chars += sum(len(msgspec.json.encode(tool)) for tool in request.tools)
+    chars = 0
+    images = 0
+    for message in request.messages:
+        for part in message.content:
+            if isinstance(part, TextPart):
+                chars += len(part.text)
+            elif isinstance(part, ImagePart):  # only user messages hold images
+                images += LOW_DETAIL_IMAGE_TOKENS if part.detail == "low" else IMAGE_TOKENS
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                chars += len(call.name) + len(call.arguments)
+    for tool in request.tools:
+        chars += len(msgspec.json.encode(tool))
     schema = request.response_format
     if schema is not None and schema.type == "json_schema" and schema.json_schema is not None:
         chars += len(msgspec.json.encode(schema.json_schema))
-    images = sum(_image_tokens(part) for part in _images(request.messages))
     framing = MESSAGE_OVERHEAD_TOKENS * len(request.messages)
     return math.ceil(chars / CHARS_PER_TOKEN) + framing + images
-
-
-def _texts(message: Message) -> Iterator[str]:
-    match message:
-        case SystemMessage() | ToolMessage():
-            yield from (part.text for part in message.content)
-        case UserMessage():
-            yield from (part.text for part in message.content if isinstance(part, TextPart))
-        case AssistantMessage():
-            yield from (part.text for part in message.content)
-            for call in message.tool_calls:
-                yield call.name
-                yield call.arguments
-
-
-def _images(messages: tuple[Message, ...]) -> Iterator[ImagePart]:
-    for message in messages:
-        if isinstance(message, UserMessage):
-            yield from (part for part in message.content if isinstance(part, ImagePart))
-
-
-def _image_tokens(image: ImagePart) -> int:
-    return LOW_DETAIL_IMAGE_TOKENS if image.detail == "low" else IMAGE_TOKENS

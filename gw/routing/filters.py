@@ -22,27 +22,29 @@ Capability and context-window rejections are never relaxed: such a call cannot s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import msgspec
 
-from gw.config.schema import Capability, ModelEntry, TargetConfig
+from gw.config.schema import Capability, ModelEntry
 from gw.routing.decision import Candidate, RejectReason
+from gw.routing.plan import PlannedTarget
 
 PROJECTED_OUTPUT_TOKENS = 1024
+_KEPT: tuple[None, None] = (None, None)  # what _rejection returns for a target that passes
 
 
 class Screening(msgspec.Struct, frozen=True, kw_only=True):
-    """Candidates in config order (kept: ``rejected is None``), with notes and relaxations."""
+    """Kept and rejected candidates, each in config order, with notes and relaxations."""
 
-    candidates: tuple[Candidate, ...]
+    kept: tuple[Candidate, ...]
+    rejected: tuple[Candidate, ...]
     notes: tuple[str, ...] = ()
     degraded_reasons: tuple[str, ...] = ()
 
 
 def screen_targets(
-    targets: Sequence[TargetConfig],
-    catalog: Mapping[tuple[str, str], ModelEntry],
+    targets: Sequence[PlannedTarget],
     *,
     needs: frozenset[Capability],
     input_tokens: int,
@@ -50,24 +52,15 @@ def screen_targets(
     max_cost_usd: float | None,
 ) -> Screening:
     """Run every filter over ``targets`` and relax the cost ceiling if it empties the list."""
-    candidates: list[Candidate] = []
+    kept: list[Candidate] = []
+    rejected: list[Candidate] = []
     notes: list[str] = []
-    for target in targets:
-        entry = catalog.get((target.provider, target.model))
+    for planned in targets:
+        target, entry = planned.target, planned.entry
         if entry is None:
-            notes.append(
-                f"no catalog entry for {target.provider}/{target.model}; "
-                "capabilities and price unknown"
-            )
+            notes.append(f"no catalog entry for {planned.key}; capabilities and price unknown")
         cost = projected_cost_usd(entry, input_tokens, max_output_tokens)
-        candidate = Candidate(
-            provider=target.provider,
-            model=target.model,
-            priority=target.priority,
-            weight=target.weight,
-            estimated_cost_usd=cost,
-        )
-        rejection = _rejection(
+        reason, detail = _rejection(
             entry,
             needs=needs,
             input_tokens=input_tokens,
@@ -75,12 +68,19 @@ def screen_targets(
             cost=cost,
             max_cost_usd=max_cost_usd,
         )
-        if rejection is not None:
-            reason, detail = rejection
-            candidate = msgspec.structs.replace(candidate, rejected=reason, detail=detail)
-        candidates.append(candidate)
-    screening = Screening(candidates=tuple(candidates), notes=tuple(notes))
-    return _relax_cost_ceiling(screening, max_cost_usd)
+        candidate = Candidate(
+            provider=target.provider,
+            model=target.model,
+            priority=target.priority,
+            weight=target.weight,
+            estimated_cost_usd=cost,
+            rejected=reason,
+            detail=detail,
+        )
+        (kept if reason is None else rejected).append(candidate)
+    if not kept and max_cost_usd is not None:
+        return _relax_cost_ceiling(rejected, notes, max_cost_usd)
+    return Screening(kept=tuple(kept), rejected=tuple(rejected), notes=tuple(notes))
 
 
 def projected_cost_usd(
@@ -109,11 +109,12 @@ def _rejection(
     max_output_tokens: int | None,
     cost: float | None,
     max_cost_usd: float | None,
-) -> tuple[RejectReason, str] | None:
+) -> tuple[RejectReason, str] | tuple[None, None]:
+    """The first filter ``entry`` fails, with its detail; ``_KEPT`` when it passes them all."""
     if entry is None:
-        return None
-    missing = sorted(needs.difference(entry.capabilities))
-    if missing:
+        return _KEPT
+    if needs and not needs.issubset(entry.capabilities):
+        missing = sorted(needs.difference(entry.capabilities))
         return "missing_capability", f"lacks {', '.join(missing)}"
     window = entry.context_window
     if window is not None and input_tokens + (max_output_tokens or 0) > window:
@@ -127,24 +128,24 @@ def _rejection(
             "cost_ceiling",
             f"projected {format_usd(cost)} is above the {format_usd(max_cost_usd)} ceiling",
         )
-    return None
+    return _KEPT
 
 
-def _relax_cost_ceiling(screening: Screening, max_cost_usd: float | None) -> Screening:
-    candidates = screening.candidates
-    if max_cost_usd is None or any(c.rejected is None for c in candidates):
-        return screening
-    if not any(c.rejected == "cost_ceiling" for c in candidates):
-        return screening
+def _relax_cost_ceiling(
+    rejected: list[Candidate], notes: list[str], max_cost_usd: float
+) -> Screening:
     relaxed = tuple(
         msgspec.structs.replace(
             c, rejected=None, relaxed=True, detail=f"{c.detail}; kept: no target fits"
         )
+        for c in rejected
         if c.rejected == "cost_ceiling"
-        else c
-        for c in candidates
     )
-    reason = f"cost ceiling {format_usd(max_cost_usd)} relaxed: no target fits"
-    return msgspec.structs.replace(
-        screening, candidates=relaxed, degraded_reasons=(*screening.degraded_reasons, reason)
+    if not relaxed:
+        return Screening(kept=(), rejected=tuple(rejected), notes=tuple(notes))
+    return Screening(
+        kept=relaxed,
+        rejected=tuple(c for c in rejected if c.rejected != "cost_ceiling"),
+        notes=tuple(notes),
+        degraded_reasons=(f"cost ceiling {format_usd(max_cost_usd)} relaxed: no target fits",),
     )

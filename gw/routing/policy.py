@@ -18,6 +18,12 @@ beats ``routes: ["*"]`` (1), and ``{routes: ["chat"], tenants: ["team-*"]}`` (3)
 both. Ties go to the higher ``priority``, then to the policy written first in the file.
 
 No match gives ``DEFAULT_POLICY``, a policy named ``default`` with the built-in settings.
+
+Strategy: a policy only matches when all its set fields match, so its specificity is
+fixed by which fields are set, whatever the request. Resolution is therefore split in
+two: ``route_policies`` keeps the policies whose ``routes`` and ``models`` match a route,
+best first (done once per route, see ``gw.routing.plan``), and ``first_matching`` walks
+that list per request, checking only the fields that depend on the request.
 """
 
 from __future__ import annotations
@@ -45,25 +51,48 @@ def resolve_policy(
     capabilities: frozenset[Capability],
 ) -> PolicyConfig:
     """The policy that governs a request with these attributes (see the module docstring)."""
-    best: tuple[int, int, int] | None = None
-    chosen = DEFAULT_POLICY
-    for index, policy in enumerate(policies):
-        specificity = match_specificity(
+    return first_matching(
+        route_policies(policies, route=route, models=models),
+        streaming=streaming,
+        tenant=tenant,
+        api_key_id=api_key_id,
+        capabilities=capabilities,
+    )
+
+
+def route_policies(
+    policies: Sequence[PolicyConfig], *, route: str, models: Sequence[str]
+) -> tuple[PolicyConfig, ...]:
+    """The policies whose ``routes`` and ``models`` match, best first for ``first_matching``."""
+    applicable = [
+        (-specificity(policy.match), -policy.priority, index, policy)
+        for index, policy in enumerate(policies)
+        if _matches_route(policy.match, route=route, models=models)
+    ]
+    # Most specific, then highest priority, then first in the file; index keys are unique.
+    applicable.sort(key=lambda item: item[:3])
+    return tuple(policy for *_, policy in applicable)
+
+
+def first_matching(
+    ordered: Sequence[PolicyConfig],
+    *,
+    streaming: bool,
+    tenant: str | None,
+    api_key_id: str | None,
+    capabilities: frozenset[Capability],
+) -> PolicyConfig:
+    """The first of ``ordered`` (from ``route_policies``) that the request matches."""
+    for policy in ordered:
+        if _matches_request(
             policy.match,
-            route=route,
-            models=models,
             streaming=streaming,
             tenant=tenant,
             api_key_id=api_key_id,
             capabilities=capabilities,
-        )
-        if specificity is None:
-            continue
-        # Smaller is better: most specific, then highest priority, then first in the file.
-        key = (-specificity, -policy.priority, index)
-        if best is None or key < best:
-            best, chosen = key, policy
-    return chosen
+        ):
+            return policy
+    return DEFAULT_POLICY
 
 
 def match_specificity(
@@ -77,24 +106,55 @@ def match_specificity(
     capabilities: frozenset[Capability],
 ) -> int | None:
     """How specific ``match`` is for this request, or ``None`` when it does not match."""
-    checks: list[tuple[bool, int]] = []
-    if match.routes is not None:
-        checks.append((_any_glob(match.routes, (route,)), _pattern_weight(match.routes)))
-    if match.models is not None:
-        checks.append((_any_glob(match.models, models), _pattern_weight(match.models)))
-    if match.tenants is not None:
-        values = () if tenant is None else (tenant,)
-        checks.append((_any_glob(match.tenants, values), _pattern_weight(match.tenants)))
-    if match.api_keys is not None:
-        values = () if api_key_id is None else (api_key_id,)
-        checks.append((_any_glob(match.api_keys, values), _pattern_weight(match.api_keys)))
-    if match.streaming is not None:
-        checks.append((match.streaming == streaming, _EXACT))
-    if match.capabilities is not None:
-        checks.append((set(match.capabilities) <= capabilities, _EXACT))
-    if not all(matched for matched, _ in checks):
+    if not _matches_route(match, route=route, models=models):
         return None
-    return sum(weight for _, weight in checks)
+    if not _matches_request(
+        match,
+        streaming=streaming,
+        tenant=tenant,
+        api_key_id=api_key_id,
+        capabilities=capabilities,
+    ):
+        return None
+    return specificity(match)
+
+
+def specificity(match: PolicyMatch) -> int:
+    """The specificity ``match`` has whenever it matches: the sum of its set fields' weights."""
+    weight = 0
+    for patterns in (match.routes, match.models, match.tenants, match.api_keys):
+        if patterns is not None:
+            weight += _pattern_weight(patterns)
+    if match.streaming is not None:
+        weight += _EXACT
+    if match.capabilities is not None:
+        weight += _EXACT
+    return weight
+
+
+def _matches_route(match: PolicyMatch, *, route: str, models: Sequence[str]) -> bool:
+    if match.routes is not None and not _any_glob(match.routes, (route,)):
+        return False
+    return match.models is None or _any_glob(match.models, models)
+
+
+def _matches_request(
+    match: PolicyMatch,
+    *,
+    streaming: bool,
+    tenant: str | None,
+    api_key_id: str | None,
+    capabilities: frozenset[Capability],
+) -> bool:
+    if match.streaming is not None and match.streaming != streaming:
+        return False
+    if match.capabilities is not None and not capabilities.issuperset(match.capabilities):
+        return False
+    if match.tenants is not None and (tenant is None or not _any_glob(match.tenants, (tenant,))):
+        return False
+    return match.api_keys is None or (
+        api_key_id is not None and _any_glob(match.api_keys, (api_key_id,))
+    )
 
 
 def _any_glob(patterns: Sequence[str], values: Sequence[str]) -> bool:

@@ -2,9 +2,12 @@
 
 The steps, each recorded in the decision so ``gw explain`` can replay the reasoning:
 
-1. resolve the client's ``model`` to a route (or a direct ``provider/model``);
-2. pick the governing policy (``policy.resolve_policy``) and the strategy (the policy's,
-   else the route's);
+1. resolve the client's ``model`` to a route (or a direct ``provider/model``) and its
+   ``RoutePlan``, the part of the work that depends only on the snapshot and the route
+   (``plan.route_plan``, computed once per route and snapshot);
+2. pick the governing policy (``policy.first_matching`` among the plan's policies, the
+   same choice as ``policy.resolve_policy``) and the strategy (the policy's, else the
+   route's);
 3. settle max output tokens: never invented, clamped to the policy ceiling with a note;
 4. screen the targets (``filters.screen_targets``), relaxing the cost ceiling if it alone
    would leave nothing;
@@ -19,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gw.config.schema import PolicyConfig, RouteConfig
-from gw.config.snapshot import Snapshot, is_direct
+from gw.config.schema import PolicyConfig
+from gw.config.snapshot import Snapshot
 from gw.errors import (
     ContextLengthExceededError,
     GatewayError,
@@ -32,7 +35,8 @@ from gw.routing.decision import Candidate, RouteDecision, TargetRef
 from gw.routing.estimate import estimate_input_tokens
 from gw.routing.filters import screen_targets
 from gw.routing.needs import required_capabilities
-from gw.routing.policy import resolve_policy
+from gw.routing.plan import route_plan
+from gw.routing.policy import first_matching
 from gw.routing.strategies import rank
 
 
@@ -50,12 +54,11 @@ def decide(
     ``request_id`` seeds the weighted strategy, so the same id always gets the same
     order. ``latency_ms`` is the observed latency per ``provider/model``, if any.
     """
-    route = snapshot.resolve_model(request.model)
+    plan = route_plan(snapshot, request.model)
+    route = plan.route
     needs = required_capabilities(request)
-    policy = resolve_policy(
-        snapshot.policies,
-        route=route.name,
-        models=_model_names(route),
+    policy = first_matching(
+        plan.policies,
         streaming=request.stream,
         tenant=tenant,
         api_key_id=api_key_id,
@@ -65,8 +68,7 @@ def decide(
     max_output, clamp_notes = clamp_max_tokens(request.max_tokens, policy.limits.max_output_tokens)
     input_tokens = estimate_input_tokens(request)
     screening = screen_targets(
-        route.targets,
-        snapshot.catalog,
+        plan.targets,
         needs=needs,
         input_tokens=input_tokens,
         max_output_tokens=max_output,
@@ -74,25 +76,24 @@ def decide(
     )
     ranking = rank(
         strategy,
-        [c for c in screening.candidates if c.rejected is None],
+        screening.kept,
         request_id=request_id,
-        quality=_quality(route, snapshot),
+        quality=plan.quality,
         latency_ms=latency_ms,
     )
-    rejected = [c for c in screening.candidates if c.rejected is not None]
-    rejected.extend(ranking.rejected)
+    rejected = _in_config_order(screening.rejected + ranking.rejected, plan.position)
     decision = RouteDecision(
         route=route.name,
-        direct=is_direct(route),
+        direct=plan.direct,
         policy=policy.name,
         strategy=strategy,
         chain=tuple(TargetRef(provider=c.provider, model=c.model) for c in ranking.ranked),
-        candidates=(*ranking.ranked, *_in_config_order(rejected, route)),
+        candidates=ranking.ranked + rejected,
         estimated_input_tokens=input_tokens,
         max_output_tokens=max_output,
         degraded=bool(screening.degraded_reasons),
         degraded_reasons=screening.degraded_reasons,
-        notes=(*clamp_notes, *screening.notes, *ranking.notes),
+        notes=clamp_notes + screening.notes + ranking.notes,
     )
     return decision, policy
 
@@ -134,25 +135,9 @@ def no_candidate_error(decision: RouteDecision) -> GatewayError:
     )
 
 
-def _model_names(route: RouteConfig) -> list[str]:
-    names: dict[str, None] = {}
-    for target in route.targets:
-        names[f"{target.provider}/{target.model}"] = None
-        names[target.model] = None
-    return list(names)
-
-
-def _quality(route: RouteConfig, snapshot: Snapshot) -> dict[str, float]:
-    quality: dict[str, float] = {}
-    for target in route.targets:
-        entry = snapshot.catalog.get((target.provider, target.model))
-        if entry is not None and entry.quality is not None:
-            quality[f"{target.provider}/{target.model}"] = entry.quality
-    return quality
-
-
-def _in_config_order(candidates: list[Candidate], route: RouteConfig) -> list[Candidate]:
-    position: dict[tuple[str, str], int] = {}
-    for index, target in enumerate(route.targets):
-        position.setdefault((target.provider, target.model), index)
-    return sorted(candidates, key=lambda c: position[(c.provider, c.model)])
+def _in_config_order(
+    candidates: tuple[Candidate, ...], position: Mapping[tuple[str, str], int]
+) -> tuple[Candidate, ...]:
+    if len(candidates) < 2:  # the common case; no sort to set up
+        return candidates
+    return tuple(sorted(candidates, key=lambda c: position[(c.provider, c.model)]))

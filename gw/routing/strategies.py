@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
+from operator import attrgetter, itemgetter
 
 import msgspec
 
@@ -63,8 +64,16 @@ def rank(
 
 
 def rank_by_priority(candidates: Sequence[Candidate]) -> Ranking:
-    scored = [((c.priority,), float(c.priority), c) for c in candidates]
-    return Ranking(ranked=_ranked(scored))
+    # The priority is both the sort key and the score, so no (key, score) pairs to build.
+    ordered = sorted(candidates, key=attrgetter("priority"))
+    return Ranking(
+        ranked=tuple(
+            [
+                msgspec.structs.replace(c, score=float(c.priority), rank=position)
+                for position, c in enumerate(ordered)
+            ]
+        )
+    )
 
 
 def rank_by_weight(candidates: Sequence[Candidate], *, request_id: str) -> Ranking:
@@ -144,10 +153,12 @@ def _unknown_last(value: float | None, priority: int) -> tuple[float, ...]:
 def _ranked(
     scored: Sequence[tuple[tuple[float, ...], float | None, Candidate]],
 ) -> tuple[Candidate, ...]:
-    ordered = sorted(scored, key=lambda item: item[0])
+    ordered = sorted(scored, key=itemgetter(0))
     return tuple(
-        msgspec.structs.replace(candidate, score=score, rank=position)
-        for position, (_, score, candidate) in enumerate(ordered)
+        [
+            msgspec.structs.replace(candidate, score=score, rank=position)
+            for position, (_, score, candidate) in enumerate(ordered)
+        ]
     )
 
 

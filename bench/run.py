@@ -1,0 +1,250 @@
+"""``scripts/bench``: what gw adds on top of its upstream, in one run on this machine.
+
+    scripts/bench                      direct and gw, 5 s per load step
+    scripts/bench --peer litellm       ... and the LiteLLM proxy (own virtualenv)
+    scripts/bench --quick              a short smoke run
+    scripts/bench --only direct,gw --duration 10
+
+Steps: start the fake upstream and measure it alone (``direct``); then each gateway in
+turn in front of it: start-up time, idle memory, wrk at concurrency 1/16/64, streams,
+memory after; then the micro-benchmarks and the issue's targets. Results are printed and
+saved to ``bench-results/<time>.json`` and ``bench-results/latest.json``. Every process
+started is stopped by pid at the end, on errors and on Ctrl-C too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from rich.console import Console
+
+from bench import report
+from bench.errors import BenchError
+from bench.litellm_peer import install_litellm, start_litellm
+from bench.loadgen import ensure_wrk, lua_script
+from bench.measure import Settings, measure
+from bench.micro import run_micro
+from bench.processes import ProcessSet, clean_env
+from bench.render import print_tables
+from bench.results import TARGET_NAMES, MicroResult, RunInfo, TargetName, TargetResult
+from bench.targets import Target, direct_target, start_gw
+from bench.upstream import CLIENT_KEY, chat_body, start_upstream, upstream_origin
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO / "bench-results"
+LITELLM_VENV = RESULTS_DIR / ".peers" / "litellm-venv"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench", description="Measure what gw adds on top of its upstream."
+    )
+    parser.add_argument(
+        "--peer",
+        choices=["litellm"],
+        action="append",
+        default=[],
+        help="also measure this gateway (installed in its own virtualenv)",
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds per wrk load step (default 5, --quick 1)",
+    )
+    parser.add_argument("--quick", action="store_true", help="a short smoke-test run")
+    parser.add_argument(
+        "--only",
+        default=None,
+        metavar="TARGETS",
+        help="comma-separated subset of direct,gw,litellm",
+    )
+    parser.add_argument(
+        "--streams",
+        type=int,
+        default=None,
+        help="streaming requests per target (default 400, --quick 60)",
+    )
+    parser.add_argument("--stream-concurrency", type=int, default=4)
+    parser.add_argument("--no-micro", action="store_true", help="skip the micro-benchmarks")
+    return parser.parse_args(argv)  # fmt: skip
+
+
+def chosen_targets(only: str | None, peers: list[str]) -> list[TargetName]:
+    if only is None:
+        wanted = {"direct", "gw", *peers}
+    else:
+        wanted = {name.strip() for name in only.split(",") if name.strip()}
+        unknown = wanted - set(TARGET_NAMES)
+        if unknown:
+            raise SystemExit(f"--only: unknown target(s) {', '.join(sorted(unknown))}")
+    return [name for name in TARGET_NAMES if name in wanted]
+
+
+def settings_for(args: argparse.Namespace) -> Settings:
+    quick = args.quick
+    return Settings(
+        duration_s=args.duration or (1.0 if quick else 5.0),
+        warmup_s=1.0,
+        streams=args.streams or (60 if quick else 400),
+        stream_concurrency=args.stream_concurrency,
+        settle_max_s=3.0 if quick else 10.0,
+    )
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # SIGTERM: unwind like Ctrl-C, so every finally block runs
+
+
+@dataclass(frozen=True)
+class Session:
+    """What every target's measurement shares within one run."""
+
+    processes: ProcessSet
+    direct: Target  # the upstream, measured as a target of its own
+    origin: str  # the upstream's http://127.0.0.1:<port>
+    wrk: str
+    script: Path  # wrk's Lua script for the non-streaming request
+    work: Path  # a temporary directory for state dirs and configs
+
+
+class Bench:
+    """One run: owns the processes, the console and the results gathered so far."""
+
+    def __init__(self, args: argparse.Namespace, console: Console, stamp: str) -> None:
+        self.args = args
+        self.console = console
+        self.settings = settings_for(args)
+        self.names = chosen_targets(args.only, args.peer)
+        self.logs = RESULTS_DIR / "logs" / stamp
+        self.results: dict[TargetName, TargetResult] = {}
+        self.micro: list[MicroResult] = []
+
+    def say(self, text: str) -> None:
+        self.console.print(f"[dim]bench:[/dim] {text}", highlight=False)
+
+    def run(self, work: Path) -> None:
+        wrk = ensure_wrk(self.say)
+        script = work / "post.lua"
+        script.write_text(lua_script(chat_body(stream=False), CLIENT_KEY))
+        self.logs.mkdir(parents=True, exist_ok=True)
+        with ProcessSet(self.logs) as processes:
+            upstream = start_upstream(processes, REPO, clean_env())
+            origin = upstream_origin(upstream)
+            direct = direct_target(upstream)
+            self.say(
+                f"fake upstream at {origin}, first answer {direct.start_to_first_answer_s:.2f} s"
+            )
+            session = Session(processes, direct, origin, wrk, script, work)
+            for name in self.names:
+                self.results[name] = self._measure(name, session)
+                if name == "direct":
+                    self._print_upstream()
+        if not self.args.no_micro:
+            self.say("micro-benchmarks")
+            self.micro = run_micro(repeats=3 if self.args.quick else 7)
+
+    def _start(self, name: TargetName, session: Session) -> Target:
+        if name == "direct":
+            return session.direct
+        if name == "gw":
+            return start_gw(session.processes, session.origin, session.work / "gw-state")
+        version = install_litellm(LITELLM_VENV, self.logs / "litellm-install.log", self.say)
+        work = session.work / "litellm"
+        return start_litellm(session.processes, LITELLM_VENV, session.origin, work, version)
+
+    def _measure(self, name: TargetName, session: Session) -> TargetResult:
+        """Start ``name``, measure it and stop it; a failure becomes the row's error."""
+        target: Target | None = None
+        try:
+            target = self._start(name, session)
+            return measure(target, session.wrk, session.script, self.settings, self.say)
+        except BenchError as error:
+            self.console.print(f"[red]bench: {name} could not be measured:[/red] {error}")
+            return TargetResult(name=name, error=str(error).splitlines()[0])
+        finally:
+            if target is not None and name != "direct":  # the upstream serves the others
+                session.processes.stop(target.spawned)
+
+    def _print_upstream(self) -> None:
+        direct: dict[TargetName, TargetResult] = {"direct": self.results["direct"]}
+        self.console.print("[bold]The fake upstream alone (direct):[/bold]")
+        print_tables(self.console, [report.load_table(direct), report.stream_table(direct)])
+
+    def info(self, started: dt.datetime) -> RunInfo:
+        settings = {
+            "targets": list(self.names),
+            "duration_s": self.settings.duration_s,
+            "concurrencies": list(self.settings.concurrencies),
+            "streams": self.settings.streams,
+            "stream_concurrency": self.settings.stream_concurrency,
+            "quick": bool(self.args.quick),
+            "command": " ".join(["scripts/bench", *sys.argv[1:]]),
+        }
+        return RunInfo(
+            started_at=started.isoformat(timespec="seconds"),
+            host=platform.node(),
+            cpus=len(os.sched_getaffinity(0)),
+            python=platform.python_version(),
+            settings=settings,
+        )
+
+
+def save(document: dict[str, object], stamp: str) -> Path:
+    RESULTS_DIR.mkdir(exist_ok=True)
+    text = json.dumps(document, indent=2) + "\n"
+    path = RESULTS_DIR / f"{stamp}.json"
+    path.write_text(text)
+    (RESULTS_DIR / "latest.json").write_text(text)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    console = Console()
+    if not console.is_terminal:  # piped or logged: do not squeeze the tables into 80 columns
+        console = Console(width=160)
+    started = dt.datetime.now().astimezone()
+    stamp = started.strftime("%Y%m%d-%H%M%S")
+    bench = Bench(args, console, stamp)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with tempfile.TemporaryDirectory(prefix="gw-bench-") as work:
+            bench.run(Path(work))
+    except BenchError as error:
+        console.print(f"[red]bench: {error}[/red]")
+        return 2
+    except KeyboardInterrupt:
+        console.print("[red]bench: interrupted; every process it started was stopped[/red]")
+        return 130
+    goals = report.evaluate_goals(bench.results, bench.micro)
+    console.print()
+    print_tables(
+        console,
+        [
+            report.load_table(bench.results),
+            report.stream_table(bench.results),
+            report.process_table(bench.results),
+            report.micro_table(bench.micro),
+            report.goal_table(goals),
+        ],
+    )
+    path = save(report.run_json(bench.info(started), bench.results, bench.micro, goals), stamp)
+    console.print(f"saved {path.relative_to(REPO)} (and bench-results/latest.json); logs in "
+                  f"{bench.logs.relative_to(REPO)}")  # fmt: skip
+    return 1 if any(result.error for result in bench.results.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

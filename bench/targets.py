@@ -1,0 +1,82 @@
+"""The targets under load, each in front of the same fake upstream: direct and gw.
+
+A ``Target`` is a started server that has answered its first chat request; how long
+that took from process creation is one of the figures. (LiteLLM: ``bench.litellm_peer``.)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.errors import BenchError
+from bench.probe import first_answer
+from bench.processes import ProcessSet, Spawned, clean_env
+from bench.results import TargetName
+from bench.upstream import CHAT_PATH, ROUTE, UPSTREAM_MODEL, chat_body, printed_origin
+
+START_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Target:
+    name: TargetName
+    chat_url: str
+    spawned: Spawned
+    start_to_first_answer_s: float
+    notes: tuple[str, ...] = ()
+
+
+def direct_target(upstream: Spawned) -> Target:
+    """The upstream itself: the baseline every gateway's added latency is measured from."""
+
+    def locate() -> str | None:
+        origin = printed_origin(upstream)
+        return None if origin is None else origin + CHAT_PATH
+
+    elapsed = first_answer(upstream, locate, chat_body(stream=False), START_TIMEOUT_S)
+    url = locate()
+    if url is None:  # pragma: no cover - first_answer returned, so the URL was printed
+        raise BenchError("the upstream answered without printing its URL")
+    return Target("direct", url, upstream, elapsed)
+
+
+def gw_config(upstream_origin: str) -> str:
+    """A gw config with route ``bench`` -> the fake upstream, everything else default."""
+    return (
+        "providers:\n"
+        "  - name: fake\n"
+        "    kind: openai_compatible\n"
+        f"    base_url: {upstream_origin}/v1\n"
+        "routes:\n"
+        f"  - name: {ROUTE}\n"
+        f"    targets: [{{provider: fake, model: {UPSTREAM_MODEL}}}]\n"
+    )
+
+
+def start_gw(processes: ProcessSet, upstream_origin: str, state_dir: Path) -> Target:
+    """``gw serve --port 0``; its URL comes from <state-dir>/server.json once it is ready."""
+    gw = Path(sys.executable).parent / "gw"
+    if not gw.exists():
+        raise BenchError(f"{gw} not found: run scripts/bench, which installs gw into .venv")
+    state_dir.mkdir(parents=True, exist_ok=True)
+    config = state_dir / "gw.yaml"
+    config.write_text(gw_config(upstream_origin))
+    server_file = state_dir / "server.json"
+    argv = [str(gw), "serve", "--port", "0", "--state-dir", str(state_dir), "--config", str(config)]
+    spawned = processes.spawn("gw", argv, env=clean_env())
+
+    def locate() -> str | None:
+        try:
+            url = json.loads(server_file.read_text())["url"]
+        except (OSError, ValueError, KeyError):  # not written yet, or half written
+            return None
+        return f"{url}{CHAT_PATH}"
+
+    elapsed = first_answer(spawned, locate, chat_body(stream=False), START_TIMEOUT_S)
+    url = locate()
+    if url is None:
+        raise spawned.failure("answered, then lost its server.json")
+    return Target("gw", url, spawned, elapsed)
