@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gw import __version__
+from gw.buildinfo import build_info
 from gw.cli.config_cmd import config_app
 from gw.cli.console import fail, stdout
 from gw.cli.init_cmd import init_command
@@ -56,9 +55,18 @@ def main(
 
 
 def print_version(state_dir: Path | None = None) -> None:
-    stdout.print(f"gw {__version__}", highlight=False)
-    stdout.print(f"python {sys.version.split()[0]}", highlight=False)
-    stdout.print(f"state dir {resolve_home(state_dir)}", highlight=False)
+    """``gw <version>`` first (a contract scripts rely on), then how this gw was built."""
+    info = build_info(process_environ())
+    lock = f"sha256:{info.lock_sha256} ({info.lock_source})" if info.lock_sha256 else "unknown"
+    zipapp = "no" if not info.zipapp else f"yes ({info.artifact})" if info.artifact else "yes"
+    for line in (
+        f"gw {info.version}",
+        f"python {info.python} ({info.executable})",
+        f"lock {lock}",
+        f"zipapp {zipapp}",
+        f"state dir {resolve_home(state_dir)}",
+    ):
+        stdout.print(line, highlight=False, markup=False)
 
 
 @app.command("version")
