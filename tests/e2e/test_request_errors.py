@@ -129,10 +129,33 @@ def test_a_body_that_never_finishes_gets_408(gw: GwServer) -> None:
     with socket.create_connection(("127.0.0.1", gw.port), timeout=20) as raw:
         head = http_post("/v1/chat/completions", b"x" * 100).split(b"\r\n\r\n")[0]
         raw.sendall(head + b"\r\n\r\n" + b'{"model": "mo')  # then silence
-        answer = raw.recv(65536).decode()
+        answer = read_http_response(raw)
     assert answer.startswith("HTTP/1.1 408")
     assert '"code":"request_timeout"' in answer.replace(" ", "")
     assert "x-gw-request-id" in answer
+
+
+def read_http_response(raw: socket.socket) -> str:
+    """One whole response: the head, then content-length bytes (they may come in pieces)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += _recv_some(raw)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += _recv_some(raw)
+    return (head + b"\r\n\r\n" + body).decode()
+
+
+def _recv_some(raw: socket.socket) -> bytes:
+    chunk = raw.recv(65536)  # bounded by the socket's timeout
+    if not chunk:
+        raise AssertionError("the server closed the connection mid-response")
+    return chunk
 
 
 def http_post(path: str, body: bytes) -> bytes:
