@@ -17,7 +17,12 @@ from gw.record import TraceRecord
 
 
 class AttemptTimeouts(msgspec.Struct, frozen=True, kw_only=True):
-    """What an adapter must honour itself; the engine enforces the rest around it (seconds)."""
+    """Socket-level limits for one attempt (seconds); the engine bounds the attempt itself.
+
+    ``connect`` must be honoured by the adapter, and ``read`` (per socket read) for whole
+    answers. A stream's reads are timed by the engine (first token, then stream idle),
+    so an adapter need not re-arm a timer for every chunk.
+    """
 
     connect: float
     read: float

@@ -26,10 +26,14 @@ def build_session(max_connections: int = 512) -> aiohttp.ClientSession:
     )
 
 
-def _timeout(timeouts: AttemptTimeouts) -> aiohttp.ClientTimeout:
-    # No total: the engine bounds whole attempts, first tokens and idle streams itself.
+def _timeout(timeouts: AttemptTimeouts, *, streaming: bool) -> aiohttp.ClientTimeout:
+    # No total: the engine bounds whole attempts. No sock_read for streams: the engine
+    # times their first token and idle gaps, and sock_read re-arms a timer on every chunk.
     return aiohttp.ClientTimeout(
-        total=None, sock_connect=timeouts.connect, connect=timeouts.connect, sock_read=timeouts.read
+        total=None,
+        sock_connect=timeouts.connect,
+        connect=timeouts.connect,
+        sock_read=None if streaming else timeouts.read,
     )
 
 
@@ -69,7 +73,11 @@ class AiohttpTransport:
     ) -> HttpReply:
         try:
             async with self._session.post(
-                url, data=body, headers=headers, timeout=_timeout(timeouts), allow_redirects=False
+                url,
+                data=body,
+                headers=headers,
+                timeout=_timeout(timeouts, streaming=False),
+                allow_redirects=False,
             ) as response:
                 content = await response.read()
                 return HttpReply(status=response.status, headers=response.headers, body=content)
@@ -88,7 +96,11 @@ class AiohttpTransport:
     ) -> AsyncIterator[AiohttpStreamingReply]:
         try:
             response = await self._session.post(
-                url, data=body, headers=headers, timeout=_timeout(timeouts), allow_redirects=False
+                url,
+                data=body,
+                headers=headers,
+                timeout=_timeout(timeouts, streaming=True),
+                allow_redirects=False,
             )
         except CAUGHT as error:
             raise map_aiohttp_error(error, provider=provider) from None

@@ -12,13 +12,12 @@ The parser follows the WHATWG "event stream interpretation" rules:
 
 from __future__ import annotations
 
-import codecs
 import re
 
 import msgspec
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
-_BOM = "\ufeff"
+_BOM = b"\xef\xbb\xbf"
 
 
 class SSEMessage(msgspec.Struct, frozen=True, kw_only=True):
@@ -30,42 +29,43 @@ class SSEMessage(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SSEParser:
-    """Feed bytes as they arrive; get back the events completed so far."""
+    """Feed bytes as they arrive; get back the events completed so far.
+
+    Lines are split as bytes and only complete field values are decoded: a line end is
+    never inside a UTF-8 sequence, so a character cut between chunks needs no decoder
+    state, and the common chunk (``data: {...}\\n\\n``) costs one split.
+    """
 
     def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._partial: list[str] = []  # text of the current line, not yet ended
+        self._buffer = b""  # the current line, not yet ended
         self._skip_lf = False  # the previous chunk ended in "\r": a leading "\n" is its pair
         self._at_start = True
-        self._data: list[str] = []
+        self._data: list[bytes] = []
         self._event: str | None = None
         self._last_id: str | None = None
 
     def feed(self, data: bytes) -> list[SSEMessage]:
         """Parse ``data`` and return every event it completes, in order."""
-        text = self._decoder.decode(data)
-        if not text:
+        if not data:
             return []
         if self._at_start:
-            self._at_start = False
-            text = text.removeprefix(_BOM)
+            data = self._without_bom(data)
+            if not data:
+                return []
         if self._skip_lf:
             self._skip_lf = False
-            text = text.removeprefix("\n")
+            if data.startswith(b"\n"):
+                data = data[1:]
+        if b"\r" in data:
+            self._skip_lf = data.endswith(b"\r")
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if self._buffer:
+            data = self._buffer + data
+        lines = data.split(b"\n")
+        self._buffer = lines.pop()
         messages: list[SSEMessage] = []
-        position = 0
-        for match in _LINE_END.finditer(text):
-            line = text[position : match.start()]
-            if self._partial:
-                self._partial.append(line)
-                line = "".join(self._partial)
-                self._partial.clear()
+        for line in lines:
             self._take_line(line, messages)
-            position = match.end()
-        if position < len(text):
-            self._partial.append(text[position:])
-        elif text.endswith("\r"):
-            self._skip_lf = True
         return messages
 
     def close(self) -> list[SSEMessage]:
@@ -73,31 +73,46 @@ class SSEParser:
 
         Always returns an empty list today; it is a list so callers treat it like ``feed``.
         """
-        self._decoder.decode(b"", final=True)
-        self._partial.clear()
+        self._buffer = b""
         self._data.clear()
         self._event = None
         return []
 
-    def _take_line(self, line: str, messages: list[SSEMessage]) -> None:
+    def _without_bom(self, data: bytes) -> bytes:
+        """Drop a leading byte order mark, which may arrive split over several chunks."""
+        data = self._buffer + data
+        if len(data) < len(_BOM) and _BOM.startswith(data):
+            self._buffer = data  # too short to tell yet
+            return b""
+        self._buffer = b""
+        self._at_start = False
+        return data.removeprefix(_BOM)
+
+    def _take_line(self, line: bytes, messages: list[SSEMessage]) -> None:
         if not line:
             self._dispatch(messages)
             return
-        if line.startswith(":"):
+        if line.startswith(b":"):
             return
-        field, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if field == "data":
+        field, _, value = line.partition(b":")
+        if value.startswith(b" "):
+            value = value[1:]
+        if field == b"data":
             self._data.append(value)
-        elif field == "event":
-            self._event = value
-        elif field == "id" and "\x00" not in value:
-            self._last_id = value
+        elif field == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif field == b"id" and b"\x00" not in value:
+            self._last_id = value.decode("utf-8", "replace")
 
     def _dispatch(self, messages: list[SSEMessage]) -> None:
         if self._data:
+            data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
             messages.append(
-                SSEMessage(data="\n".join(self._data), event=self._event or None, id=self._last_id)
+                SSEMessage(
+                    data=data.decode("utf-8", "replace"),
+                    event=self._event or None,
+                    id=self._last_id,
+                )
             )
             self._data.clear()
         self._event = None

@@ -29,6 +29,7 @@ from gw.errors import (
 from gw.execution.attempt_log import AttemptLog, PendingAttempt
 from gw.execution.backoff import backoff_delay
 from gw.execution.fallback import may_fall_back
+from gw.execution.idle_watch import IdleWatch
 from gw.ir import ChatRequest, ChatResponse, StreamEvent, StreamStart, UsageEvent
 from gw.ports import AttemptTimeouts, Clock, Sleep, Upstream, UpstreamCall, UpstreamDirectory
 from gw.record import AttemptOutcome, AttemptRecord
@@ -102,21 +103,28 @@ class OpenStream:
         The attempt is closed as answered, failed or aborted (client gone) when this ends.
         """
         outcome_error: GatewayError | None = None
+        task = asyncio.current_task()
+        assert task is not None  # noqa: S101 - async generators run in a task
+        watch = IdleWatch(task)
         try:
             for event in self._head:
                 yield event
             while True:
-                budget = min(self._idle_timeout, self._deadline - self._clock.monotonic())
+                budget = max(min(self._idle_timeout, self._deadline - self._clock.monotonic()), 0)
+                watch.begin(budget)
                 try:
-                    async with asyncio.timeout(max(budget, 0.0)):
-                        event = await anext(self._tail)
+                    event = await anext(self._tail)
                 except StopAsyncIteration:
                     return
-                except TimeoutError:
+                except asyncio.CancelledError:
+                    if not watch.fired or task.uncancel() > 0:
+                        raise  # the client left (or shutdown): not a silent upstream
                     raise UpstreamTimeoutError(
                         f"the upstream stream was silent for {budget:.1f}s "
                         "(timeout.stream_idle or timeout.total)"
                     ) from None
+                finally:
+                    watch.end()
                 yield event
         except GatewayError as error:
             outcome_error = self.error = error
@@ -128,6 +136,7 @@ class OpenStream:
             outcome_error = self.error = ClientAbortedError("the client closed the connection")
             raise
         finally:
+            watch.close()
             await _close_quietly(self._tail)
             outcome: AttemptOutcome = "answered"
             if outcome_error is not None:

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import msgspec
 from litestar import Response, post
 from litestar.handlers import HTTPRouteHandler
-from litestar.response import Stream
 
 from gw.codecs.openai_chat import ChatStreamEncoder, decode_chat_request, encode_chat_response
 from gw.errors import ClientAbortedError, GatewayError, RequestTimeoutError
 from gw.execution.gateway import RequestContext, RequestFailedError, StreamSession
 from gw.ir import ChatRequest, ErrorEvent
 from gw.server.body import read_body
-from gw.server.disconnect import ClientGoneError, unless_client_leaves
+from gw.server.disconnect import ClientGoneError, ClientWatch
 from gw.server.responses import JSON, gw_headers, openai_error_response, trace_headers
 from gw.server.services import HttpRequest, ServerServices
+from gw.server.sse_stream import LastChunk, SSEStream
 
 ENDPOINT = "chat.completions"
 
@@ -60,10 +60,11 @@ async def _serve(
     except GatewayError as error:
         model, stream = (chat.model, chat.stream) if chat else ("", False)
         raise gateway.reject(ctx, error, requested_model=model, stream=stream) from None
-    release = True
+    watch = ClientWatch(request)
+    handed_over = False  # once the stream response owns the watch and the admission slot
     try:
         if not chat.stream:
-            completed = await unless_client_leaves(request, gateway.complete(ctx, chat))
+            completed = await watch.run(gateway.complete(ctx, chat))
             response = msgspec.structs.replace(
                 completed.response, id=ctx.request_id, created=int(ctx.started_at)
             )
@@ -73,12 +74,11 @@ async def _serve(
                 media_type=JSON,
                 headers=trace_headers(completed.trace),
             )
-        session = await unless_client_leaves(request, gateway.open_stream(ctx, chat))
-        release = False
-        return Stream(
-            content=_sse(services, session, ctx, chat),
-            status_code=200,
-            media_type="text/event-stream",
+        session = await watch.run(gateway.open_stream(ctx, chat))
+        handed_over = True
+        return SSEStream(
+            _sse(services, session, ctx, chat),
+            watch=watch,
             headers={
                 **gw_headers(ctx.request_id, session.target.key, ctx.snapshot.revision),
                 "cache-control": "no-cache",
@@ -88,13 +88,14 @@ async def _serve(
     except ClientGoneError:
         return Response(content=b"", status_code=ClientAbortedError.status)
     finally:
-        if release:
+        if not handed_over:
+            watch.close()
             services.admission.release()
 
 
 async def _sse(
     services: ServerServices, session: StreamSession, ctx: RequestContext, chat: ChatRequest
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """Encode the committed stream; a later failure becomes one error event (invariant 3)."""
     encoder = ChatStreamEncoder(
         request_id=ctx.request_id,
@@ -108,9 +109,9 @@ async def _sse(
                 frame = encoder.encode(event)
                 if frame:
                     yield frame
-        yield encoder.done()
+        yield LastChunk(encoder.done())
     except GatewayError as error:
-        yield encoder.encode(ErrorEvent(code=error.code, message=error.client_message))
+        yield LastChunk(encoder.encode(ErrorEvent(code=error.code, message=error.client_message)))
     finally:
         services.admission.release()
 

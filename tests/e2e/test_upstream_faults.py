@@ -6,6 +6,7 @@ target and 1.5 s per attempt; route ``strict`` fails over on rate_limited only.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -228,3 +229,20 @@ def test_every_target_failing_reports_all_attempts(
     secret = "sk-test-secret-0123"
     assert secret not in answer.text
     assert secret not in gw.cli("explain", answer.headers["x-gw-request-id"], "--json").stdout
+
+
+def test_a_stream_that_goes_silent_after_the_commit_ends_with_an_error_event(
+    gw: GwServer, primary: FakeOpenAI, backup: FakeOpenAI
+) -> None:
+    # The first word commits the stream; the next comes long after stream_idle (1.5 s).
+    primary.enqueue(Behavior(text="one two", pause_after_chunks=(1, 5.0)))
+    answer = ask(gw, model="solo", stream=True)
+    assert answer.status_code == 200
+    frames = [f.removeprefix("data: ") for f in answer.text.split("\n\n") if f]
+    assert "[DONE]" not in frames
+    error = json.loads(frames[-1])["error"]
+    assert error["code"] == "upstream_timeout"
+    assert "stream_idle" in error["message"]
+    assert backup.count == 0
+    trace = gw.wait_for_trace(answer.headers["x-gw-request-id"])
+    assert outcomes(trace) == [("primary", "failed", "upstream_timeout")]

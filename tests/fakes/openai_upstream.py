@@ -68,6 +68,8 @@ class Behavior:
     # Non-stream: abort after sending half of the body.
     drop_after_chunks: int | None = None
     drop_before_headers: bool = False
+    # Stream: after N content deltas, go silent for S seconds, then go on: (N, S).
+    pause_after_chunks: tuple[int, float] | None = None
     malformed: bool = False
     text: str | None = None  # default: DEFAULT_TEXT
     chunks: int | None = None  # number of content deltas; default: one per word
@@ -398,6 +400,8 @@ class FakeOpenAI:
             for sent, piece in enumerate(answer.pieces):
                 if drop_after is not None and sent >= drop_after:
                     break
+                if behavior.pause_after_chunks and sent == behavior.pause_after_chunks[0]:
+                    await asyncio.sleep(behavior.pause_after_chunks[1])
                 if delay:
                     await asyncio.sleep(delay)
                 await responder.write(answer.frame(answer.delta(piece)))

@@ -17,6 +17,7 @@ from gw.errors import (
     RateLimitedError,
     UpstreamAuthFailedError,
     UpstreamError,
+    UpstreamTimeoutError,
 )
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.engine import Engine, ExecutionFailedError, ExecutionPlan
@@ -45,7 +46,9 @@ policies:
     timeout: {per_attempt: 200ms, first_token: 200ms, stream_idle: 200ms}
 """
 
-Step = GatewayError | ChatResponse | list[StreamEvent | GatewayError] | Callable[[], Any]
+# A stream step is a list of events, errors to raise, and pauses (seconds, really slept).
+StreamItem = StreamEvent | GatewayError | float
+Step = GatewayError | ChatResponse | list[StreamItem] | Callable[[], Any]
 
 
 class ScriptedUpstream:
@@ -76,6 +79,9 @@ class ScriptedUpstream:
         for item in step:
             if isinstance(item, GatewayError):
                 raise item
+            if isinstance(item, float):
+                await asyncio.sleep(item)
+                continue
             yield item
 
 
@@ -194,8 +200,8 @@ def test_per_attempt_timeout_is_an_upstream_timeout() -> None:
 
 def test_stream_failure_before_the_first_token_falls_back() -> None:
     start = StreamStart(id="s", model="m")
-    a_stream: list[StreamEvent | GatewayError] = [start, UpstreamError("dropped")]
-    b_stream: list[StreamEvent | GatewayError] = [
+    a_stream: list[StreamItem] = [start, UpstreamError("dropped")]
+    b_stream: list[StreamItem] = [
         start,
         TextDelta(text="hi"),
         Finish(reason="stop"),
@@ -209,7 +215,7 @@ def test_stream_failure_before_the_first_token_falls_back() -> None:
 
 def test_stream_failure_after_the_first_token_is_raised_not_retried() -> None:
     start = StreamStart(id="s", model="m")
-    broken: list[StreamEvent | GatewayError] = [
+    broken: list[StreamItem] = [
         start,
         TextDelta(text="partial"),
         UpstreamError("cut"),
@@ -234,6 +240,45 @@ def test_stream_failure_after_the_first_token_is_raised_not_retried() -> None:
     assert [type(e).__name__ for e in seen] == ["StreamStart", "TextDelta"]
     assert [a.outcome for a in opened.attempts] == ["failed"]
     assert upstreams["b"].calls == []
+
+
+def consume_stream(stream: list[StreamItem]) -> tuple[list[Any], Any]:
+    """Open a stream on target a (stream_idle 200 ms), read it all; events, attempts, error."""
+    upstreams = {"a": ScriptedUpstream([stream]), "b": ScriptedUpstream([])}
+
+    async def go() -> tuple[list[Any], Any]:
+        clock = FakeClock()
+        engine = Engine(Directory(upstreams), clock, asyncio.sleep)
+        opened = await engine.open_stream(plan(), AttemptLog(clock))
+        seen: list[Any] = []
+        try:
+            async for event in opened.events():
+                seen.append(type(event).__name__)
+        except GatewayError as error:
+            seen.append(error)
+        return seen, opened.attempts
+
+    return asyncio.run(go())
+
+
+def test_a_stream_silent_for_longer_than_stream_idle_after_the_commit_times_out() -> None:
+    start = StreamStart(id="s", model="m")
+    seen, attempts = consume_stream([start, TextDelta(text="a"), 0.5, TextDelta(text="b")])
+    assert seen[:2] == ["StreamStart", "TextDelta"]
+    assert isinstance(seen[2], UpstreamTimeoutError)
+    assert "stream_idle" in seen[2].message
+    assert [(a.outcome, a.error_code) for a in attempts] == [("failed", "upstream_timeout")]
+
+
+def test_stream_idle_bounds_each_gap_not_the_sum_of_gaps() -> None:
+    # Four gaps of 120 ms: each under stream_idle (200 ms), together well over it.
+    start = StreamStart(id="s", model="m")
+    stream: list[StreamItem] = [start, TextDelta(text="a")]
+    for _ in range(4):
+        stream += [0.12, TextDelta(text="b")]
+    seen, attempts = consume_stream([*stream, Finish(reason="stop")])
+    assert seen == ["StreamStart", *["TextDelta"] * 5, "Finish"]
+    assert [a.outcome for a in attempts] == ["answered"]
 
 
 def test_an_adapter_bug_is_an_internal_error_attempt_not_a_crash() -> None:
