@@ -19,7 +19,15 @@ from gw.execution.attempt_log import AttemptLog
 from gw.execution.cost import cost_usd
 from gw.execution.engine import Answer, Engine, ExecutionFailedError, ExecutionPlan, OpenStream
 from gw.execution.usage_estimate import estimate_output_tokens, tokens_for_chars
-from gw.ir import ChatRequest, ChatResponse, StreamEvent, TextDelta, ToolCallDelta, Usage
+from gw.ir import (
+    ChatRequest,
+    ChatResponse,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    Usage,
+)
 from gw.ir import UsageEvent as UsageEventIR
 from gw.ports import Clock, TraceSink
 from gw.record import AttemptRecord, TraceRecord, UsageSource
@@ -264,7 +272,7 @@ class StreamSession:
                 async for event in events:
                     if isinstance(event, UsageEventIR):
                         usage = event.usage
-                    elif isinstance(event, TextDelta):
+                    elif isinstance(event, TextDelta | ThinkingDelta):
                         output_chars += len(event.text)
                     elif isinstance(event, ToolCallDelta):
                         output_chars += len(event.arguments) + len(event.name or "")

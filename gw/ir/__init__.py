@@ -1,6 +1,6 @@
 """Canonical intermediate representation: every wire format translates to and from this."""
 
-from gw.ir.content import ContentPart, ImagePart, TextPart
+from gw.ir.content import ContentPart, ImagePart, TextPart, ThinkingPart
 from gw.ir.events import (
     ErrorEvent,
     Finish,
@@ -8,6 +8,7 @@ from gw.ir.events import (
     StreamEvent,
     StreamStart,
     TextDelta,
+    ThinkingDelta,
     ToolCallDelta,
     UsageEvent,
 )
@@ -21,6 +22,7 @@ from gw.ir.messages import (
 )
 from gw.ir.request import (
     ChatRequest,
+    Reasoning,
     ResponseFormat,
     Sampling,
     ToolChoice,
@@ -39,6 +41,7 @@ __all__ = [
     "FinishReason",
     "ImagePart",
     "Message",
+    "Reasoning",
     "ResponseFormat",
     "Sampling",
     "StreamEvent",
@@ -46,6 +49,8 @@ __all__ = [
     "SystemMessage",
     "TextDelta",
     "TextPart",
+    "ThinkingDelta",
+    "ThinkingPart",
     "ToolCall",
     "ToolCallDelta",
     "ToolChoice",

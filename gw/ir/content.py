@@ -18,4 +18,16 @@ class ImagePart(IRStruct, tag="image", frozen=True, kw_only=True):
     detail: str | None = None
 
 
+class ThinkingPart(IRStruct, tag="thinking", frozen=True, kw_only=True):
+    """Reasoning an assistant showed before answering (Anthropic ``thinking`` blocks).
+
+    ``signature`` must go back to the provider unchanged with the block on a later turn;
+    ``redacted`` holds an encrypted block (``redacted_thinking``) instead of ``text``.
+    """
+
+    text: str = ""
+    signature: str | None = None
+    redacted: str | None = None
+
+
 ContentPart = TextPart | ImagePart

@@ -25,6 +25,18 @@ class TextDelta(IRStruct, tag="text", frozen=True, kw_only=True):
     text: str
 
 
+class ThinkingDelta(IRStruct, tag="thinking", frozen=True, kw_only=True):
+    """A piece of one reasoning block; a new block starts after any other event kind.
+
+    ``signature`` (Anthropic) closes a block and must be kept with it; ``redacted`` is a
+    whole encrypted block.
+    """
+
+    text: str = ""
+    signature: str | None = None
+    redacted: str | None = None
+
+
 class ToolCallDelta(IRStruct, tag="tool_call", frozen=True, kw_only=True):
     """A fragment of the tool call at ``index``; ``id`` and ``name`` come with its first one."""
 
@@ -40,6 +52,7 @@ class UsageEvent(IRStruct, tag="usage", frozen=True, kw_only=True):
 
 class Finish(IRStruct, tag="finish", frozen=True, kw_only=True):
     reason: FinishReason
+    stop_sequence: str | None = None  # which of the request's stop strings ended it, if known
 
 
 class ErrorEvent(IRStruct, tag="error", frozen=True, kw_only=True):
@@ -49,4 +62,6 @@ class ErrorEvent(IRStruct, tag="error", frozen=True, kw_only=True):
     message: str
 
 
-StreamEvent = StreamStart | TextDelta | ToolCallDelta | UsageEvent | Finish | ErrorEvent
+StreamEvent = (
+    StreamStart | TextDelta | ThinkingDelta | ToolCallDelta | UsageEvent | Finish | ErrorEvent
+)

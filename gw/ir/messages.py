@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gw.ir.base import IRStruct
-from gw.ir.content import ContentPart, TextPart
+from gw.ir.content import ContentPart, TextPart, ThinkingPart
 
 
 class ToolCall(IRStruct, frozen=True, kw_only=True):
@@ -25,7 +25,9 @@ class UserMessage(IRStruct, tag="user", frozen=True, kw_only=True):
 
 
 class AssistantMessage(IRStruct, tag="assistant", frozen=True, kw_only=True):
-    content: tuple[TextPart, ...] = ()
+    """What the assistant said; ``ThinkingPart`` blocks come first, as they were produced."""
+
+    content: tuple[TextPart | ThinkingPart, ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()
     name: str | None = None
 
@@ -34,7 +36,8 @@ class ToolMessage(IRStruct, tag="tool", frozen=True, kw_only=True):
     """The result of one tool call, sent back by the client."""
 
     tool_call_id: str
-    content: tuple[TextPart, ...]
+    content: tuple[ContentPart, ...]
+    is_error: bool = False
 
 
 Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage

@@ -42,6 +42,14 @@ class Sampling(IRStruct, frozen=True, kw_only=True):
     seed: int | None = None
 
 
+class Reasoning(IRStruct, frozen=True, kw_only=True):
+    """Reasoning the client asked for: a token budget (Anthropic ``thinking``) or an
+    effort level (OpenAI ``reasoning_effort``); each codec maps the one it has."""
+
+    budget_tokens: int | None = None
+    effort: Literal["minimal", "low", "medium", "high"] | None = None
+
+
 class ChatRequest(IRStruct, frozen=True, kw_only=True):
     """Everything an upstream needs; ``model`` is what the client asked for (route or target).
 
@@ -58,6 +66,7 @@ class ChatRequest(IRStruct, frozen=True, kw_only=True):
     sampling: Sampling = Sampling()
     stop: tuple[str, ...] = ()
     max_tokens: int | None = None
+    reasoning: Reasoning | None = None
     stream: bool = False
     include_usage: bool = False
     user: str | None = None

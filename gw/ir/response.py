@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gw.ir.base import IRStruct
+from gw.ir.content import ThinkingPart
 from gw.ir.events import FinishReason
 from gw.ir.messages import ToolCall
 from gw.ir.usage import Usage
@@ -12,7 +13,9 @@ class ChatResponse(IRStruct, frozen=True, kw_only=True):
     id: str
     model: str
     text: str | None = None
+    thinking: tuple[ThinkingPart, ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()
     finish_reason: FinishReason = "stop"
+    stop_sequence: str | None = None
     usage: Usage | None = None
     created: int = 0

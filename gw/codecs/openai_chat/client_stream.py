@@ -30,6 +30,7 @@ from gw.ir import (
     StreamEvent,
     StreamStart,
     TextDelta,
+    ThinkingDelta,
     ToolCallDelta,
     Usage,
     UsageEvent,
@@ -105,7 +106,9 @@ class ChatStreamEncoder:
     def encode(self, event: StreamEvent) -> bytes:
         """Zero or more complete ``data: {...}\\n\\n`` frames for ``event``."""
         match event:
-            case StreamStart():
+            case StreamStart() | ThinkingDelta():
+                # Nothing to send: the role goes with the first delta, and Chat
+                # Completions has no reasoning field (usage still counts it).
                 return b""
             case TextDelta(text=text):
                 return self._open("") + self._chunk(_Delta(content=text))

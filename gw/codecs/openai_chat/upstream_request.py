@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from gw.errors import NativeFeatureUnsupportedError
 from gw.ir import (
     AssistantMessage,
     ChatRequest,
@@ -97,8 +98,10 @@ def _message(message: Message) -> JSONObject:
         case UserMessage(content=content, name=name):
             return _named({"role": "user", "content": _user_content(content)}, name)
         case AssistantMessage(content=content, tool_calls=calls, name=name):
+            # Earlier turns' reasoning has no place in this format; the answer stands alone.
+            said = tuple(part for part in content if isinstance(part, TextPart))
             # null content is only valid beside tool calls; an empty turn stays "".
-            text = _text(content) if content or not calls else None
+            text = _text(said) if said or not calls else None
             out: JSONObject = {"role": "assistant", "content": text}
             if calls:
                 out["tool_calls"] = [
@@ -111,7 +114,13 @@ def _message(message: Message) -> JSONObject:
                 ]
             return _named(out, name)
         case ToolMessage(tool_call_id=call_id, content=content):
-            return {"role": "tool", "tool_call_id": call_id, "content": _text(content)}
+            texts = tuple(part for part in content if isinstance(part, TextPart))
+            if len(texts) < len(content):
+                raise NativeFeatureUnsupportedError(
+                    "a tool result holds an image, which OpenAI-format upstreams cannot take; "
+                    "route this request to a provider that can (anthropic)"
+                )
+            return {"role": "tool", "tool_call_id": call_id, "content": _text(texts)}
 
 
 def _named(out: JSONObject, name: str | None) -> JSONObject:
