@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.mock import MockUpstream
-from gw.adapters.openai import OpenAIUpstream
+from gw.adapters.openai import AzureOpenAIUpstream, OpenAIUpstream
 from gw.adapters.secrets import SecretResolver
 from gw.adapters.unsupported import UnsupportedUpstream
 from gw.config.schema import MockOptions, ProviderConfig
@@ -21,11 +21,14 @@ class AdapterDirectory:
     def __init__(self, transport: HttpTransport, environ: Mapping[str, str]) -> None:
         self._secrets = SecretResolver(environ)
         self._openai = OpenAIUpstream(transport, self._secrets)
+        self._azure = AzureOpenAIUpstream(transport, self._secrets)
         self._mocks: dict[tuple[str, MockOptions | None], MockUpstream] = {}
 
     def upstream_for(self, provider: ProviderConfig) -> Upstream:
         if provider.kind in OPENAI_KINDS:
             return self._openai
+        if provider.kind == "azure_openai":
+            return self._azure
         if provider.kind == "mock":
             key = (provider.name, provider.mock)
             mock = self._mocks.get(key)

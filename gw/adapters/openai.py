@@ -8,6 +8,7 @@ move through an ``HttpTransport``; this module only speaks the wire format.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from urllib.parse import quote
 
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver
@@ -21,6 +22,8 @@ from gw.config.snapshot import OPENAI_BASE_URL
 from gw.ir import ChatResponse, StreamEvent
 from gw.ports import UpstreamCall
 
+AZURE_API_VERSION = "2024-10-21"  # latest GA data-plane inference version
+
 
 class OpenAIUpstream:
     """Speaks ``POST {base_url}/chat/completions`` over the shared transport."""
@@ -31,7 +34,7 @@ class OpenAIUpstream:
 
     async def complete(self, call: UpstreamCall) -> ChatResponse:
         reply = await self._transport.post(
-            _url(call),
+            self._url(call),
             headers=self._headers(call),
             body=_body(call, stream=False),
             timeouts=call.timeouts,
@@ -43,7 +46,7 @@ class OpenAIUpstream:
 
     async def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]:
         async with self._transport.post_streaming(
-            _url(call),
+            self._url(call),
             headers=self._headers(call),
             body=_body(call, stream=True),
             timeouts=call.timeouts,
@@ -61,19 +64,40 @@ class OpenAIUpstream:
             for event in decoder.close():  # raises when the stream ended early
                 yield event
 
+    def _url(self, call: UpstreamCall) -> str:
+        return f"{(call.provider.base_url or OPENAI_BASE_URL).rstrip('/')}/chat/completions"
+
     def _headers(self, call: UpstreamCall) -> dict[str, str]:
         provider = call.provider
         headers = {"content-type": "application/json", **provider.headers}
         if provider.api_key:
-            field = f"provider {provider.name} api_key"
-            headers["authorization"] = (
-                f"Bearer {self._secrets.resolve(provider.api_key, field=field)}"
-            )
+            headers.update(self._auth(self._secrets.resolve(provider.api_key, field=_field(call))))
         return headers
 
+    def _auth(self, key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"}
 
-def _url(call: UpstreamCall) -> str:
-    return f"{(call.provider.base_url or OPENAI_BASE_URL).rstrip('/')}/chat/completions"
+
+class AzureOpenAIUpstream(OpenAIUpstream):
+    """Azure OpenAI: the same wire format at a deployment URL, keyed by ``api-key``.
+
+    The target's model is the deployment name; ``api_version`` defaults to the latest GA
+    data-plane version this was written against.
+    """
+
+    def _url(self, call: UpstreamCall) -> str:
+        provider = call.provider
+        base = (provider.base_url or "").rstrip("/")
+        version = quote(provider.api_version or AZURE_API_VERSION, safe="")
+        deployment = quote(call.request.model, safe="")
+        return f"{base}/openai/deployments/{deployment}/chat/completions?api-version={version}"
+
+    def _auth(self, key: str) -> dict[str, str]:
+        return {"api-key": key}
+
+
+def _field(call: UpstreamCall) -> str:
+    return f"provider {call.provider.name} api_key"
 
 
 def _body(call: UpstreamCall, *, stream: bool) -> bytes:
@@ -84,6 +108,6 @@ def _body(call: UpstreamCall, *, stream: bool) -> bytes:
         # OpenAI deprecated max_tokens, and its reasoning models refuse it; compatible
         # servers (vLLM, Ollama, ...) know max_tokens best.
         max_tokens_field="max_completion_tokens"
-        if call.provider.kind == "openai"
+        if call.provider.kind in ("openai", "azure_openai")
         else "max_tokens",
     )

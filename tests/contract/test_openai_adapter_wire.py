@@ -284,3 +284,35 @@ def test_undecodable_content_encoding_raises_upstream_error(
 
     assert type(error) is UpstreamError
     assert error.blame == "upstream"
+
+
+def test_azure_openai_calls_the_deployment_url_with_an_api_key_header(fake: FakeOpenAI) -> None:
+    azure = ProviderConfig(
+        name="azure-wire",
+        kind="azure_openai",
+        base_url=fake.base_url.removesuffix("/v1"),
+        api_key=f"env:{KEY_VARIABLE}",
+        api_version="2025-01-01-preview",
+    )
+    request = msgspec.structs.replace(chat_request(), model="my gpt-4o", max_tokens=50)
+
+    answer = run_complete(azure, request)
+    events = run_stream(azure, request)
+
+    assert answer.text
+    assert streamed_text(events.events)
+    for sent in fake.requests:
+        assert sent.path == "/openai/deployments/my%20gpt-4o/chat/completions"
+        assert sent.query == "api-version=2025-01-01-preview"
+        assert sent.headers["api-key"] == ENVIRON[KEY_VARIABLE]
+        assert "authorization" not in sent.headers
+        assert sent.json["max_completion_tokens"] == 50
+    assert len(fake.requests) == 2
+
+
+def test_azure_openai_defaults_to_the_ga_api_version(fake: FakeOpenAI) -> None:
+    azure = ProviderConfig(
+        name="azure-wire", kind="azure_openai", base_url=fake.base_url.removesuffix("/v1")
+    )
+    run_complete(azure, chat_request())
+    assert fake.requests[-1].query == "api-version=2024-10-21"

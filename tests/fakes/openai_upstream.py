@@ -52,6 +52,8 @@ _MODELS_BODY = _encode(
 _JSON = ("content-type", "application/json")
 _SSE = ("content-type", "text/event-stream; charset=utf-8")
 _WORD = re.compile(r"\s*\S+")
+# OpenAI's path, and Azure OpenAI's deployment path (same wire format).
+_CHAT_PATH = re.compile(r"/v1/chat/completions|/openai/deployments/[^/]+/chat/completions")
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class ReceivedRequest:
     headers: dict[str, str]  # lower-case names
     json: Any  # the parsed body; None when empty or not JSON
     body: bytes
+    query: str = ""  # the request target after "?", as sent
 
 
 def default_error_body(status: int, model: str = DEFAULT_MODEL) -> dict[str, Any]:
@@ -323,16 +326,18 @@ class FakeOpenAI:
         self.stop()
 
     async def _handle(self, request: HttpRequest, responder: Responder) -> None:
-        path = request.target.partition("?")[0]
+        path, _, query = request.target.partition("?")
         try:
             body = msgspec.json.decode(request.body) if request.body else None
         except msgspec.DecodeError:
             body = None
         if self._record:
-            received = ReceivedRequest(request.method, path, request.headers, body, request.body)
+            received = ReceivedRequest(
+                request.method, path, request.headers, body, request.body, query
+            )
             with self._lock:
                 self._requests.append(received)
-        if request.method == "POST" and path == "/v1/chat/completions":
+        if request.method == "POST" and _CHAT_PATH.fullmatch(path):
             await self._chat(body, responder)
         elif request.method == "GET" and path == "/v1/models":
             await responder.send(200, [_JSON], _MODELS_BODY)
