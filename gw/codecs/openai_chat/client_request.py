@@ -29,7 +29,7 @@ from gw.codecs.openai_chat.fields import (
     required,
 )
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
-from gw.ir import ChatRequest, ResponseFormat, Sampling, ToolChoice, ToolDefinition
+from gw.ir import ChatRequest, Reasoning, ResponseFormat, Sampling, ToolChoice, ToolDefinition
 
 _JSON = msgspec.json.Decoder()
 
@@ -39,6 +39,7 @@ _CONSUMED = frozenset(
         "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "response_format",
         "temperature", "top_p", "frequency_penalty", "presence_penalty", "seed", "stop",
         "max_tokens", "max_completion_tokens", "stream", "stream_options", "user", "n",
+        "reasoning_effort",
     }
 )  # fmt: skip
 # (name, low, high) as the OpenAI API documents them.
@@ -48,6 +49,12 @@ _SAMPLING_RANGES: tuple[tuple[str, float, float], ...] = (
     ("frequency_penalty", -2.0, 2.0),
     ("presence_penalty", -2.0, 2.0),
 )
+_EFFORTS: dict[object, Literal["minimal", "low", "medium", "high"]] = {
+    "minimal": "minimal",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+}
 _LEGACY = {"functions": "tools", "function_call": "tool_choice"}
 _TOOL_CHOICE_MODES: dict[str, Literal["auto", "none", "required"]] = {
     "auto": "auto",
@@ -98,11 +105,20 @@ def decode_chat_request(body: bytes) -> ChatRequest:
         sampling=_sampling(obj),
         stop=_stop(obj.get("stop")),
         max_tokens=_max_tokens(obj),
+        reasoning=_reasoning(obj.get("reasoning_effort")),
         stream=bool(optional_bool(obj, "stream", "stream")),
         include_usage=_include_usage(obj.get("stream_options")),
         user=optional_str(obj, "user", "user"),
         extensions={"openai": extensions} if extensions else {},
     )
+
+
+def _reasoning(effort: object) -> Reasoning | None:
+    if effort is None:
+        return None
+    if effort not in _EFFORTS:
+        raise invalid("reasoning_effort", "one of minimal, low, medium, high", effort)
+    return Reasoning(effort=_EFFORTS[effort])
 
 
 def _root(raw: object) -> JSONObject:

@@ -13,6 +13,7 @@ from gw.ir import (
     ContentPart,
     ImagePart,
     Message,
+    Reasoning,
     ResponseFormat,
     SystemMessage,
     TextPart,
@@ -73,8 +74,22 @@ def encode_upstream_request(
         body["stop"] = list(request.stop)
     if request.user is not None:
         body["user"] = request.user
+    if request.reasoning is not None:
+        body["reasoning_effort"] = reasoning_effort(request.reasoning)
     _merge_extensions(body, request.extensions.get("openai", {}), stream=stream)
     return _ENCODER.encode(body)
+
+
+# A thinking budget (Anthropic clients) as OpenAI's effort level: at most this many
+# tokens -> that level, above the last -> "high".
+EFFORT_BY_BUDGET: tuple[tuple[int, str], ...] = ((2048, "low"), (8192, "medium"))
+
+
+def reasoning_effort(reasoning: Reasoning) -> str:
+    if reasoning.effort is not None:
+        return reasoning.effort
+    budget = reasoning.budget_tokens or 0
+    return next((level for limit, level in EFFORT_BY_BUDGET if budget <= limit), "high")
 
 
 def _merge_extensions(body: JSONObject, extensions: JSONObject, *, stream: bool) -> None:

@@ -8,14 +8,17 @@ from typing import Any
 import pytest
 
 from gw.codecs.openai_chat import decode_chat_request, encode_upstream_request
+from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import (
     AssistantMessage,
     ChatRequest,
     ImagePart,
+    Reasoning,
     ResponseFormat,
     Sampling,
     SystemMessage,
     TextPart,
+    ThinkingPart,
     ToolCall,
     ToolChoice,
     ToolDefinition,
@@ -192,3 +195,47 @@ def test_client_ir_upstream_round_trip(client_body: dict[str, Any]) -> None:
     upstream = encode_upstream_request(first, model="m", stream=False)
     again = decode_chat_request(upstream)
     assert again == first
+
+
+@pytest.mark.parametrize(
+    ("reasoning", "effort"),
+    [
+        (Reasoning(effort="minimal"), "minimal"),
+        (Reasoning(budget_tokens=1024), "low"),
+        (Reasoning(budget_tokens=2048), "low"),
+        (Reasoning(budget_tokens=8000), "medium"),
+        (Reasoning(budget_tokens=32000), "high"),
+    ],
+)
+def test_reasoning_is_sent_as_reasoning_effort(reasoning: Reasoning, effort: str) -> None:
+    request = ChatRequest(
+        model="m", messages=(UserMessage(content=(TextPart(text="hi"),)),), reasoning=reasoning
+    )
+    body = json.loads(encode_upstream_request(request, model="m", stream=False))
+    assert body["reasoning_effort"] == effort
+
+
+def test_reasoning_effort_from_a_client_becomes_ir_reasoning() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    request = decode_chat_request(json.dumps({**body, "reasoning_effort": "high"}).encode())
+    assert request.reasoning == Reasoning(effort="high")
+    assert "openai" not in request.extensions
+    with pytest.raises(InvalidRequestError) as caught:
+        decode_chat_request(json.dumps({**body, "reasoning_effort": "max"}).encode())
+    assert caught.value.param == "reasoning_effort"
+
+
+def test_earlier_reasoning_is_left_out_and_image_tool_results_are_refused() -> None:
+    thought = AssistantMessage(
+        content=(ThinkingPart(text="hmm", signature="s"), TextPart(text="a"))
+    )
+    user = UserMessage(content=(TextPart(text="hi"),))
+    request = ChatRequest(model="m", messages=(user, thought))
+    body = json.loads(encode_upstream_request(request, model="m", stream=False))
+    assert body["messages"][1] == {"role": "assistant", "content": "a"}
+
+    image_result = ToolMessage(tool_call_id="c", content=(ImagePart(url="https://x/y.png"),))
+    with pytest.raises(NativeFeatureUnsupportedError):
+        encode_upstream_request(
+            ChatRequest(model="m", messages=(user, image_result)), model="m", stream=False
+        )
