@@ -1,0 +1,145 @@
+"""One request flow for every client format: auth, body, decode, admission, answer or stream.
+
+A ``ClientFormat`` says how its wire format reads a request and writes an answer, a
+stream and an error; everything else (timeouts, admission, hang-ups, traces) is the same
+for OpenAI Chat Completions and Anthropic Messages, so it lives here once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator
+from typing import Any, Protocol
+
+import msgspec
+from litestar import Response
+
+from gw.errors import ClientAbortedError, GatewayError, RequestTimeoutError
+from gw.execution.gateway import RequestContext, RequestFailedError, StreamSession
+from gw.ir import ChatRequest, ChatResponse, ErrorEvent, StreamEvent
+from gw.record import TraceRecord
+from gw.server.body import read_body
+from gw.server.disconnect import ClientGoneError, ClientWatch
+from gw.server.responses import JSON, gw_headers, trace_headers
+from gw.server.services import HttpRequest, ServerServices
+from gw.server.sse_stream import LastChunk, SSEStream
+
+
+class StreamEncoder(Protocol):
+    def encode(self, event: StreamEvent) -> bytes: ...
+
+    def done(self) -> bytes: ...
+
+
+class ClientFormat(Protocol):
+    """What differs between client wire formats."""
+
+    endpoint: str  # the trace's endpoint name
+
+    def decode(self, body: bytes) -> ChatRequest: ...
+
+    def encode_response(
+        self, response: ChatResponse, ctx: RequestContext, chat: ChatRequest
+    ) -> bytes: ...
+
+    def stream_encoder(
+        self, session: StreamSession, ctx: RequestContext, chat: ChatRequest
+    ) -> StreamEncoder: ...
+
+    def error_response(self, error: GatewayError, trace: TraceRecord) -> Response[bytes]: ...
+
+
+async def serve_chat(
+    services: ServerServices, client: ClientFormat, request: HttpRequest
+) -> Response[Any]:
+    """The whole life of one chat request, in ``client``'s format."""
+    ctx = services.begin(request, client.endpoint)
+    try:
+        return await _serve(services, client, ctx, request)
+    except RequestFailedError as failed:
+        return client.error_response(failed.error, failed.trace)
+
+
+async def read_chat(
+    services: ServerServices, client: ClientFormat, ctx: RequestContext, request: HttpRequest
+) -> tuple[RequestContext, ChatRequest]:
+    """Authenticate, read the body within server.body_timeout, decode; GatewayError if not."""
+    server = ctx.snapshot.config.server
+    principal = services.authenticator.authenticate(request.headers)
+    ctx = _with_principal(ctx, principal.key_id, principal.tenant)
+    # The body is read before taking an admission slot, within a time limit, so a slow
+    # sender holds no slot and cannot hold its connection forever.
+    try:
+        async with asyncio.timeout(server.body_timeout.seconds):
+            body = await read_body(request, server.max_body_bytes.bytes)
+    except TimeoutError:
+        limit = server.body_timeout
+        raise RequestTimeoutError(
+            f"the request body did not arrive within server.body_timeout ({limit})"
+        ) from None
+    return ctx, client.decode(body)
+
+
+async def _serve(
+    services: ServerServices, client: ClientFormat, ctx: RequestContext, request: HttpRequest
+) -> Response[Any]:
+    gateway = services.gateway
+    chat: ChatRequest | None = None
+    try:
+        ctx, chat = await read_chat(services, client, ctx, request)
+        await services.admission.acquire()
+    except GatewayError as error:
+        model, stream = (chat.model, chat.stream) if chat else ("", False)
+        raise gateway.reject(ctx, error, requested_model=model, stream=stream) from None
+    watch = ClientWatch(request)
+    handed_over = False  # once the stream response owns the watch and the admission slot
+    try:
+        if not chat.stream:
+            completed = await watch.run(gateway.complete(ctx, chat))
+            return Response(
+                content=client.encode_response(completed.response, ctx, chat),
+                status_code=200,
+                media_type=JSON,
+                headers=trace_headers(completed.trace),
+            )
+        session = await watch.run(gateway.open_stream(ctx, chat))
+        handed_over = True
+        return SSEStream(
+            _sse(services, client.stream_encoder(session, ctx, chat), session),
+            watch=watch,
+            headers={
+                **gw_headers(ctx.request_id, session.target.key, ctx.snapshot.revision),
+                "cache-control": "no-cache",
+                "x-accel-buffering": "no",
+            },
+        )
+    except ClientGoneError:
+        return Response(content=b"", status_code=ClientAbortedError.status)
+    finally:
+        if not handed_over:
+            watch.close()
+            services.admission.release()
+
+
+async def _sse(
+    services: ServerServices, encoder: StreamEncoder, session: StreamSession
+) -> AsyncGenerator[bytes, None]:
+    """Encode the committed stream; a later failure becomes one error event (invariant 3)."""
+    try:
+        async with contextlib.aclosing(session.events()) as events:
+            async for event in events:
+                frame = encoder.encode(event)
+                if frame:
+                    yield frame
+        yield LastChunk(encoder.done())
+    except GatewayError as error:
+        yield LastChunk(encoder.encode(ErrorEvent(code=error.code, message=error.client_message)))
+    finally:
+        services.admission.release()
+
+
+def _with_principal(ctx: RequestContext, key_id: str | None, tenant: str | None) -> RequestContext:
+    if key_id is None and tenant is None:
+        return ctx
+    return msgspec.structs.replace(ctx, key_id=key_id, tenant=tenant)
