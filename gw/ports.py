@@ -36,6 +36,9 @@ class UpstreamCall(msgspec.Struct, frozen=True, kw_only=True):
     request: ChatRequest
     account: str | None
     timeouts: AttemptTimeouts
+    # The adapter appends what its wire format could not carry exactly (lossy
+    # translations); the engine copies them into the attempt's record.
+    notes: list[str] = msgspec.field(default_factory=list)
 
 
 class Upstream(Protocol):

@@ -38,6 +38,9 @@ class AttemptRecord(RecordStruct, frozen=True, kw_only=True):
     blame: str | None = None
     retry_after_s: float | None = None
     backoff_ms: float = 0.0
+    provider_kind: str | None = None  # which wire format the attempt spoke
+    # What the upstream's format could not carry exactly (dropped schema keywords, ...).
+    translation_notes: tuple[str, ...] = ()
 
 
 class TraceRecord(RecordStruct, frozen=True, kw_only=True):

@@ -41,7 +41,9 @@
          "upstream_status": null,         // the upstream's HTTP status when it failed
          "error_code": null, "error_message": null,
          "blame": null,                   // client | upstream | gateway when it failed
-         "retry_after_s": null, "backoff_ms": 0.0}   // backoff_ms: waited before this attempt
+         "retry_after_s": null, "backoff_ms": 0.0,   // backoff_ms: waited before this attempt
+         "provider_kind": "openai",       // the upstream's wire format; null in older traces
+         "translation_notes": []}         // what that format could not carry exactly
       ],
       "usage": {"input_tokens": 12, "output_tokens": 34, "cached_input_tokens": 0,
                 "reasoning_tokens": 0, "source": "provider"},   // or "estimate"; null if none
@@ -70,6 +72,8 @@ def explain_renderables(trace: TraceRecord, *, tz: tzinfo | None = None) -> list
     if decision is not None:
         parts += [_candidates_table(decision), _decision_note(decision)]
     parts.append(_attempts_table(trace) if trace.attempts else Text("No upstream attempt."))
+    if trace.attempts:
+        parts.append(_translation(trace))
     parts.append(_usage_line(trace))
     return parts
 
@@ -241,6 +245,33 @@ def _attempts_table(trace: TraceRecord) -> Table:
     return table
 
 
+# Wire format by trace endpoint (the client's side) and by provider kind (the upstream's).
+CLIENT_FORMATS = {"chat.completions": "OpenAI chat", "messages": "Anthropic messages"}
+UPSTREAM_FORMATS = {
+    "openai": "OpenAI chat",
+    "openai_compatible": "OpenAI chat",
+    "azure_openai": "OpenAI chat (Azure)",
+    "anthropic": "Anthropic messages",
+    "gemini": "Gemini generateContent",
+    "mock": "mock (IR)",
+}
+
+
+def translation_line(trace: TraceRecord, attempt: AttemptRecord) -> str:
+    """``OpenAI chat -> IR -> Anthropic messages``, and what the upstream format lost."""
+    client = CLIENT_FORMATS.get(trace.endpoint, trace.endpoint)
+    upstream = UPSTREAM_FORMATS.get(attempt.provider_kind or "", attempt.provider_kind or "?")
+    line = f"{client} -> IR -> {upstream}"
+    if attempt.translation_notes:
+        line += "; lossy: " + "; ".join(attempt.translation_notes)
+    return line
+
+
+def _translation(trace: TraceRecord) -> Text:
+    lines = [f"  #{a.number} {translation_line(trace, a)}" for a in trace.attempts]
+    return Text("Translation:\n" + "\n".join(lines))
+
+
 def _usage_line(trace: TraceRecord) -> Text:
     usage = trace.usage
     if usage is None:
@@ -327,4 +358,6 @@ def _attempt_json(attempt: AttemptRecord) -> dict[str, object]:
         "blame": attempt.blame,
         "retry_after_s": attempt.retry_after_s,
         "backoff_ms": attempt.backoff_ms,
+        "provider_kind": attempt.provider_kind,
+        "translation_notes": list(attempt.translation_notes),
     }

@@ -18,6 +18,8 @@ class PendingAttempt(msgspec.Struct, kw_only=True):
     started_mono: float
     backoff_ms: float
     ttft_ms: float | None = None
+    provider_kind: str | None = None
+    notes: list[str] = msgspec.field(default_factory=list)  # the call's, filled by its adapter
 
 
 class AttemptLog:
@@ -28,7 +30,15 @@ class AttemptLog:
         self.records: list[AttemptRecord] = []
         self._count = 0
 
-    def start(self, target: TargetRef, *, account: str | None, backoff_ms: float) -> PendingAttempt:
+    def start(
+        self,
+        target: TargetRef,
+        *,
+        account: str | None,
+        backoff_ms: float,
+        provider_kind: str | None = None,
+        notes: list[str] | None = None,
+    ) -> PendingAttempt:
         self._count += 1
         return PendingAttempt(
             number=self._count,
@@ -37,6 +47,8 @@ class AttemptLog:
             started_at=self._clock.time(),
             started_mono=self._clock.monotonic(),
             backoff_ms=round(backoff_ms, 3),
+            provider_kind=provider_kind,
+            notes=[] if notes is None else notes,
         )
 
     def mark_first_token(self, pending: PendingAttempt) -> None:
@@ -63,6 +75,8 @@ class AttemptLog:
             blame=error.blame if error else None,
             retry_after_s=error.retry_after if error else None,
             backoff_ms=pending.backoff_ms,
+            provider_kind=pending.provider_kind,
+            translation_notes=tuple(pending.notes),
         )
         self.records.append(record)
         return record

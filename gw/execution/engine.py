@@ -242,7 +242,7 @@ class Engine:
         for position, target in enumerate(chain):
             provider = plan.providers[target.provider]
             upstream = self._upstreams.upstream_for(provider)
-            call = UpstreamCall(
+            target_call = UpstreamCall(
                 request_id=plan.request_id,
                 provider=provider,
                 request=msgspec.structs.replace(
@@ -260,7 +260,14 @@ class Engine:
                 if remaining <= 0:
                     error = UpstreamTimeoutError("the request used up timeout.total")
                     raise ExecutionFailedError(error, log.records)
-                pending = log.start(target, account=call.account, backoff_ms=backoff_ms)
+                call = msgspec.structs.replace(target_call, notes=[])  # notes per attempt
+                pending = log.start(
+                    target,
+                    account=call.account,
+                    backoff_ms=backoff_ms,
+                    provider_kind=provider.kind,
+                    notes=call.notes,
+                )
                 backoff_ms = 0.0
                 try:
                     result = await _guarded(attempt(upstream, call, pending, remaining), provider)

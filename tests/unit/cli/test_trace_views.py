@@ -6,9 +6,15 @@ import io
 import json
 from datetime import UTC
 
+import msgspec
 from rich.console import Console, RenderableType
 
-from gw.cli.explain_view import candidate_status, explain_json, explain_renderables
+from gw.cli.explain_view import (
+    candidate_status,
+    explain_json,
+    explain_renderables,
+    translation_line,
+)
 from gw.cli.traces_view import iso_utc, traces_json, traces_table
 from gw.ir.usage import Usage
 from gw.record import AttemptRecord, TraceRecord
@@ -197,6 +203,8 @@ ATTEMPT_KEYS = {
     "blame",
     "retry_after_s",
     "backoff_ms",
+    "provider_kind",
+    "translation_notes",
 }
 USAGE_KEYS = {"input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens", "source"}
 
@@ -337,3 +345,16 @@ def test_explain_json_shape() -> None:
     assert failed["answered_by"] is None
     assert failed["usage"] is None
     assert failed["attempts"] == []
+
+
+def test_explain_shows_the_translation_of_each_attempt() -> None:
+    attempt = AttemptRecord(
+        number=1, provider="claude", model="c-1", account=None, started_at=0.0,
+        latency_ms=5.0, ttft_ms=None, outcome="answered", provider_kind="anthropic",
+        translation_notes=("response_format dropped",),
+    )  # fmt: skip
+    trace = msgspec.structs.replace(ANSWERED, endpoint="chat.completions", attempts=[attempt])
+    assert translation_line(trace, attempt) == (
+        "OpenAI chat -> IR -> Anthropic messages; lossy: response_format dropped"
+    )
+    assert "#1 OpenAI chat -> IR -> Anthropic messages" in render(*explain_renderables(trace))
