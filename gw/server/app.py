@@ -17,8 +17,9 @@ from gw.errors import (
     MethodNotAllowedError,
 )
 from gw.server.chat import chat_handlers
+from gw.server.messages import message_handlers
 from gw.server.models import model_handlers
-from gw.server.responses import JSON, openai_error_response
+from gw.server.responses import JSON, anthropic_error_response, openai_error_response
 from gw.server.services import HttpRequest, ServerServices
 
 Hook = Callable[[], Awaitable[None]]
@@ -33,9 +34,12 @@ def build_app(
         return Response(content=b'{"status":"ok"}', media_type=JSON)
 
     def render(request: HttpRequest, error: GatewayError) -> Response[bytes]:
-        """Errors raised outside the handlers: same shape, headers and trace as the rest."""
+        """Errors raised outside the handlers: same shape, headers and trace as the rest;
+        Anthropic's shape under /v1/messages, OpenAI's everywhere else."""
         ctx = services.begin(request, "http")
         failed = services.gateway.reject(ctx, error, stream=False)
+        if request.url.path.startswith("/v1/messages"):
+            return anthropic_error_response(failed.error, failed.trace)
         return openai_error_response(failed.error, failed.trace)
 
     def framework_error(request: HttpRequest, exc: Exception) -> Response[bytes]:
@@ -58,7 +62,12 @@ def build_app(
         return render(request, InternalError(message))
 
     return Litestar(
-        route_handlers=[*chat_handlers(services), *model_handlers(services), livez],
+        route_handlers=[
+            *chat_handlers(services),
+            *message_handlers(services),
+            *model_handlers(services),
+            livez,
+        ],
         exception_handlers={HTTPException: framework_error, Exception: internal_error},
         on_startup=list(on_startup),
         on_shutdown=list(on_shutdown),

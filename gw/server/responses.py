@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from litestar import Response
 
+from gw.codecs.anthropic_messages.client_errors import encode_error as encode_anthropic_error
 from gw.codecs.openai_chat import encode_error
 from gw.errors import GatewayError
 from gw.record import TraceRecord
@@ -49,12 +50,16 @@ def gw_block(error: GatewayError, trace: TraceRecord) -> dict[str, object]:
 
 
 def openai_error_response(error: GatewayError, trace: TraceRecord) -> Response[bytes]:
+    return _error_response(error, trace, encode_error(error, gw_block=gw_block(error, trace)))
+
+
+def anthropic_error_response(error: GatewayError, trace: TraceRecord) -> Response[bytes]:
+    body = encode_anthropic_error(error, gw_block=gw_block(error, trace))
+    return _error_response(error, trace, body)
+
+
+def _error_response(error: GatewayError, trace: TraceRecord, body: bytes) -> Response[bytes]:
     headers = trace_headers(trace)
     if error.retry_after is not None and error.status in (429, 503):
         headers["retry-after"] = str(max(1, round(error.retry_after)))
-    return Response(
-        content=encode_error(error, gw_block=gw_block(error, trace)),
-        status_code=error.status,
-        media_type=JSON,
-        headers=headers,
-    )
+    return Response(content=body, status_code=error.status, media_type=JSON, headers=headers)

@@ -1,0 +1,185 @@
+"""Decode the body the Anthropic SDK sends to ``POST /v1/messages`` (and to
+``/v1/messages/count_tokens``) into the IR.
+
+Strict like Anthropic on what the IR carries: types, ranges (``temperature`` and ``top_p``
+0..1, ``max_tokens`` >= 1, ``thinking.budget_tokens`` >= 1024), required fields; ``"9"`` is
+not an integer and ``true`` is not a number. Features the IR cannot carry are refused with
+``NativeFeatureUnsupportedError`` naming them (see client_blocks and client_tools).
+
+Every top-level key the IR has no field for (``service_tier``, ``container``,
+``mcp_servers``, ``context_management``, ``output_config``, a top-level ``cache_control``,
+...) goes to ``extensions["anthropic"]`` unchanged, whether Anthropic defines it or not, as
+the OpenAI codec does for ``extensions["openai"]``: an Anthropic upstream may take it, and
+other codecs ignore it. ``include_usage`` is always true: Anthropic streams always carry
+usage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from gw.codecs.anthropic_messages.client_messages import decode_messages, decode_system
+from gw.codecs.anthropic_messages.client_tools import decode_tool_choice, decode_tools
+from gw.codecs.openai_chat.fields import (
+    JSONObject,
+    as_int,
+    as_list,
+    as_number,
+    as_object,
+    as_str,
+    invalid,
+    optional_bool,
+    optional_str,
+    required,
+)
+from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
+from gw.ir import ChatRequest, Reasoning, Sampling
+
+_JSON = msgspec.json.Decoder()
+_COUNT_ENCODER = msgspec.json.Encoder()
+
+# Keys read into IR fields; everything else lands in extensions["anthropic"].
+_CONSUMED = frozenset(
+    {
+        "model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
+        "top_k", "metadata", "stream", "thinking", "tools", "tool_choice",
+    }
+)  # fmt: skip
+# Anthropic's documented minimum for a manual thinking budget.
+MIN_THINKING_BUDGET = 1024
+
+
+def decode_messages_request(body: bytes) -> ChatRequest:
+    """Parse a client Messages request; ``max_tokens`` is required, as Anthropic requires.
+
+    Raises ``InvalidRequestError`` (or ``NativeFeatureUnsupportedError``) with ``param``
+    naming the field.
+    """
+    return _decode(body, max_tokens_required=True)
+
+
+def decode_count_tokens_request(body: bytes) -> ChatRequest:
+    """Parse a ``count_tokens`` request: the same mapping, ``max_tokens`` optional."""
+    return _decode(body, max_tokens_required=False)
+
+
+def encode_count_tokens_response(input_tokens: int) -> bytes:
+    """``{"input_tokens": N}``, the body of a ``count_tokens`` answer."""
+    return _COUNT_ENCODER.encode({"input_tokens": input_tokens})
+
+
+def _decode(body: bytes, *, max_tokens_required: bool) -> ChatRequest:
+    try:
+        raw = _JSON.decode(body)
+    except msgspec.DecodeError:
+        raise InvalidRequestError("the request body is not valid JSON") from None
+    except RecursionError:
+        raise InvalidRequestError("the request body nests JSON too deeply") from None
+    if not isinstance(raw, dict):
+        raise InvalidRequestError("the request body must be a JSON object")
+    obj: JSONObject = raw
+    system = decode_system(obj.get("system"))
+    messages = decode_messages(required(obj, "messages", "messages"))
+    tools = decode_tools(obj.get("tools"))
+    tool_choice, parallel = decode_tool_choice(obj.get("tool_choice"), tools)
+    extensions = {
+        key: value for key, value in obj.items() if key not in _CONSUMED and value is not None
+    }
+    return ChatRequest(
+        model=_model(obj),
+        messages=messages if system is None else (system, *messages),
+        tools=tools,
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel,
+        sampling=_sampling(obj),
+        stop=_stop(obj.get("stop_sequences")),
+        max_tokens=_max_tokens(obj, required_=max_tokens_required),
+        reasoning=_reasoning(obj.get("thinking")),
+        stream=bool(optional_bool(obj, "stream", "stream")),
+        include_usage=True,
+        user=_user(obj.get("metadata")),
+        extensions={"anthropic": extensions} if extensions else {},
+    )
+
+
+def _model(obj: JSONObject) -> str:
+    model = as_str(required(obj, "model", "model"), "model")
+    if not model:
+        raise invalid("model", "a non-empty string")
+    return model
+
+
+def _max_tokens(obj: JSONObject, *, required_: bool) -> int | None:
+    value = required(obj, "max_tokens", "max_tokens") if required_ else obj.get("max_tokens")
+    if value is None:
+        return None
+    result = as_int(value, "max_tokens")
+    if result < 1:
+        raise invalid("max_tokens", "an integer >= 1")
+    return result
+
+
+def _sampling(obj: JSONObject) -> Sampling:
+    temperature = obj.get("temperature")
+    top_p = obj.get("top_p")
+    top_k = obj.get("top_k")
+    if top_k is not None and as_int(top_k, "top_k") < 0:
+        raise invalid("top_k", "an integer >= 0")
+    return Sampling(
+        temperature=None if temperature is None else as_number(temperature, "temperature", 0, 1),
+        top_p=None if top_p is None else as_number(top_p, "top_p", 0, 1),
+        top_k=top_k,
+    )
+
+
+def _stop(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = as_list(value, "stop_sequences")
+    return tuple(as_str(item, f"stop_sequences[{i}]") for i, item in enumerate(items))
+
+
+def _user(value: object) -> str | None:
+    if value is None:
+        return None
+    metadata = as_object(value, "metadata")
+    for key in metadata:
+        if key != "user_id":
+            # Anthropic answers 400 to any other key; quoting it is safe (a key, not text).
+            raise InvalidRequestError(
+                f"`metadata.{key}` is not a known field", param=f"metadata.{key}"
+            )
+    return optional_str(metadata, "user_id", "metadata.user_id")
+
+
+def _reasoning(value: object) -> Reasoning | None:
+    """``thinking``: enabled with a budget, or disabled; adaptive is refused (no IR field)."""
+    if value is None:
+        return None
+    obj = as_object(value, "thinking")
+    kind = as_str(required(obj, "type", "thinking.type"), "thinking.type")
+    if kind == "disabled":
+        return None
+    if kind in ("adaptive", "between_tools"):
+        raise NativeFeatureUnsupportedError(
+            f"`thinking.type`: `{kind}` thinking is not supported by gw; "
+            "use `enabled` with `budget_tokens`",
+            param="thinking.type",
+        )
+    if kind != "enabled":
+        raise invalid("thinking.type", "`enabled` or `disabled`")
+    display: Any = optional_str(obj, "display", "thinking.display")
+    if display not in (None, "summarized"):
+        if display == "omitted":
+            raise NativeFeatureUnsupportedError(
+                "`thinking.display`: `omitted` is not supported by gw", param="thinking.display"
+            )
+        raise invalid("thinking.display", "`summarized` or `omitted`")
+    budget = as_int(
+        required(obj, "budget_tokens", "thinking.budget_tokens"), "thinking.budget_tokens"
+    )
+    if budget < MIN_THINKING_BUDGET:
+        raise invalid("thinking.budget_tokens", f"an integer >= {MIN_THINKING_BUDGET}")
+    return Reasoning(budget_tokens=budget)
