@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gw.adapters.anthropic import AnthropicUpstream
+from gw.adapters.gemini import GeminiUpstream
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.mock import MockUpstream
 from gw.adapters.openai import AzureOpenAIUpstream, OpenAIUpstream
@@ -22,6 +24,8 @@ class AdapterDirectory:
         self._secrets = SecretResolver(environ)
         self._openai = OpenAIUpstream(transport, self._secrets)
         self._azure = AzureOpenAIUpstream(transport, self._secrets)
+        self._anthropic = AnthropicUpstream(transport, self._secrets)
+        self._gemini = GeminiUpstream(transport, self._secrets)
         self._mocks: dict[tuple[str, MockOptions | None], MockUpstream] = {}
 
     def upstream_for(self, provider: ProviderConfig) -> Upstream:
@@ -29,6 +33,10 @@ class AdapterDirectory:
             return self._openai
         if provider.kind == "azure_openai":
             return self._azure
+        if provider.kind == "anthropic":
+            return self._anthropic
+        if provider.kind == "gemini":
+            return self._gemini
         if provider.kind == "mock":
             key = (provider.name, provider.mock)
             mock = self._mocks.get(key)

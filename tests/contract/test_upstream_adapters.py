@@ -27,6 +27,7 @@ from contract.upstream_harness import (
     streamed_arguments,
     streamed_text,
 )
+from fakes import anthropic_upstream, gemini_upstream
 from fakes.openai_upstream import Behavior, FakeOpenAI
 
 Failure = Literal["server_error", "rate_limited"]
@@ -91,10 +92,70 @@ class OpenAICase:
         self.fake.enqueue(*[Behavior(tool_call=(name, arguments))] * times)
 
 
-@pytest.fixture(params=["mock", "openai"])
+class AnthropicCase:
+    """Steers a ``FakeAnthropic`` of its own, started for one test and stopped after it."""
+
+    rate_limit_retry_after: float | None = 2.0
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.fake = anthropic_upstream.FakeAnthropic().start()
+        request.addfinalizer(self.fake.stop)
+        self.provider = ProviderConfig(
+            name="anthropic-contract",
+            kind="anthropic",
+            base_url=self.fake.base_url,
+            api_key=f"env:{KEY_VARIABLE}",
+        )
+
+    def failing(self, failure: Failure, *, times: int = 1) -> ProviderConfig:
+        behavior = (
+            anthropic_upstream.Behavior(status=500)
+            if failure == "server_error"
+            else anthropic_upstream.Behavior(status=429, headers={"retry-after": "2"})
+        )
+        self.fake.enqueue(*[behavior] * times)
+        return self.provider
+
+    def calling_tool(self, name: str, arguments: str, *, times: int = 1) -> None:
+        self.fake.enqueue(*[anthropic_upstream.Behavior(tool_call=(name, arguments))] * times)
+
+
+class GeminiCase:
+    """Steers a ``FakeGemini`` of its own, started for one test and stopped after it.
+
+    Gemini's 429 carries its wait in the body (``RetryInfo.retryDelay: "2s"``), not a header.
+    """
+
+    rate_limit_retry_after: float | None = 2.0
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.fake = gemini_upstream.FakeGemini().start()
+        request.addfinalizer(self.fake.stop)
+        self.provider = ProviderConfig(
+            name="gemini-contract",
+            kind="gemini",
+            base_url=self.fake.base_url,
+            api_key=f"env:{KEY_VARIABLE}",
+        )
+
+    def failing(self, failure: Failure, *, times: int = 1) -> ProviderConfig:
+        status = 500 if failure == "server_error" else 429
+        self.fake.enqueue(*[gemini_upstream.Behavior(status=status)] * times)
+        return self.provider
+
+    def calling_tool(self, name: str, arguments: str, *, times: int = 1) -> None:
+        behavior = gemini_upstream.Behavior(tool_calls=((name, arguments),))
+        self.fake.enqueue(*[behavior] * times)
+
+
+@pytest.fixture(params=["mock", "openai", "anthropic", "gemini"])
 def case(request: pytest.FixtureRequest) -> AdapterCase:
     if request.param == "mock":
         return MockCase()
+    if request.param == "anthropic":
+        return AnthropicCase(request)
+    if request.param == "gemini":
+        return GeminiCase(request)
     return OpenAICase(request.getfixturevalue("fake"))
 
 

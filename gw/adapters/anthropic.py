@@ -1,0 +1,108 @@
+"""Adapter for Anthropic's Messages API (provider kind ``anthropic``).
+
+``POST {base_url}/v1/messages`` with the key in ``x-api-key`` and the API version in
+``anthropic-version`` (``api_version`` in config, else ``2023-06-01``, which still takes
+temperature, top_p and top_k; ``2026-10-21`` removed them). The ``anthropic`` SDK 2.x sends
+2026-10-21 with the key as a bearer token; x-api-key stays documented for every version.
+Bytes move through an ``HttpTransport``; this module only speaks the wire format.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping
+
+from gw.adapters.http_transport import HttpTransport
+from gw.adapters.secrets import SecretResolver
+from gw.codecs.anthropic_messages.upstream_errors import error_from_upstream
+from gw.codecs.anthropic_messages.upstream_request import (
+    DEFAULT_API_VERSION,
+    encode_upstream_request,
+)
+from gw.codecs.anthropic_messages.upstream_response import decode_upstream_response
+from gw.codecs.anthropic_messages.upstream_stream import UpstreamStreamDecoder
+from gw.errors import GatewayError
+from gw.ir import ChatResponse, StreamEvent
+from gw.ports import UpstreamCall
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+# Sent as max_tokens when the client set none: Anthropic requires one (DESIGN.md invariant 7).
+# The engine clamps a larger client value to the catalog's ceiling before it gets here; this
+# only fills the gap, and every current Claude model can produce this many tokens.
+DEFAULT_MAX_TOKENS = 4096
+
+
+class AnthropicUpstream:
+    """Speaks ``POST {base_url}/v1/messages`` over the shared transport."""
+
+    def __init__(self, transport: HttpTransport, secrets: SecretResolver) -> None:
+        self._transport = transport
+        self._secrets = secrets
+
+    async def complete(self, call: UpstreamCall) -> ChatResponse:
+        reply = await self._transport.post(
+            _url(call),
+            headers=self._headers(call),
+            body=_body(call, stream=False),
+            timeouts=call.timeouts,
+            provider=call.provider.name,
+        )
+        if reply.status != 200:
+            raise _error(reply.status, reply.body, reply.headers)
+        return decode_upstream_response(reply.body)
+
+    async def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]:
+        async with self._transport.post_streaming(
+            _url(call),
+            headers=self._headers(call),
+            body=_body(call, stream=True),
+            timeouts=call.timeouts,
+            provider=call.provider.name,
+        ) as reply:
+            if reply.status != 200:
+                body = await reply.read_error_body()
+                raise _error(reply.status, body, reply.headers)
+            decoder = UpstreamStreamDecoder()
+            async for data in reply.chunks():
+                for event in decoder.feed(data):
+                    yield event
+                if decoder.done:
+                    return
+            for event in decoder.close():  # raises when the stream ended early
+                yield event
+
+    def _headers(self, call: UpstreamCall) -> dict[str, str]:
+        provider = call.provider
+        headers = {
+            "content-type": "application/json",
+            "anthropic-version": _api_version(call),
+            **provider.headers,
+        }
+        if provider.api_key:
+            field = f"provider {provider.name} api_key"
+            headers["x-api-key"] = self._secrets.resolve(provider.api_key, field=field)
+        return headers
+
+
+def _url(call: UpstreamCall) -> str:
+    return f"{(call.provider.base_url or ANTHROPIC_BASE_URL).rstrip('/')}/v1/messages"
+
+
+def _body(call: UpstreamCall, *, stream: bool) -> bytes:
+    return encode_upstream_request(
+        call.request,
+        model=call.request.model,
+        stream=stream,
+        default_max_tokens=DEFAULT_MAX_TOKENS,
+        api_version=_api_version(call),
+    )
+
+
+def _api_version(call: UpstreamCall) -> str:
+    return call.provider.api_version or DEFAULT_API_VERSION
+
+
+def _error(status: int, body: bytes, headers: Mapping[str, str]) -> GatewayError:
+    # The wall clock turns anthropic-ratelimit-*-reset times into a wait when a 429 comes
+    # without retry-after.
+    return error_from_upstream(status, body, headers, now=time.time())

@@ -1,0 +1,86 @@
+"""Adapter for Google AI Studio's Gemini API (provider kind ``gemini``), chat only.
+
+``POST {base_url}/v1beta/models/{model}:generateContent``, or
+``:streamGenerateContent?alt=sse`` for a stream. The key travels in the
+``x-goog-api-key`` header, never as ``?key=``: URLs reach logs and traces. Bytes move
+through an ``HttpTransport``; the wire format lives in ``gw.codecs.gemini``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from gw.adapters.http_transport import HttpTransport
+from gw.adapters.secrets import SecretResolver
+from gw.codecs.gemini.upstream_errors import error_from_upstream
+from gw.codecs.gemini.upstream_request import (
+    API_VERSION,
+    encode_upstream_request,
+    request_path,
+)
+from gw.codecs.gemini.upstream_response import decode_upstream_response
+from gw.codecs.gemini.upstream_stream import UpstreamStreamDecoder
+from gw.ir import ChatResponse, StreamEvent
+from gw.ports import UpstreamCall
+
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
+
+
+class GeminiUpstream:
+    """Speaks Gemini's generateContent over the shared transport."""
+
+    def __init__(self, transport: HttpTransport, secrets: SecretResolver) -> None:
+        self._transport = transport
+        self._secrets = secrets
+
+    async def complete(self, call: UpstreamCall) -> ChatResponse:
+        reply = await self._transport.post(
+            _url(call, stream=False),
+            headers=self._headers(call),
+            body=_body(call),
+            timeouts=call.timeouts,
+            provider=call.provider.name,
+        )
+        if reply.status != 200:
+            raise error_from_upstream(reply.status, reply.body, reply.headers)
+        return decode_upstream_response(reply.body, model=call.request.model)
+
+    async def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]:
+        async with self._transport.post_streaming(
+            _url(call, stream=True),
+            headers=self._headers(call),
+            body=_body(call),
+            timeouts=call.timeouts,
+            provider=call.provider.name,
+        ) as reply:
+            if reply.status != 200:
+                body = await reply.read_error_body()
+                raise error_from_upstream(reply.status, body, reply.headers)
+            decoder = UpstreamStreamDecoder(model=call.request.model)
+            # No end marker: read to EOF, which also leaves the connection reusable.
+            async for data in reply.chunks():
+                for event in decoder.feed(data):
+                    yield event
+            for event in decoder.close():  # raises when the stream ended early
+                yield event
+
+    def _headers(self, call: UpstreamCall) -> dict[str, str]:
+        provider = call.provider
+        headers = {"content-type": "application/json", **provider.headers}
+        if provider.api_key:
+            field = f"provider {provider.name} api_key"
+            headers["x-goog-api-key"] = self._secrets.resolve(provider.api_key, field=field)
+        return headers
+
+
+def _body(call: UpstreamCall) -> bytes:
+    """The request body; what Gemini's format cannot carry exactly goes to the trace."""
+    encoded = encode_upstream_request(call.request)
+    call.notes.extend(encoded.notes)
+    return encoded.body
+
+
+def _url(call: UpstreamCall, *, stream: bool) -> str:
+    # The host is the base URL (as in Google's SDK); a configured "/v1beta" is tolerated.
+    base = (call.provider.base_url or GEMINI_BASE_URL).rstrip("/").removesuffix(f"/{API_VERSION}")
+    return base + request_path(call.request.model, stream=stream)

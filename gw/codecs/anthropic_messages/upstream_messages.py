@@ -1,0 +1,184 @@
+"""IR messages -> Anthropic's top-level ``system`` and its alternating ``messages``.
+
+Anthropic has no system role inside the conversation and wants user and assistant turns
+to alternate, so:
+
+- every ``SystemMessage``'s text goes, in order, to the top-level ``system`` (a string when
+  it is one piece); a system message in mid-conversation is hoisted with the others;
+- consecutive messages of one role merge into one turn. ``ToolMessage``s are user-role
+  ``tool_result`` blocks: results and the user message after them share one user turn,
+  results first (Anthropic wants them first); in an assistant turn, thinking blocks
+  come first, as the model produced them;
+- a turn that is one text block is sent as a plain string, the common shape.
+
+Dropped because Anthropic has no place for them: a message's ``name``, ``ImagePart.detail``,
+empty text blocks beside other blocks (Anthropic refuses empty text blocks), and
+``ThinkingPart``s without a signature (Anthropic verifies every thinking block it is sent;
+unsigned reasoning comes from another provider and cannot be passed back).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
+from gw.ir import (
+    AssistantMessage,
+    ContentPart,
+    ImagePart,
+    Message,
+    SystemMessage,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+
+JSONObject = dict[str, Any]
+Role = Literal["user", "assistant"]
+
+# Leading base64 characters of the image formats Anthropic takes, for data without a type.
+_MAGIC = (
+    ("iVBOR", "image/png"),
+    ("/9j/", "image/jpeg"),
+    ("R0lGOD", "image/gif"),
+    ("UklGR", "image/webp"),
+)
+_DEFAULT_MEDIA_TYPE = "image/png"
+_FIRST_IN_TURN: dict[Role, frozenset[str]] = {
+    "user": frozenset({"tool_result"}),
+    "assistant": frozenset({"thinking", "redacted_thinking"}),
+}
+_OBJECT = msgspec.json.Decoder(dict[str, Any])
+
+
+def encode_conversation(
+    messages: tuple[Message, ...],
+) -> tuple[str | list[JSONObject] | None, list[JSONObject]]:
+    """``(system, messages)`` for the request body; ``system`` is None when there is none."""
+    system: list[str] = []
+    turns: list[tuple[Role, list[JSONObject]]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            system.extend(part.text for part in message.content if part.text)
+            continue
+        role, blocks = _blocks(message)
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    return _system(system), [_turn(role, blocks) for role, blocks in turns]
+
+
+def _system(texts: list[str]) -> str | list[JSONObject] | None:
+    if not texts:
+        return None
+    if len(texts) == 1:
+        return texts[0]
+    return [{"type": "text", "text": text} for text in texts]
+
+
+def _turn(role: Role, blocks: list[JSONObject]) -> JSONObject:
+    first = _FIRST_IN_TURN[role]
+    ordered = [b for b in blocks if b["type"] in first] + [
+        b for b in blocks if b["type"] not in first
+    ]
+    kept = [b for b in ordered if b["type"] != "text" or b["text"]]
+    if not kept:  # nothing but empty text: send it as it is, and let Anthropic judge
+        return {"role": role, "content": ""}
+    if len(kept) == 1 and kept[0]["type"] == "text":
+        return {"role": role, "content": kept[0]["text"]}
+    return {"role": role, "content": kept}
+
+
+def _blocks(message: UserMessage | AssistantMessage | ToolMessage) -> tuple[Role, list[JSONObject]]:
+    match message:
+        case UserMessage(content=content):
+            return "user", [_part(part) for part in content]
+        case ToolMessage():
+            return "user", [_tool_result(message)]
+        case AssistantMessage(content=content, tool_calls=calls):
+            blocks: list[JSONObject] = []
+            for part in content:
+                if isinstance(part, TextPart):
+                    blocks.append({"type": "text", "text": part.text})
+                else:
+                    thinking = _thinking(part)
+                    if thinking is not None:
+                        blocks.append(thinking)
+            blocks.extend(_tool_use(call) for call in calls)
+            return "assistant", blocks
+
+
+def _part(part: ContentPart) -> JSONObject:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    return {"type": "image", "source": _image_source(part)}
+
+
+def _image_source(part: ImagePart) -> JSONObject:
+    if part.url is not None and part.url.startswith("data:"):
+        media_type, data = _data_url(part.url)
+        return _base64_source(data, media_type)
+    if part.url is not None:
+        return {"type": "url", "url": part.url}
+    return _base64_source(part.data or "", part.media_type)
+
+
+def _base64_source(data: str, media_type: str | None) -> JSONObject:
+    kind = media_type or next(
+        (kind for magic, kind in _MAGIC if data.startswith(magic)), _DEFAULT_MEDIA_TYPE
+    )
+    return {"type": "base64", "media_type": kind, "data": data}
+
+
+def _data_url(url: str) -> tuple[str | None, str]:
+    """``data:image/png;base64,AAAA`` -> ``("image/png", "AAAA")``."""
+    header, comma, data = url[len("data:") :].partition(",")
+    media_type, *params = header.split(";")
+    if not comma or "base64" not in params:
+        raise InvalidRequestError(
+            "an image data: URL must be base64-encoded (data:<type>;base64,<data>)"
+        )
+    return media_type or None, data
+
+
+def _tool_result(message: ToolMessage) -> JSONObject:
+    block: JSONObject = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+    parts = message.content
+    if len(parts) == 1 and isinstance(parts[0], TextPart):
+        block["content"] = parts[0].text
+    elif parts:
+        block["content"] = [_part(part) for part in parts if not _empty_text(part)]
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _empty_text(part: ContentPart) -> bool:
+    return isinstance(part, TextPart) and not part.text
+
+
+def _thinking(part: ThinkingPart) -> JSONObject | None:
+    if part.redacted is not None:
+        return {"type": "redacted_thinking", "data": part.redacted}
+    if part.signature is None:
+        return None
+    return {"type": "thinking", "thinking": part.text, "signature": part.signature}
+
+
+def _tool_use(call: ToolCall) -> JSONObject:
+    """A tool call; its arguments travel verbatim, once checked to be one JSON object."""
+    text = call.arguments.strip() or "{}"  # OpenAI clients send "" for a call without input
+    try:
+        _OBJECT.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        raise NativeFeatureUnsupportedError(
+            f"the arguments of tool call {call.id!r} are not a JSON object, and Anthropic "
+            "takes tool input only as an object; route this conversation to an OpenAI-format "
+            "provider or fix the arguments"
+        ) from None
+    return {"type": "tool_use", "id": call.id, "name": call.name, "input": msgspec.Raw(text)}

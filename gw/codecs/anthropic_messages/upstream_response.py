@@ -1,0 +1,158 @@
+"""An Anthropic ``Message`` body -> IR ``ChatResponse``.
+
+``text`` blocks are joined, ``thinking`` / ``redacted_thinking`` blocks become
+``ChatResponse.thinking`` with their signatures, ``tool_use`` blocks become tool calls with
+compact JSON arguments. Blocks of server tools (``server_tool_use``, ``web_search_tool_result``,
+...) and text citations have no place in the IR and are left out.
+
+Usage: Anthropic reports uncached, cache-read and cache-write input tokens apart; the IR's
+``input_tokens`` is their sum (see ``gw.ir.usage``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from gw.codecs.anthropic_messages.upstream_errors import error_from_payload
+from gw.errors import UpstreamError
+from gw.ir import ChatResponse, FinishReason, ThinkingPart, ToolCall, Usage
+
+# Anthropic stop_reason -> IR. ``pause_turn`` (a server tool paused a long turn; the caller
+# must send the answer back to continue it) reads as ``length``: the answer is unfinished.
+# Unknown and null values read as "stop".
+FINISH_REASONS: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+    "pause_turn": "length",
+}
+
+
+def finish_reason(value: str | None) -> FinishReason:
+    return FINISH_REASONS.get(value or "end_turn", "stop")
+
+
+class _OutputDetailsIn(msgspec.Struct):
+    thinking_tokens: int | None = None
+
+
+class UsageIn(msgspec.Struct):
+    """``usage`` of a Message, ``message_start`` or ``message_delta`` (all fields optional:
+    a ``message_delta`` may carry only ``output_tokens``)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    output_tokens_details: _OutputDetailsIn | None = None
+
+    def updated(self, later: UsageIn) -> UsageIn:
+        """These counts, overwritten by the ones ``later`` carries (Anthropic's are cumulative)."""
+        return UsageIn(
+            input_tokens=_first(later.input_tokens, self.input_tokens),
+            output_tokens=_first(later.output_tokens, self.output_tokens),
+            cache_creation_input_tokens=_first(
+                later.cache_creation_input_tokens, self.cache_creation_input_tokens
+            ),
+            cache_read_input_tokens=_first(
+                later.cache_read_input_tokens, self.cache_read_input_tokens
+            ),
+            output_tokens_details=later.output_tokens_details or self.output_tokens_details,
+        )
+
+    def to_ir(self) -> Usage:
+        cache_read = self.cache_read_input_tokens or 0
+        cache_write = self.cache_creation_input_tokens or 0
+        details = self.output_tokens_details
+        return Usage(
+            input_tokens=(self.input_tokens or 0) + cache_read + cache_write,
+            output_tokens=self.output_tokens or 0,
+            cached_input_tokens=cache_read,
+            cache_write_tokens=cache_write,
+            reasoning_tokens=(details.thinking_tokens if details else None) or 0,
+        )
+
+
+def _first(value: int | None, fallback: int | None) -> int | None:
+    return fallback if value is None else value
+
+
+class _BlockIn(msgspec.Struct):
+    type: str
+    text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    data: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: Any = None
+
+
+class _MessageIn(msgspec.Struct):
+    type: str = "message"
+    id: str = ""
+    model: str = ""
+    content: list[_BlockIn] | None = None
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
+    usage: UsageIn | None = None
+    error: object | None = None
+
+
+_DECODER = msgspec.json.Decoder(_MessageIn)
+_ARGUMENTS = msgspec.json.Encoder()
+
+
+def malformed(reason: str) -> UpstreamError:
+    """The error for an upstream body gw cannot read; ``reason`` must not quote the body."""
+    return UpstreamError(f"upstream sent a malformed message: {reason}", blame="upstream")
+
+
+def tool_arguments(value: object) -> str:
+    """A tool_use ``input`` as compact JSON text (keys in the order Anthropic sent)."""
+    return _ARGUMENTS.encode({} if value is None else value).decode()
+
+
+def decode_upstream_response(body: bytes) -> ChatResponse:
+    """Parse a non-streaming answer; raise ``UpstreamError`` (or the mapped error) on failure."""
+    try:
+        message = _DECODER.decode(body)
+    except msgspec.ValidationError as exc:
+        raise malformed(str(exc)) from None
+    except msgspec.DecodeError:
+        raise malformed("not JSON") from None
+    if message.type == "error":
+        raise error_from_payload(message.error)
+    if message.content is None:
+        raise malformed("no content")
+    texts: list[str] = []
+    thinking: list[ThinkingPart] = []
+    calls: list[ToolCall] = []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text or "")
+        elif block.type == "thinking":
+            thinking.append(ThinkingPart(text=block.thinking or "", signature=block.signature))
+        elif block.type == "redacted_thinking":
+            thinking.append(ThinkingPart(redacted=block.data or ""))
+        elif block.type == "tool_use":
+            if not block.id or not block.name:
+                raise malformed("a tool_use block without id or name")
+            calls.append(
+                ToolCall(id=block.id, name=block.name, arguments=tool_arguments(block.input))
+            )
+    return ChatResponse(
+        id=message.id,
+        model=message.model,
+        text="".join(texts) if texts else None,
+        thinking=tuple(thinking),
+        tool_calls=tuple(calls),
+        finish_reason=finish_reason(message.stop_reason),
+        stop_sequence=message.stop_sequence if message.stop_reason == "stop_sequence" else None,
+        usage=None if message.usage is None else message.usage.to_ir(),
+    )
