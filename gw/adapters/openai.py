@@ -14,19 +14,23 @@ from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver
 from gw.codecs.openai_chat import (
     UpstreamStreamDecoder,
+    decode_upstream_embeddings_response,
     decode_upstream_response,
+    encode_upstream_embeddings_request,
     encode_upstream_request,
     error_from_upstream,
 )
+from gw.codecs.openai_chat.upstream_request import lossy_notes
 from gw.config.snapshot import OPENAI_BASE_URL
-from gw.ir import ChatResponse, StreamEvent
-from gw.ports import UpstreamCall
+from gw.ir import ChatResponse, EmbeddingResponse, StreamEvent
+from gw.ports import EmbeddingCall, UpstreamCall
 
 AZURE_API_VERSION = "2024-10-21"  # latest GA data-plane inference version
 
 
 class OpenAIUpstream:
-    """Speaks ``POST {base_url}/chat/completions`` over the shared transport."""
+    """Speaks ``POST {base_url}/chat/completions`` and ``/embeddings`` over the shared
+    transport."""
 
     def __init__(self, transport: HttpTransport, secrets: SecretResolver) -> None:
         self._transport = transport
@@ -64,10 +68,22 @@ class OpenAIUpstream:
             for event in decoder.close():  # raises when the stream ended early
                 yield event
 
-    def _url(self, call: UpstreamCall) -> str:
-        return f"{(call.provider.base_url or OPENAI_BASE_URL).rstrip('/')}/chat/completions"
+    async def embed(self, call: EmbeddingCall) -> EmbeddingResponse:
+        reply = await self._transport.post(
+            self._url(call, "embeddings"),
+            headers=self._headers(call),
+            body=encode_upstream_embeddings_request(call.request, model=call.request.model),
+            timeouts=call.timeouts,
+            provider=call.provider.name,
+        )
+        if reply.status != 200:
+            raise error_from_upstream(reply.status, reply.body, reply.headers)
+        return decode_upstream_embeddings_response(reply.body)
 
-    def _headers(self, call: UpstreamCall) -> dict[str, str]:
+    def _url(self, call: UpstreamCall | EmbeddingCall, path: str = "chat/completions") -> str:
+        return f"{(call.provider.base_url or OPENAI_BASE_URL).rstrip('/')}/{path}"
+
+    def _headers(self, call: UpstreamCall | EmbeddingCall) -> dict[str, str]:
         provider = call.provider
         headers = {"content-type": "application/json", **provider.headers}
         if provider.api_key:
@@ -85,22 +101,23 @@ class AzureOpenAIUpstream(OpenAIUpstream):
     data-plane version this was written against.
     """
 
-    def _url(self, call: UpstreamCall) -> str:
+    def _url(self, call: UpstreamCall | EmbeddingCall, path: str = "chat/completions") -> str:
         provider = call.provider
         base = (provider.base_url or "").rstrip("/")
         version = quote(provider.api_version or AZURE_API_VERSION, safe="")
         deployment = quote(call.request.model, safe="")
-        return f"{base}/openai/deployments/{deployment}/chat/completions?api-version={version}"
+        return f"{base}/openai/deployments/{deployment}/{path}?api-version={version}"
 
     def _auth(self, key: str) -> dict[str, str]:
         return {"api-key": key}
 
 
-def _field(call: UpstreamCall) -> str:
+def _field(call: UpstreamCall | EmbeddingCall) -> str:
     return f"provider {call.provider.name} api_key"
 
 
 def _body(call: UpstreamCall, *, stream: bool) -> bytes:
+    call.notes.extend(lossy_notes(call.request))
     return encode_upstream_request(
         call.request,
         model=call.request.model,

@@ -17,6 +17,7 @@ from gw.ir import (
     ResponseFormat,
     SystemMessage,
     TextPart,
+    ThinkingPart,
     ToolChoice,
     ToolDefinition,
     ToolMessage,
@@ -78,6 +79,20 @@ def encode_upstream_request(
         body["reasoning_effort"] = reasoning_effort(request.reasoning)
     _merge_extensions(body, request.extensions.get("openai", {}), stream=stream)
     return _ENCODER.encode(body)
+
+
+def lossy_notes(request: ChatRequest) -> list[str]:
+    """What ``encode_upstream_request`` leaves out because this format has no place for it."""
+    notes: list[str] = []
+    if request.sampling.top_k is not None:
+        notes.append("sampling.top_k: not sent (the OpenAI format has no top_k)")
+    if any(
+        isinstance(message, AssistantMessage)
+        and any(isinstance(part, ThinkingPart) for part in message.content)
+        for message in request.messages
+    ):
+        notes.append("earlier turns' thinking blocks: not sent (the OpenAI format has none)")
+    return notes
 
 
 # A thinking budget (Anthropic clients) as OpenAI's effort level: at most this many

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gw.codecs.openai_chat import decode_chat_request, encode_upstream_request
+from gw.codecs.openai_chat.upstream_request import lossy_notes
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import (
     AssistantMessage,
@@ -239,3 +240,14 @@ def test_earlier_reasoning_is_left_out_and_image_tool_results_are_refused() -> N
         encode_upstream_request(
             ChatRequest(model="m", messages=(user, image_result)), model="m", stream=False
         )
+
+
+def test_lossy_notes_name_what_the_format_cannot_carry() -> None:
+    plain = ChatRequest(model="m", messages=HI)
+    assert lossy_notes(plain) == []
+    thought = AssistantMessage(content=(ThinkingPart(text="hmm", signature="s"),))
+    request = ChatRequest(model="m", messages=(*HI, thought, *HI), sampling=Sampling(top_k=5))
+    assert lossy_notes(request) == [
+        "sampling.top_k: not sent (the OpenAI format has no top_k)",
+        "earlier turns' thinking blocks: not sent (the OpenAI format has none)",
+    ]
