@@ -156,3 +156,9 @@ def test_explain_shows_the_translation(gw: GwServer, primary: FakeOpenAI) -> Non
     gw.wait_for_trace(request_id)
     shown = gw.cli("explain", request_id)
     assert "Anthropic messages -> IR -> OpenAI chat" in shown.stdout
+
+
+def test_models_list_in_anthropic_shape(gw: GwServer) -> None:
+    names = [model.id for model in sdk(gw).models.list()]
+    assert "chat" in names
+    assert "mock" in names
