@@ -21,8 +21,9 @@ import msgspec
 
 from gw.codecs.anthropic_messages.upstream_errors import error_from_payload
 from gw.codecs.anthropic_messages.upstream_response import UsageIn, finish_reason, malformed
-from gw.codecs.sse import SSEParser
-from gw.errors import GatewayError, UpstreamError
+from gw.codecs.sse import SSEMessage
+from gw.codecs.sse_decoder import SSEStreamDecoder
+from gw.errors import UpstreamError
 from gw.ir import (
     Finish,
     StreamEvent,
@@ -100,7 +101,7 @@ class _ToolBlock:
         self.sent_arguments = False
 
 
-class UpstreamStreamDecoder:
+class UpstreamStreamDecoder(SSEStreamDecoder):
     """Feed the raw response body as it arrives; call ``close()`` at EOF.
 
     ``feed`` raises the mapped ``GatewayError`` for an ``error`` event and ``UpstreamError``
@@ -110,44 +111,21 @@ class UpstreamStreamDecoder:
     """
 
     def __init__(self) -> None:
-        self._parser = SSEParser()
-        self.done = False
+        super().__init__()
         self._started = False
         self._finished = False
         self._usage = UsageIn()
         self._blocks: dict[int, BlockKind] = {}
         self._tools: dict[int, _ToolBlock] = {}
         self._next_tool_index = 0
-        self._pending_error: GatewayError | None = None
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
-        """Decode ``data``; return the events it completes."""
-        self._raise_pending()
-        events: list[StreamEvent] = []
-        for message in self._parser.feed(data):
-            if self.done:
-                break
-            try:
-                self._take(message.data, message.event, events)
-            except GatewayError as error:
-                if not events:
-                    raise
-                self._pending_error = error
-                break
-        return events
+    def _take_message(self, message: SSEMessage, events: list[StreamEvent]) -> None:
+        self._take(message.data, message.event, events)
 
-    def close(self) -> list[StreamEvent]:
+    def _check_end(self) -> None:
         """End of body: accept it only after ``message_stop``."""
-        self._raise_pending()
-        self._parser.close()
         if not self.done:
             raise UpstreamError("upstream stream ended before message_stop", blame="upstream")
-        return []
-
-    def _raise_pending(self) -> None:
-        if self._pending_error is not None:
-            error, self._pending_error = self._pending_error, None
-            raise error
 
     def _take(self, data: str, name: str | None, events: list[StreamEvent]) -> None:
         try:

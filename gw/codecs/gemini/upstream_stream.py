@@ -28,8 +28,9 @@ from gw.codecs.gemini.upstream_response import (
     prompt_blocked,
     tool_call_id,
 )
-from gw.codecs.sse import SSEParser
-from gw.errors import GatewayError, UpstreamError
+from gw.codecs.sse import SSEMessage
+from gw.codecs.sse_decoder import SSEStreamDecoder
+from gw.errors import UpstreamError
 from gw.ir import (
     Finish,
     StreamEvent,
@@ -42,7 +43,7 @@ from gw.ir import (
 )
 
 
-class UpstreamStreamDecoder:
+class UpstreamStreamDecoder(SSEStreamDecoder):
     """Feed the raw body as it arrives; call ``close()`` at EOF.
 
     ``feed`` raises the mapped ``GatewayError`` for an error object in the stream and
@@ -53,44 +54,23 @@ class UpstreamStreamDecoder:
     """
 
     def __init__(self, *, model: str = "") -> None:
+        super().__init__()
         self._model = model
-        self._parser = SSEParser()
-        self.done = False
         self._started = False
         self._finished = False
         self._content = False  # a text, thinking or tool call event was produced
         self._calls = 0
         self._usage: Usage | None = None
         self._sent_usage: Usage | None = None
-        self._pending_error: GatewayError | None = None
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
-        """Decode ``data``; return the events it completes."""
-        self._raise_pending()
-        events: list[StreamEvent] = []
-        for message in self._parser.feed(data):
-            try:
-                self._take(decode_chunk(message.data), events)
-            except GatewayError as error:
-                if not events:
-                    raise
-                self._pending_error = error
-                break
-        return events
+    def _take_message(self, message: SSEMessage, events: list[StreamEvent]) -> None:
+        self._take(decode_chunk(message.data), events)
 
-    def close(self) -> list[StreamEvent]:
-        """End of body: accept it after a finish reason, else raise ``UpstreamError``."""
-        self._raise_pending()
-        self._parser.close()
+    def _check_end(self) -> None:
+        """End of body: accept it after a finish reason (Gemini sends no end marker)."""
         if not self._finished:
             raise UpstreamError("upstream stream ended before a finish reason", blame="upstream")
         self.done = True
-        return []
-
-    def _raise_pending(self) -> None:
-        if self._pending_error is not None:
-            error, self._pending_error = self._pending_error, None
-            raise error
 
     def _take(self, chunk: ResponseIn, events: list[StreamEvent]) -> None:
         candidate = chunk.first_candidate()

@@ -13,8 +13,9 @@ import msgspec
 
 from gw.codecs.openai_chat.upstream_errors import error_from_payload
 from gw.codecs.openai_chat.upstream_response import UsageIn, finish_reason, malformed
-from gw.codecs.sse import SSEParser
-from gw.errors import GatewayError, UpstreamError
+from gw.codecs.sse import SSEMessage
+from gw.codecs.sse_decoder import SSEStreamDecoder
+from gw.errors import UpstreamError
 from gw.ir import Finish, StreamEvent, StreamStart, TextDelta, ToolCallDelta, UsageEvent
 
 
@@ -54,7 +55,7 @@ class _Chunk(msgspec.Struct):
 _DECODER = msgspec.json.Decoder(_Chunk)
 
 
-class UpstreamStreamDecoder:
+class UpstreamStreamDecoder(SSEStreamDecoder):
     """Feed the raw response body as it arrives; call ``close()`` at EOF.
 
     ``feed`` raises the mapped ``GatewayError`` for an error object in the stream and
@@ -64,44 +65,20 @@ class UpstreamStreamDecoder:
     """
 
     def __init__(self) -> None:
-        self._parser = SSEParser()
-        self.done = False
+        super().__init__()
         self._started = False
         self._finished = False
         self._next_tool_index = 0
         self._last_tool_index = 0
         self._tool_index_by_id: dict[str, int] = {}
         self._tool_named: set[int] = set()
-        self._pending_error: GatewayError | None = None
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
-        """Decode ``data``; return the events it completes."""
-        self._raise_pending()
-        events: list[StreamEvent] = []
-        for message in self._parser.feed(data):
-            if self.done:
-                break
-            try:
-                self._take(message.data, events)
-            except GatewayError as error:
-                if not events:
-                    raise
-                self._pending_error = error
-                break
-        return events
+    def _take_message(self, message: SSEMessage, events: list[StreamEvent]) -> None:
+        self._take(message.data, events)
 
-    def close(self) -> list[StreamEvent]:
-        """End of body: accept it if ``[DONE]`` or a finish reason came, else raise."""
-        self._raise_pending()
-        self._parser.close()
+    def _check_end(self) -> None:
         if not self.done and not self._finished:
             raise UpstreamError("upstream stream ended early", blame="upstream")
-        return []
-
-    def _raise_pending(self) -> None:
-        if self._pending_error is not None:
-            error, self._pending_error = self._pending_error, None
-            raise error
 
     def _take(self, data: str, events: list[StreamEvent]) -> None:
         if data.strip() == "[DONE]":

@@ -1,0 +1,54 @@
+"""What every upstream SSE decoder shares: frames in, IR events out, a late error deferred.
+
+A subclass says how one SSE message becomes IR events (``_take_message``) and when the end
+of the body is acceptable (``_check_end``). A failure met after some events of the same
+``feed`` call is held back, so those events reach the client first; the next ``feed`` or
+``close`` raises it.
+"""
+
+from __future__ import annotations
+
+from gw.codecs.sse import SSEMessage, SSEParser
+from gw.errors import GatewayError
+from gw.ir import StreamEvent
+
+
+class SSEStreamDecoder:
+    def __init__(self) -> None:
+        self._parser = SSEParser()
+        self.done = False  # the stream said it is over; later bytes are ignored
+        self._pending_error: GatewayError | None = None
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        """Decode ``data``; return the events it completes."""
+        self._raise_pending()
+        events: list[StreamEvent] = []
+        for message in self._parser.feed(data):
+            if self.done:
+                break
+            try:
+                self._take_message(message, events)
+            except GatewayError as error:
+                if not events:
+                    raise
+                self._pending_error = error
+                break
+        return events
+
+    def close(self) -> list[StreamEvent]:
+        """End of body: raise ``UpstreamError`` unless the stream ended properly."""
+        self._raise_pending()
+        self._parser.close()
+        self._check_end()
+        return []
+
+    def _take_message(self, message: SSEMessage, events: list[StreamEvent]) -> None:
+        raise NotImplementedError
+
+    def _check_end(self) -> None:
+        raise NotImplementedError
+
+    def _raise_pending(self) -> None:
+        if self._pending_error is not None:
+            error, self._pending_error = self._pending_error, None
+            raise error
