@@ -24,7 +24,7 @@ from datetime import datetime
 
 import msgspec
 
-from gw.codecs.openai_chat.upstream_errors import parse_retry_after
+from gw.codecs.upstream_failure import parse_retry_after, upstream_failure
 from gw.errors import (
     ContextLengthExceededError,
     GatewayError,
@@ -95,7 +95,6 @@ MESSAGE_PREFIX_TABLE: tuple[tuple[str, str, type[GatewayError]], ...] = (
 RATE_LIMIT_FAMILIES = ("requests", "tokens", "input-tokens", "output-tokens")
 
 _STATUS_HINTS: dict[int, str] = {404: "the upstream does not know this model or endpoint"}
-_MESSAGE_LIMIT = 200
 
 
 class ErrorDetail(msgspec.Struct):
@@ -166,18 +165,12 @@ def _build(
     hint = _STATUS_HINTS.get(status)
     if hint:
         message += f" ({hint})"
-    # An auth error's text may quote part of the key; it is never copied.
-    text: str | None = None
-    if detail is not None and detail.message and cls is not UpstreamAuthFailedError:
-        text = " ".join(detail.message.split())
-        if len(text) > _MESSAGE_LIMIT:
-            text = text[: _MESSAGE_LIMIT - 1] + "…"
-    return cls(
+    return upstream_failure(
+        cls,
         message,
-        retry_after=retry_after,
+        upstream_text=detail.message if detail is not None else None,
         upstream_status=upstream_status,
-        upstream_message=text,
-        blame="upstream",
+        retry_after=retry_after,
     )
 
 

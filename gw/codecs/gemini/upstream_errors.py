@@ -37,7 +37,7 @@ from typing import Any
 
 import msgspec
 
-from gw.codecs.openai_chat.upstream_errors import parse_retry_after
+from gw.codecs.upstream_failure import parse_retry_after, upstream_failure
 from gw.errors import (
     ContextLengthExceededError,
     GatewayError,
@@ -119,7 +119,6 @@ _HINTS: dict[str, str] = {
     "NOT_FOUND": "the upstream does not know this model or endpoint",
     "FAILED_PRECONDITION": "the upstream account cannot use this API (billing or region)",
 }
-_MESSAGE_LIMIT = 200
 
 
 class GoogleError(msgspec.Struct):
@@ -182,17 +181,12 @@ def _build(
     hint = _HINTS.get(google_status or "")
     if hint:
         message += f" ({hint})"
-    text: str | None = None
-    if error is not None and error.message and cls is not UpstreamAuthFailedError:
-        text = " ".join(error.message.split())
-        if len(text) > _MESSAGE_LIMIT:
-            text = text[: _MESSAGE_LIMIT - 1] + "…"
-    return cls(
+    return upstream_failure(
+        cls,
         message,
-        retry_after=retry_after,
+        upstream_text=error.message if error is not None else None,
         upstream_status=upstream_status,
-        upstream_message=text,
-        blame="upstream",
+        retry_after=retry_after,
     )
 
 

@@ -15,11 +15,11 @@ from gw.codecs.openai_chat.upstream_errors import (
     STATUS_TABLE,
     error_from_payload,
     error_from_upstream,
-    parse_retry_after,
 )
 from gw.codecs.openai_chat.upstream_request import encode_upstream_request
 from gw.codecs.openai_chat.upstream_response import decode_upstream_response
 from gw.codecs.openai_chat.upstream_stream import UpstreamStreamDecoder
+from gw.codecs.upstream_failure import parse_retry_after
 
 __all__ = [
     "CODE_TABLE",

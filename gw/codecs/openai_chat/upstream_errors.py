@@ -12,13 +12,11 @@ same target will keep refusing until the quota is raised, which bounded retries 
 
 from __future__ import annotations
 
-import email.utils
-import math
 from collections.abc import Mapping
-from datetime import UTC
 
 import msgspec
 
+from gw.codecs.upstream_failure import parse_retry_after, upstream_failure
 from gw.errors import (
     ContentBlockedError,
     ContextLengthExceededError,
@@ -73,7 +71,6 @@ CODE_TABLE: dict[str, type[GatewayError]] = {
 
 # Text added after the status, where the status alone misleads the reader.
 _STATUS_HINTS: dict[int, str] = {404: "the upstream does not know this model or endpoint"}
-_MESSAGE_LIMIT = 200
 
 
 class ErrorDetail(msgspec.Struct):
@@ -136,18 +133,12 @@ def _build(
     hint = _STATUS_HINTS.get(status)
     if hint:
         message += f" ({hint})"
-    # An auth error's text may quote part of the key; it is never copied.
-    text: str | None = None
-    if detail is not None and detail.message and cls is not UpstreamAuthFailedError:
-        text = " ".join(detail.message.split())
-        if len(text) > _MESSAGE_LIMIT:
-            text = text[: _MESSAGE_LIMIT - 1] + "…"
-    return cls(
+    return upstream_failure(
+        cls,
         message,
-        retry_after=retry_after,
+        upstream_text=detail.message if detail is not None else None,
         upstream_status=upstream_status,
-        upstream_message=text,
-        blame="upstream",
+        retry_after=retry_after,
     )
 
 
@@ -159,39 +150,3 @@ def _detail(body: bytes) -> ErrorDetail | None:
     if isinstance(envelope.error, str):  # some servers send {"error": "text"}
         return ErrorDetail(message=envelope.error)
     return envelope.error
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or HTTP-date).
-
-    An HTTP-date needs ``now``; without it the date is ignored. Header names match in any case.
-    """
-    lowered = {name.lower(): value for name, value in headers.items()}
-    millis = _number(lowered.get("retry-after-ms"))
-    if millis is not None:
-        return millis / 1000
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    seconds = _number(value)
-    if seconds is not None:
-        return seconds
-    if now is None:
-        return None
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:  # HTTP-dates are GMT; do not let the local zone in
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, when.timestamp() - now)
-
-
-def _number(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) and number >= 0 else None
