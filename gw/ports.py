@@ -7,12 +7,12 @@ and ``gw/wiring.py`` plugs them in.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import msgspec
 
 from gw.config.schema import ProviderConfig
-from gw.ir import ChatRequest, ChatResponse, StreamEvent
+from gw.ir import ChatRequest, ChatResponse, EmbeddingRequest, EmbeddingResponse, StreamEvent
 from gw.record import TraceRecord
 
 
@@ -41,12 +41,37 @@ class UpstreamCall(msgspec.Struct, frozen=True, kw_only=True):
     notes: list[str] = msgspec.field(default_factory=list)
 
 
+class EmbeddingCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One embeddings attempt, like ``UpstreamCall``: ``request.model`` is the upstream's."""
+
+    request_id: str
+    provider: ProviderConfig
+    request: EmbeddingRequest
+    account: str | None
+    timeouts: AttemptTimeouts
+    notes: list[str] = msgspec.field(default_factory=list)
+
+
 class Upstream(Protocol):
-    """A provider adapter: IR in, IR out. It raises only ``GatewayError`` subclasses."""
+    """A provider adapter: IR in, IR out. It raises only ``GatewayError`` subclasses.
+
+    Adapters that serve embeddings also implement ``EmbeddingUpstream.embed``; it is a
+    separate protocol so that a chat-only adapter is still an ``Upstream``.
+    """
 
     async def complete(self, call: UpstreamCall) -> ChatResponse: ...
 
     def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]: ...
+
+
+@runtime_checkable
+class EmbeddingUpstream(Upstream, Protocol):
+    """An ``Upstream`` that also embeds; the engine checks for it per embeddings attempt.
+
+    ``embed`` returns one vector per input, in input order.
+    """
+
+    async def embed(self, call: EmbeddingCall) -> EmbeddingResponse: ...
 
 
 class UpstreamDirectory(Protocol):

@@ -1,13 +1,16 @@
 """The built-in ``mock`` provider: deterministic answers derived from the request, no network.
 
 It behaves like a real provider where that matters for tests and demos: it reports usage,
-streams token by token, calls tools, and can be slow or fail on purpose (``mock:`` options).
+streams token by token, calls tools, embeds (a unit vector from a hash of each input), and
+can be slow or fail on purpose (``mock:`` options).
 """
 
 from __future__ import annotations
 
+import array
 import asyncio
 import hashlib
+import math
 import random
 import time
 from collections.abc import AsyncIterator
@@ -17,10 +20,12 @@ import msgspec
 from gw.codecs.openai_chat import error_from_upstream
 from gw.config.schema import MockOptions
 from gw.config.units import Duration
-from gw.errors import GatewayError, error_for_code
+from gw.errors import GatewayError, InvalidRequestError, error_for_code
 from gw.ir import (
     ChatRequest,
     ChatResponse,
+    EmbeddingInput,
+    EmbeddingResponse,
     Finish,
     StreamEvent,
     StreamStart,
@@ -31,14 +36,16 @@ from gw.ir import (
     Usage,
     UsageEvent,
 )
-from gw.ports import UpstreamCall
-from gw.routing.estimate import estimate_input_tokens
+from gw.ports import EmbeddingCall, UpstreamCall
+from gw.routing.estimate import estimate_embedding_tokens, estimate_input_tokens
 
 VOCABULARY = (
     "gateway", "route", "token", "stream", "model", "policy", "latency", "answer",
     "request", "provider", "budget", "trace", "retry", "fallback", "snapshot", "cache",
 )  # fmt: skip
 DEFAULT_OPTIONS = MockOptions()
+DEFAULT_EMBEDDING_DIMENSIONS = 8
+MAX_EMBEDDING_DIMENSIONS = 4096  # above any real model's; keeps a demo from allocating wildly
 
 
 class MockUpstream:
@@ -74,7 +81,23 @@ class MockUpstream:
         yield Finish(reason="tool_calls" if answer.tool_calls else "stop")
         yield UsageEvent(usage=answer.usage)
 
-    async def _before_headers(self, call: UpstreamCall) -> None:
+    async def embed(self, call: EmbeddingCall) -> EmbeddingResponse:
+        await self._before_headers(call)
+        request = call.request
+        size = request.dimensions or DEFAULT_EMBEDDING_DIMENSIONS
+        if size > MAX_EMBEDDING_DIMENSIONS:
+            raise InvalidRequestError(
+                f"the mock embeds at most {MAX_EMBEDDING_DIMENSIONS} dimensions",
+                param="dimensions",
+                blame="upstream",
+            )
+        return EmbeddingResponse(
+            model=request.model,
+            vectors=tuple(mock_embedding(item, size) for item in request.inputs),
+            usage=Usage(input_tokens=estimate_embedding_tokens(request)),
+        )
+
+    async def _before_headers(self, call: UpstreamCall | EmbeddingCall) -> None:
         await _sleep(self._options.latency)
         failure = self._failure()
         if failure is not None:
@@ -135,6 +158,16 @@ def _answer_for(request: ChatRequest, word_count: int) -> MockAnswer:
         tool_calls=(),
         usage=Usage(input_tokens=input_tokens, output_tokens=len(text.split(" "))),
     )
+
+
+def mock_embedding(item: EmbeddingInput, size: int) -> tuple[float, ...]:
+    """A unit vector of ``size`` drawn from a hash of ``item``: the same input always gets
+    the same vector, and a text never the vector of a token array. Each value is a float32,
+    so the float and base64 encodings of an answer carry the very same numbers."""
+    raw = hashlib.shake_256(msgspec.json.encode(item)).digest(2 * size)
+    values = [int.from_bytes(raw[i : i + 2], "little") - 32767.5 for i in range(0, 2 * size, 2)]
+    norm = math.sqrt(sum(value * value for value in values))
+    return tuple(array.array("f", [value / norm for value in values]))
 
 
 def _wants_tool_call(request: ChatRequest) -> bool:

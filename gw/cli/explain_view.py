@@ -246,7 +246,18 @@ def _attempts_table(trace: TraceRecord) -> Table:
 
 
 # Wire format by trace endpoint (the client's side) and by provider kind (the upstream's).
-CLIENT_FORMATS = {"chat.completions": "OpenAI chat", "messages": "Anthropic messages"}
+CLIENT_FORMATS = {
+    "chat.completions": "OpenAI chat",
+    "messages": "Anthropic messages",
+    "embeddings": "OpenAI embeddings",
+}
+EMBEDDING_FORMATS = {
+    "openai": "OpenAI embeddings",
+    "openai_compatible": "OpenAI embeddings",
+    "azure_openai": "OpenAI embeddings (Azure)",
+    "gemini": "Gemini batchEmbedContents",
+    "mock": "mock (IR)",
+}
 UPSTREAM_FORMATS = {
     "openai": "OpenAI chat",
     "openai_compatible": "OpenAI chat",
@@ -260,7 +271,8 @@ UPSTREAM_FORMATS = {
 def translation_line(trace: TraceRecord, attempt: AttemptRecord) -> str:
     """``OpenAI chat -> IR -> Anthropic messages``, and what the upstream format lost."""
     client = CLIENT_FORMATS.get(trace.endpoint, trace.endpoint)
-    upstream = UPSTREAM_FORMATS.get(attempt.provider_kind or "", attempt.provider_kind or "?")
+    formats = EMBEDDING_FORMATS if trace.endpoint == "embeddings" else UPSTREAM_FORMATS
+    upstream = formats.get(attempt.provider_kind or "", attempt.provider_kind or "?")
     line = f"{client} -> IR -> {upstream}"
     if attempt.translation_notes:
         line += "; lossy: " + "; ".join(attempt.translation_notes)

@@ -13,7 +13,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
             "provider": "mock",
             "model": MOCK_MODEL,
             "context_window": 128000,
-            "capabilities": ["tools", "vision", "json_schema", "json_object"],
+            "capabilities": ["tools", "vision", "json_schema", "json_object", "embeddings"],
         }
     ],
     "routes": [{"name": "mock", "targets": [{"provider": "mock", "model": MOCK_MODEL}]}],

@@ -1,9 +1,10 @@
 """The engine: try the decision's chain in order, retrying and falling back as the policy says.
 
 Strategy: one loop (``_run``) owns every retry/fallback choice; what differs between a
-plain answer and a stream is only what one attempt must produce before it counts as a
-success (the whole answer, or the first token of the stream: the commit point after which
-fallback is illegal, invariant 3).
+plain answer, a stream and an embeddings call is only the call each target gets and what
+one attempt must produce before it counts as a success (the whole answer or list of
+vectors, or the first token of the stream: the commit point after which fallback is
+illegal, invariant 3).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import contextlib
 import logging
 import traceback
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import msgspec
 
@@ -30,18 +31,40 @@ from gw.execution.attempt_log import AttemptLog, PendingAttempt
 from gw.execution.backoff import backoff_delay
 from gw.execution.fallback import may_fall_back
 from gw.execution.idle_watch import IdleWatch
-from gw.ir import ChatRequest, ChatResponse, StreamEvent, StreamStart, UsageEvent
-from gw.ports import AttemptTimeouts, Clock, Sleep, Upstream, UpstreamCall, UpstreamDirectory
+from gw.ir import (
+    ChatRequest,
+    ChatResponse,
+    EmbeddingRequest,
+    EmbeddingResponse,
+    StreamEvent,
+    StreamStart,
+    UsageEvent,
+)
+from gw.ports import (
+    AttemptTimeouts,
+    Clock,
+    EmbeddingCall,
+    EmbeddingUpstream,
+    Sleep,
+    Upstream,
+    UpstreamCall,
+    UpstreamDirectory,
+)
 from gw.record import AttemptOutcome, AttemptRecord
 from gw.routing.decision import RouteDecision, TargetRef
 
 T = TypeVar("T")
+RequestT = TypeVar("RequestT", ChatRequest, EmbeddingRequest)
+ResponseT = TypeVar("ResponseT", ChatResponse, EmbeddingResponse)
+CallT = TypeVar("CallT", UpstreamCall, EmbeddingCall)
+# Builds the call one target gets (the same for each of its attempts).
+CallFactory = Callable[[TargetRef, ProviderConfig, AttemptTimeouts], CallT]
 logger = logging.getLogger("gw.execution")
 
 
-class ExecutionPlan(msgspec.Struct, frozen=True, kw_only=True):
+class ExecutionPlan(msgspec.Struct, Generic[RequestT], frozen=True, kw_only=True):
     request_id: str
-    request: ChatRequest
+    request: RequestT
     decision: RouteDecision
     policy: PolicyConfig
     providers: Mapping[str, ProviderConfig]
@@ -56,8 +79,8 @@ class ExecutionFailedError(Exception):
         self.attempts = attempts
 
 
-class Answer(msgspec.Struct, frozen=True, kw_only=True):
-    response: ChatResponse
+class Answer(msgspec.Struct, Generic[ResponseT], frozen=True, kw_only=True):
+    response: ResponseT
     target: TargetRef
     attempts: list[AttemptRecord]
 
@@ -152,33 +175,69 @@ class Engine:
         self._clock = clock
         self._sleep = sleep
 
-    def deadline(self, plan: ExecutionPlan) -> float:
+    def deadline(self, plan: ExecutionPlan[RequestT]) -> float:
         return self._clock.monotonic() + plan.policy.timeout.total.seconds
 
-    async def complete(self, plan: ExecutionPlan, log: AttemptLog) -> Answer:
+    async def complete(
+        self, plan: ExecutionPlan[ChatRequest], log: AttemptLog
+    ) -> Answer[ChatResponse]:
         """Attempts land in ``log`` as they happen, so a caller cancelled midway has them."""
         per_attempt = plan.policy.timeout.per_attempt.seconds
 
         async def attempt(
             upstream: Upstream, call: UpstreamCall, pending: PendingAttempt, remaining: float
         ) -> ChatResponse:
-            budget = min(per_attempt, remaining)
-            try:
-                async with asyncio.timeout(budget):
-                    return await upstream.complete(call)
-            except TimeoutError:
-                raise UpstreamTimeoutError(
-                    f"no answer within {budget:.1f}s (timeout.per_attempt or timeout.total)"
-                ) from None
+            return await _within(upstream.complete(call), min(per_attempt, remaining))
 
         deadline = self.deadline(plan)
         response, target, pending = await self._run(
-            plan, log, deadline=deadline, stream=False, attempt=attempt
+            plan, log, deadline=deadline, call_for=_chat_calls(plan, stream=False), attempt=attempt
         )
         log.finish(pending, "answered")
         return Answer(response=response, target=target, attempts=log.records)
 
-    async def open_stream(self, plan: ExecutionPlan, log: AttemptLog) -> OpenStream:
+    async def embed(
+        self, plan: ExecutionPlan[EmbeddingRequest], log: AttemptLog
+    ) -> Answer[EmbeddingResponse]:
+        """Like ``complete``, for embeddings: one vector per input, or the attempt failed."""
+        per_attempt = plan.policy.timeout.per_attempt.seconds
+
+        async def attempt(
+            upstream: Upstream, call: EmbeddingCall, pending: PendingAttempt, remaining: float
+        ) -> EmbeddingResponse:
+            if not isinstance(upstream, EmbeddingUpstream):
+                raise UpstreamError(
+                    f"provider {call.provider.name}: kind {call.provider.kind} does not serve "
+                    "embeddings in this version of gw",
+                    blame="gateway",
+                )
+            response = await _within(upstream.embed(call), min(per_attempt, remaining))
+            wanted, got = len(call.request.inputs), len(response.vectors)
+            if got != wanted:
+                raise UpstreamError(
+                    f"upstream sent {got} embeddings for {wanted} inputs", blame="upstream"
+                )
+            return response
+
+        def call_for(
+            target: TargetRef, provider: ProviderConfig, timeouts: AttemptTimeouts
+        ) -> EmbeddingCall:
+            return EmbeddingCall(
+                request_id=plan.request_id,
+                provider=provider,
+                request=msgspec.structs.replace(plan.request, model=target.model),
+                account=None,
+                timeouts=timeouts,
+            )
+
+        deadline = self.deadline(plan)
+        response, target, pending = await self._run(
+            plan, log, deadline=deadline, call_for=call_for, attempt=attempt
+        )
+        log.finish(pending, "answered")
+        return Answer(response=response, target=target, attempts=log.records)
+
+    async def open_stream(self, plan: ExecutionPlan[ChatRequest], log: AttemptLog) -> OpenStream:
         """Attempt until one upstream produces its first token; that moment is the commit."""
         timeout = plan.policy.timeout
         deadline = self.deadline(plan)
@@ -209,7 +268,7 @@ class Engine:
             return pending.number
 
         number, target, pending = await self._run(
-            plan, log, deadline=deadline, stream=True, attempt=attempt
+            plan, log, deadline=deadline, call_for=_chat_calls(plan, stream=True), attempt=attempt
         )
         head, tail = heads[number]
         return OpenStream(
@@ -225,12 +284,12 @@ class Engine:
 
     async def _run(
         self,
-        plan: ExecutionPlan,
+        plan: ExecutionPlan[RequestT],
         log: AttemptLog,
         *,
         deadline: float,
-        stream: bool,
-        attempt: Callable[[Upstream, UpstreamCall, PendingAttempt, float], Awaitable[T]],
+        call_for: CallFactory[CallT],
+        attempt: Callable[[Upstream, CallT, PendingAttempt, float], Awaitable[T]],
     ) -> tuple[T, TargetRef, PendingAttempt]:
         """Try targets in chain order; return the first success with its open attempt."""
         chain = plan.decision.chain
@@ -242,18 +301,7 @@ class Engine:
         for position, target in enumerate(chain):
             provider = plan.providers[target.provider]
             upstream = self._upstreams.upstream_for(provider)
-            target_call = UpstreamCall(
-                request_id=plan.request_id,
-                provider=provider,
-                request=msgspec.structs.replace(
-                    plan.request,
-                    model=target.model,
-                    stream=stream,
-                    max_tokens=plan.decision.max_output_tokens,
-                ),
-                account=None,
-                timeouts=timeouts,
-            )
+            target_call = call_for(target, provider, timeouts)
             has_next = position + 1 < len(chain)
             for try_number in range(1, policy.retry.max_attempts + 1):
                 remaining = deadline - self._clock.monotonic()
@@ -290,7 +338,7 @@ class Engine:
         raise NoRouteError("no target left to try")  # an empty chain; routing reports it first
 
     def _retry_delay(
-        self, plan: ExecutionPlan, error: GatewayError, try_number: int, deadline: float
+        self, plan: ExecutionPlan[RequestT], error: GatewayError, try_number: int, deadline: float
     ) -> float | None:
         retry = plan.policy.retry
         if not error.retryable or try_number >= retry.max_attempts:
@@ -299,6 +347,39 @@ class Engine:
         if delay is None or self._clock.monotonic() + delay >= deadline:
             return None
         return delay
+
+
+def _chat_calls(plan: ExecutionPlan[ChatRequest], *, stream: bool) -> CallFactory[UpstreamCall]:
+    """Each target's chat call: its model, the stream mode, the settled output limit."""
+
+    def call_for(
+        target: TargetRef, provider: ProviderConfig, timeouts: AttemptTimeouts
+    ) -> UpstreamCall:
+        return UpstreamCall(
+            request_id=plan.request_id,
+            provider=provider,
+            request=msgspec.structs.replace(
+                plan.request,
+                model=target.model,
+                stream=stream,
+                max_tokens=plan.decision.max_output_tokens,
+            ),
+            account=None,
+            timeouts=timeouts,
+        )
+
+    return call_for
+
+
+async def _within(work: Awaitable[T], budget: float) -> T:
+    """Await one whole answer within ``budget`` seconds, else ``upstream_timeout``."""
+    try:
+        async with asyncio.timeout(budget):
+            return await work
+    except TimeoutError:
+        raise UpstreamTimeoutError(
+            f"no answer within {budget:.1f}s (timeout.per_attempt or timeout.total)"
+        ) from None
 
 
 def unexpected_error(exc: Exception, provider: str) -> InternalError:

@@ -17,11 +17,20 @@ from gw.config.snapshot import Snapshot
 from gw.errors import ClientAbortedError, GatewayError
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.cost import cost_usd
-from gw.execution.engine import Answer, Engine, ExecutionFailedError, ExecutionPlan, OpenStream
+from gw.execution.engine import (
+    Answer,
+    Engine,
+    ExecutionFailedError,
+    ExecutionPlan,
+    OpenStream,
+    RequestT,
+)
 from gw.execution.usage_estimate import estimate_output_tokens, tokens_for_chars
 from gw.ir import (
     ChatRequest,
     ChatResponse,
+    EmbeddingRequest,
+    EmbeddingResponse,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -32,7 +41,7 @@ from gw.ir import UsageEvent as UsageEventIR
 from gw.ports import Clock, TraceSink
 from gw.record import AttemptRecord, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
-from gw.routing.estimate import estimate_input_tokens
+from gw.routing.estimate import estimate_embedding_tokens, estimate_input_tokens
 from gw.routing.router import decide, no_candidate_error
 
 
@@ -63,6 +72,13 @@ class Completed(msgspec.Struct, frozen=True, kw_only=True):
     trace: TraceRecord
 
 
+class Embedded(msgspec.Struct, frozen=True, kw_only=True):
+    """An embeddings answer with its (already submitted) trace."""
+
+    response: EmbeddingResponse
+    trace: TraceRecord
+
+
 class Gateway:
     def __init__(self, engine: Engine, traces: TraceSink, clock: Clock) -> None:
         self._engine = engine
@@ -80,7 +96,7 @@ class Gateway:
         decision, plan = self._plan(ctx, request)
         log = AttemptLog(self._clock)
         try:
-            answer: Answer = await self._engine.complete(plan, log)
+            answer: Answer[ChatResponse] = await self._engine.complete(plan, log)
         except ExecutionFailedError as failed:
             raise self._failed(ctx, request, decision, failed.error, failed.attempts) from None
         except asyncio.CancelledError:
@@ -102,6 +118,33 @@ class Gateway:
         )
         return Completed(response=response, trace=trace)
 
+    async def embed(self, ctx: RequestContext, request: EmbeddingRequest) -> Embedded:
+        """Route and run an embeddings request; usage is the upstream's, else estimated."""
+        decision, plan = self._plan(ctx, request)
+        log = AttemptLog(self._clock)
+        try:
+            answer = await self._engine.embed(plan, log)
+        except ExecutionFailedError as failed:
+            raise self._failed(ctx, request, decision, failed.error, failed.attempts) from None
+        except asyncio.CancelledError:
+            self._aborted(ctx, request, decision, log)
+            raise
+        usage = answer.response.usage
+        source: UsageSource = "provider"
+        if usage is None:
+            usage, source = Usage(input_tokens=estimate_embedding_tokens(request)), "estimate"
+        trace = self._record(
+            ctx,
+            requested_model=request.model,
+            stream=False,
+            decision=decision,
+            attempts=answer.attempts,
+            target=answer.target,
+            usage=usage,
+            usage_source=source,
+        )
+        return Embedded(response=answer.response, trace=trace)
+
     async def open_stream(self, ctx: RequestContext, request: ChatRequest) -> StreamSession:
         """Run attempts until one stream commits; failures before that raise as usual."""
         decision, plan = self._plan(ctx, request)
@@ -116,15 +159,19 @@ class Gateway:
         return StreamSession(self, ctx, request, decision, opened)
 
     def _aborted(
-        self, ctx: RequestContext, request: ChatRequest, decision: RouteDecision, log: AttemptLog
+        self,
+        ctx: RequestContext,
+        request: ChatRequest | EmbeddingRequest,
+        decision: RouteDecision,
+        log: AttemptLog,
     ) -> None:
         """The client left before an answer: trace it as client_aborted (499)."""
         error = ClientAbortedError("the client closed the connection before the answer")
         self._failed(ctx, request, decision, error, log.records)
 
     def _plan(
-        self, ctx: RequestContext, request: ChatRequest
-    ) -> tuple[RouteDecision, ExecutionPlan]:
+        self, ctx: RequestContext, request: RequestT
+    ) -> tuple[RouteDecision, ExecutionPlan[RequestT]]:
         try:
             decision, policy = decide(
                 request,
@@ -135,10 +182,12 @@ class Gateway:
             )
         except GatewayError as error:
             raise self.reject(
-                ctx, error, requested_model=request.model, stream=request.stream
+                ctx, error, requested_model=request.model, stream=_streams(request)
             ) from None
         if not decision.chain:
-            raise self._failed(ctx, request, decision, no_candidate_error(decision), [])
+            param = "messages" if isinstance(request, ChatRequest) else "input"
+            empty = no_candidate_error(decision, input_param=param)
+            raise self._failed(ctx, request, decision, empty, [])
         plan = ExecutionPlan(
             request_id=ctx.request_id,
             request=request,
@@ -151,7 +200,7 @@ class Gateway:
     def _failed(
         self,
         ctx: RequestContext,
-        request: ChatRequest,
+        request: ChatRequest | EmbeddingRequest,
         decision: RouteDecision,
         error: GatewayError,
         attempts: list[AttemptRecord],
@@ -159,7 +208,7 @@ class Gateway:
         trace = self._record(
             ctx,
             requested_model=request.model,
-            stream=request.stream,
+            stream=_streams(request),
             decision=decision,
             attempts=attempts,
             error=error,
@@ -286,6 +335,10 @@ class StreamSession:
                 usage=usage,
                 output_chars=output_chars,
             )
+
+
+def _streams(request: ChatRequest | EmbeddingRequest) -> bool:
+    return isinstance(request, ChatRequest) and request.stream
 
 
 def _usage_or_estimate(

@@ -1,6 +1,7 @@
 """Canonical intermediate representation: every wire format translates to and from this."""
 
 from gw.ir.content import ContentPart, ImagePart, TextPart, ThinkingPart
+from gw.ir.embeddings import EmbeddingInput, EmbeddingRequest, EmbeddingResponse
 from gw.ir.events import (
     ErrorEvent,
     Finish,
@@ -36,6 +37,9 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "ContentPart",
+    "EmbeddingInput",
+    "EmbeddingRequest",
+    "EmbeddingResponse",
     "ErrorEvent",
     "Finish",
     "FinishReason",

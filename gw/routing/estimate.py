@@ -11,6 +11,9 @@ The rules, rounded up once over the whole request:
 - tool definitions, and a ``json_schema`` response format: their JSON size / 4;
 - each image: 765 tokens (what a high-detail 1024x1024 image costs on OpenAI), or 85
   when ``detail`` is ``"low"``; the image's real size is not inspected.
+
+Embeddings inputs: a text counts 4 characters a token (rounded up per input), a token
+array counts exactly its length; there is no framing.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import math
 import msgspec
 
 from gw.ir.content import ImagePart, TextPart
+from gw.ir.embeddings import EmbeddingInput, EmbeddingRequest
 from gw.ir.messages import AssistantMessage
 from gw.ir.request import ChatRequest
 
@@ -49,3 +53,15 @@ def estimate_input_tokens(request: ChatRequest) -> int:
         chars += len(msgspec.json.encode(schema.json_schema))
     framing = MESSAGE_OVERHEAD_TOKENS * len(request.messages)
     return math.ceil(chars / CHARS_PER_TOKEN) + framing + images
+
+
+def embedding_input_tokens(item: EmbeddingInput) -> int:
+    """Roughly how many tokens one embeddings input is (exactly, for a token array)."""
+    if isinstance(item, tuple):
+        return len(item)
+    return -(-len(item) // CHARS_PER_TOKEN)
+
+
+def estimate_embedding_tokens(request: EmbeddingRequest) -> int:
+    """Roughly how many tokens all of ``request``'s inputs are together."""
+    return sum(map(embedding_input_tokens, request.inputs))

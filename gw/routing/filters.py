@@ -4,7 +4,8 @@ Each target becomes a ``Candidate``; the filters run in this order and the first
 fails records its reason and a human ``detail`` on the candidate:
 
 1. ``missing_capability``: the catalog entry lacks a capability the request needs.
-2. ``context_window``: estimated input + max output tokens exceed the known window.
+2. ``context_window``: estimated input + max output tokens exceed the known window
+   (for embeddings: the largest single input, ``window_tokens``, as each is embedded alone).
 3. ``cost_ceiling``: the projected cost is above ``limits.max_cost_per_request_usd``.
 
 A target with no catalog entry is treated as capable, with an unknown window and price:
@@ -50,8 +51,13 @@ def screen_targets(
     input_tokens: int,
     max_output_tokens: int | None,
     max_cost_usd: float | None,
+    window_tokens: int | None = None,
 ) -> Screening:
-    """Run every filter over ``targets`` and relax the cost ceiling if it empties the list."""
+    """Run every filter over ``targets`` and relax the cost ceiling if it empties the list.
+
+    ``window_tokens`` is what must fit the context window, when not ``input_tokens``.
+    """
+    window_input = input_tokens if window_tokens is None else window_tokens
     kept: list[Candidate] = []
     rejected: list[Candidate] = []
     notes: list[str] = []
@@ -63,7 +69,7 @@ def screen_targets(
         reason, detail = _rejection(
             entry,
             needs=needs,
-            input_tokens=input_tokens,
+            input_tokens=window_input,
             max_output_tokens=max_output_tokens,
             cost=cost,
             max_cost_usd=max_cost_usd,

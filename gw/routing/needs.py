@@ -5,6 +5,9 @@ from __future__ import annotations
 from gw.config.schema import Capability
 from gw.ir.request import ChatRequest
 
+# An embeddings request needs exactly this, whatever its inputs.
+EMBEDDING_NEEDS: frozenset[Capability] = frozenset({"embeddings"})
+
 
 def required_capabilities(request: ChatRequest) -> frozenset[Capability]:
     """The catalog capabilities ``request`` relies on.

@@ -1,5 +1,10 @@
 """decide(): one request and one snapshot in, one RouteDecision out. Pure, no I/O.
 
+A chat request and an embeddings request are routed alike: routing reads of either the
+same few things (model, needs, streaming, output limit, input estimates). An embeddings
+request needs the ``embeddings`` capability, never streams and produces no output tokens
+(its max output is 0), and each of its inputs must fit the context window on its own.
+
 The steps, each recorded in the decision so ``gw explain`` can replay the reasoning:
 
 1. resolve the client's ``model`` to a route (or a direct ``provider/model``) and its
@@ -30,18 +35,19 @@ from gw.errors import (
     NativeFeatureUnsupportedError,
     NoRouteError,
 )
+from gw.ir.embeddings import EmbeddingRequest
 from gw.ir.request import ChatRequest
 from gw.routing.decision import Candidate, RouteDecision, TargetRef
-from gw.routing.estimate import estimate_input_tokens
+from gw.routing.estimate import embedding_input_tokens, estimate_input_tokens
 from gw.routing.filters import screen_targets
-from gw.routing.needs import required_capabilities
+from gw.routing.needs import EMBEDDING_NEEDS, required_capabilities
 from gw.routing.plan import route_plan
 from gw.routing.policy import first_matching
 from gw.routing.strategies import rank
 
 
 def decide(
-    request: ChatRequest,
+    request: ChatRequest | EmbeddingRequest,
     snapshot: Snapshot,
     *,
     request_id: str,
@@ -54,25 +60,33 @@ def decide(
     ``request_id`` seeds the weighted strategy, so the same id always gets the same
     order. ``latency_ms`` is the observed latency per ``provider/model``, if any.
     """
+    # What routing reads of the request, whichever endpoint it came to (kept in locals:
+    # this runs on every chat request).
+    if isinstance(request, ChatRequest):
+        needs = required_capabilities(request)
+        streaming, max_tokens = request.stream, request.max_tokens
+        input_tokens = window_tokens = estimate_input_tokens(request)
+    else:
+        needs, streaming, max_tokens = EMBEDDING_NEEDS, False, 0
+        input_tokens, window_tokens = embedding_token_estimates(request)
     plan = route_plan(snapshot, request.model)
     route = plan.route
-    needs = required_capabilities(request)
     policy = first_matching(
         plan.policies,
-        streaming=request.stream,
+        streaming=streaming,
         tenant=tenant,
         api_key_id=api_key_id,
         capabilities=needs,
     )
     strategy = policy.strategy or route.strategy
-    max_output, clamp_notes = clamp_max_tokens(request.max_tokens, policy.limits.max_output_tokens)
-    input_tokens = estimate_input_tokens(request)
+    max_output, clamp_notes = clamp_max_tokens(max_tokens, policy.limits.max_output_tokens)
     screening = screen_targets(
         plan.targets,
         needs=needs,
         input_tokens=input_tokens,
         max_output_tokens=max_output,
         max_cost_usd=policy.limits.max_cost_per_request_usd,
+        window_tokens=window_tokens,
     )
     ranking = rank(
         strategy,
@@ -98,6 +112,13 @@ def decide(
     return decision, policy
 
 
+def embedding_token_estimates(request: EmbeddingRequest) -> tuple[int, int]:
+    """(all inputs together, the largest one): each input is embedded on its own, so it is
+    the largest that must fit a context window, and the sum that is paid for."""
+    per_input = [embedding_input_tokens(item) for item in request.inputs]
+    return sum(per_input), max(per_input, default=0)
+
+
 def clamp_max_tokens(
     requested: int | None, ceiling: int | None
 ) -> tuple[int | None, tuple[str, ...]]:
@@ -107,11 +128,12 @@ def clamp_max_tokens(
     return ceiling, (f"max_tokens {requested} clamped to policy ceiling {ceiling}",)
 
 
-def no_candidate_error(decision: RouteDecision) -> GatewayError:
+def no_candidate_error(decision: RouteDecision, *, input_param: str = "messages") -> GatewayError:
     """The client-facing error for a decision whose chain is empty.
 
     Only missing capabilities: ``native_feature_unsupported``. Context windows and no
-    capability problem: ``context_length_exceeded``. Anything else: ``no_route``.
+    capability problem: ``context_length_exceeded`` (its ``param`` is ``input_param``, the
+    field that holds the input). Anything else: ``no_route``.
     """
     rejected = [c for c in decision.candidates if c.rejected is not None]
     reasons = {c.rejected for c in rejected}
@@ -128,7 +150,7 @@ def no_candidate_error(decision: RouteDecision) -> GatewayError:
         return ContextLengthExceededError(
             f"this request needs {wanted}, more than the context window of every target "
             f"of {decision.route!r}: {listing}",
-            param="messages",
+            param=input_param,
         )
     return NoRouteError(
         f"no target of {decision.route!r} can serve this request: {listing or 'it has none'}"

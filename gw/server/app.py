@@ -17,6 +17,7 @@ from gw.errors import (
     MethodNotAllowedError,
 )
 from gw.server.chat import chat_handlers
+from gw.server.embeddings import embedding_handlers
 from gw.server.messages import message_handlers
 from gw.server.models import model_handlers
 from gw.server.responses import JSON, anthropic_error_response, openai_error_response
@@ -64,6 +65,7 @@ def build_app(
     return Litestar(
         route_handlers=[
             *chat_handlers(services),
+            *embedding_handlers(services),
             *message_handlers(services),
             *model_handlers(services),
             livez,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
-from typing import Any, Protocol
+from collections.abc import AsyncGenerator, Callable
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 from litestar import Response
@@ -24,6 +24,8 @@ from gw.server.disconnect import ClientGoneError, ClientWatch
 from gw.server.responses import JSON, gw_headers, trace_headers
 from gw.server.services import HttpRequest, ServerServices
 from gw.server.sse_stream import LastChunk, SSEStream
+
+DecodedT = TypeVar("DecodedT")
 
 
 class StreamEncoder(Protocol):
@@ -65,6 +67,16 @@ async def read_chat(
     services: ServerServices, client: ClientFormat, ctx: RequestContext, request: HttpRequest
 ) -> tuple[RequestContext, ChatRequest]:
     """Authenticate, read the body within server.body_timeout, decode; GatewayError if not."""
+    return await read_request(services, ctx, request, client.decode)
+
+
+async def read_request(
+    services: ServerServices,
+    ctx: RequestContext,
+    request: HttpRequest,
+    decode: Callable[[bytes], DecodedT],
+) -> tuple[RequestContext, DecodedT]:
+    """``read_chat`` for any endpoint: ``decode`` turns the body into its request."""
     server = ctx.snapshot.config.server
     principal = services.authenticator.authenticate(request.headers)
     ctx = _with_principal(ctx, principal.key_id, principal.tenant)
@@ -78,7 +90,7 @@ async def read_chat(
         raise RequestTimeoutError(
             f"the request body did not arrive within server.body_timeout ({limit})"
         ) from None
-    return ctx, client.decode(body)
+    return ctx, decode(body)
 
 
 async def _serve(

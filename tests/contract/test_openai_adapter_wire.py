@@ -15,11 +15,13 @@ import pytest
 from gw.config.schema import ProviderConfig
 from gw.errors import (
     GatewayError,
+    InvalidRequestError,
+    RateLimitedError,
     UpstreamAuthFailedError,
     UpstreamError,
     UpstreamTimeoutError,
 )
-from gw.ir import ChatRequest, Finish, StreamStart, TextDelta
+from gw.ir import ChatRequest, EmbeddingRequest, Finish, StreamStart, TextDelta
 from gw.ports import AttemptTimeouts
 
 from contract.upstream_harness import (
@@ -28,10 +30,11 @@ from contract.upstream_harness import (
     TIMEOUTS,
     chat_request,
     run_complete,
+    run_embed,
     run_stream,
     streamed_text,
 )
-from fakes.openai_upstream import Behavior, FakeOpenAI
+from fakes.openai_upstream import Behavior, FakeOpenAI, fake_embedding
 
 Mode = Literal["complete", "stream"]
 MODES = ["complete", "stream"]
@@ -316,3 +319,94 @@ def test_azure_openai_defaults_to_the_ga_api_version(fake: FakeOpenAI) -> None:
     )
     run_complete(azure, chat_request())
     assert fake.requests[-1].query == "api-version=2024-10-21"
+
+
+# --- embeddings ----------------------------------------------------------------------------
+
+EMBED = EmbeddingRequest(
+    model="text-embedding-3-small",
+    inputs=("Hello there", (15339, 1917)),
+    dimensions=8,
+    user="user-7",
+    extensions={"openai": {"encoding_format": "base64", "vendor_flag": True}},
+)
+
+
+def test_embeddings_request_path_body_and_headers(
+    fake: FakeOpenAI, provider: ProviderConfig
+) -> None:
+    response = run_embed(provider, EMBED)
+
+    [received] = fake.requests
+    assert (received.method, received.path, received.query) == ("POST", "/v1/embeddings", "")
+    assert received.headers["authorization"] == f"Bearer {ENVIRON[KEY_VARIABLE]}"
+    assert received.headers["content-type"] == "application/json"
+    # Floats are asked for whatever the client wants; gw re-encodes for its client.
+    assert received.json == {
+        "model": "text-embedding-3-small",
+        "input": ["Hello there", [15339, 1917]],
+        "encoding_format": "float",
+        "dimensions": 8,
+        "user": "user-7",
+        "vendor_flag": True,
+    }
+    assert response.model == "text-embedding-3-small"
+    assert response.vectors == (
+        tuple(fake_embedding("Hello there", 8)),
+        tuple(fake_embedding([15339, 1917], 8)),
+    )
+    assert response.usage is not None
+    assert response.usage.input_tokens == 4  # the fake counts 2 words + 2 tokens
+
+
+def test_embeddings_on_azure_use_the_deployment_url(fake: FakeOpenAI) -> None:
+    azure = ProviderConfig(
+        name="azure-wire",
+        kind="azure_openai",
+        base_url=fake.base_url.removesuffix("/v1"),
+        api_key=f"env:{KEY_VARIABLE}",
+    )
+
+    response = run_embed(azure, msgspec.structs.replace(EMBED, model="emb deploy"))
+
+    [received] = fake.requests
+    assert received.path == "/openai/deployments/emb%20deploy/embeddings"
+    assert received.query == "api-version=2024-10-21"
+    assert received.headers["api-key"] == ENVIRON[KEY_VARIABLE]
+    assert "authorization" not in received.headers
+    assert len(response.vectors) == 2
+
+
+@pytest.mark.parametrize(
+    ("behavior", "expected"),
+    [
+        (Behavior(status=429, headers={"retry-after": "3"}), RateLimitedError),
+        (Behavior(status=500), UpstreamError),
+        (Behavior(status=401), UpstreamAuthFailedError),
+        (Behavior(status=400), InvalidRequestError),
+        (Behavior(malformed=True), UpstreamError),
+        (Behavior(drop_before_headers=True), UpstreamError),
+        (Behavior(drop_after_chunks=1), UpstreamError),
+    ],
+)
+def test_embeddings_faults_map_like_chat(
+    fake: FakeOpenAI, provider: ProviderConfig, behavior: Behavior, expected: type[GatewayError]
+) -> None:
+    fake.enqueue(behavior)
+
+    with pytest.raises(GatewayError) as caught:
+        run_embed(provider, EMBED)
+
+    assert type(caught.value) is expected
+    assert caught.value.blame == "upstream"
+    if behavior.status == 429:
+        assert caught.value.retry_after == 3
+
+
+def test_embeddings_read_timeout_raises_upstream_timeout(
+    fake: FakeOpenAI, provider: ProviderConfig
+) -> None:
+    fake.enqueue(Behavior(delay_before_headers=1.0))
+
+    with pytest.raises(UpstreamTimeoutError):
+        run_embed(provider, EMBED, timeouts=AttemptTimeouts(connect=2.0, read=0.1))

@@ -15,7 +15,7 @@ import pytest
 
 from gw.config.schema import MockOptions, ProviderConfig
 from gw.errors import GatewayError, RateLimitedError, UpstreamError
-from gw.ir import Finish, TextDelta, ToolCallDelta, UsageEvent
+from gw.ir import EmbeddingInput, EmbeddingRequest, Finish, TextDelta, ToolCallDelta, UsageEvent
 
 from contract.upstream_harness import (
     KEY_VARIABLE,
@@ -23,6 +23,7 @@ from contract.upstream_harness import (
     assert_well_formed,
     chat_request,
     run_complete,
+    run_embed,
     run_stream,
     streamed_arguments,
     streamed_text,
@@ -258,3 +259,42 @@ def _assert_mapped(case: AdapterCase, failure: Failure, error: GatewayError) -> 
     assert error.retryable
     if failure == "rate_limited":
         assert error.retry_after == case.rate_limit_retry_after
+
+
+# --- embeddings ----------------------------------------------------------------------------
+# The adapters that implement ``embed``; an adapter joins by adding its case here.
+EMBEDDING_CASES = ["mock", "openai"]
+
+
+@pytest.fixture(params=EMBEDDING_CASES)
+def embedder(request: pytest.FixtureRequest) -> AdapterCase:
+    if request.param == "mock":
+        return MockCase()
+    return OpenAICase(request.getfixturevalue("fake"))
+
+
+def test_embed_returns_one_vector_per_input_in_input_order(embedder: AdapterCase) -> None:
+    inputs: tuple[EmbeddingInput, ...] = ("alpha", "beta gamma", (1, 2, 3))
+    response = run_embed(
+        embedder.provider, EmbeddingRequest(model="emb-1", inputs=inputs, dimensions=16)
+    )
+    alone = run_embed(
+        embedder.provider, EmbeddingRequest(model="emb-1", inputs=inputs[1:2], dimensions=16)
+    )
+
+    assert [len(vector) for vector in response.vectors] == [16, 16, 16]
+    assert len(set(response.vectors)) == 3
+    assert alone.vectors == response.vectors[1:2]
+    assert response.usage is not None
+    assert response.usage.input_tokens > 0
+    assert response.usage.output_tokens == 0
+
+
+@pytest.mark.parametrize("failure", ["server_error", "rate_limited"])
+def test_embed_failure_raises_mapped_error(embedder: AdapterCase, failure: Failure) -> None:
+    provider = embedder.failing(failure)
+
+    with pytest.raises(GatewayError) as caught:
+        run_embed(provider, EmbeddingRequest(model="emb-1", inputs=("x",)))
+
+    _assert_mapped(embedder, failure, caught.value)

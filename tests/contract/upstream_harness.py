@@ -20,6 +20,8 @@ from gw.errors import GatewayError
 from gw.ir import (
     ChatRequest,
     ChatResponse,
+    EmbeddingRequest,
+    EmbeddingResponse,
     Finish,
     StreamEvent,
     StreamStart,
@@ -30,7 +32,7 @@ from gw.ir import (
     UsageEvent,
     UserMessage,
 )
-from gw.ports import AttemptTimeouts, UpstreamCall
+from gw.ports import AttemptTimeouts, EmbeddingCall, EmbeddingUpstream, UpstreamCall
 
 TRANSPORT_KINDS = ("aiohttp", "httpx")
 KEY_VARIABLE = "GW_CONTRACT_KEY"
@@ -162,3 +164,31 @@ def assert_well_formed(events: Sequence[StreamEvent]) -> None:
     deltas = [i for i, event in enumerate(events) if isinstance(event, TextDelta | ToolCallDelta)]
     assert all(i < finishes[0] for i in deltas), "a delta came after Finish"
     assert any(isinstance(event, UsageEvent) for event in events), "no UsageEvent"
+
+
+def run_embed(
+    provider: ProviderConfig,
+    request: EmbeddingRequest,
+    *,
+    environ: Mapping[str, str] = ENVIRON,
+    timeouts: AttemptTimeouts = TIMEOUTS,
+) -> EmbeddingResponse:
+    """``embed()`` on the adapter the directory picks for ``provider``; errors propagate."""
+
+    async def inner() -> EmbeddingResponse:
+        transport = new_transport()
+        try:
+            upstream = AdapterDirectory(transport, environ).upstream_for(provider)
+            assert isinstance(upstream, EmbeddingUpstream), f"{provider.kind} does not embed"
+            call = EmbeddingCall(
+                request_id="req-contract",
+                provider=provider,
+                request=request,
+                account=None,
+                timeouts=timeouts,
+            )
+            return await upstream.embed(call)
+        finally:
+            await transport.close()
+
+    return asyncio.run(inner())

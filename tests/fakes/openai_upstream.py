@@ -10,15 +10,19 @@ thread with its own event loop, so sync tests and tests on any event loop can us
         ...
         assert fake.count == 2
 
-Each chat request pops the next scripted `Behavior`; when the script is empty,
-`fake.default` applies. Run `python -m tests.fakes.openai_upstream --port 9100` to serve
+Each chat or embeddings request pops the next scripted `Behavior`; when the script is
+empty, `fake.default` applies. Embeddings (`POST /v1/embeddings`, or Azure's deployment
+path) answer with `fake_embedding` vectors, as floats or base64 as the body asks. Run `python -m tests.fakes.openai_upstream --port 9100` to serve
 one from the command line (the benchmark does this).
 """
 
 from __future__ import annotations
 
 import argparse
+import array
 import asyncio
+import base64
+import hashlib
 import re
 import signal
 import threading
@@ -54,6 +58,8 @@ _SSE = ("content-type", "text/event-stream; charset=utf-8")
 _WORD = re.compile(r"\s*\S+")
 # OpenAI's path, and Azure OpenAI's deployment path (same wire format).
 _CHAT_PATH = re.compile(r"/v1/chat/completions|/openai/deployments/[^/]+/chat/completions")
+_EMBEDDINGS_PATH = re.compile(r"/v1/embeddings|/openai/deployments/[^/]+/embeddings")
+EMBEDDING_DIMENSIONS = 1536  # text-embedding-3-small's, when the body names none
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,41 @@ def _usage(prompt: int, completion: int) -> dict[str, Any]:
     }
 
 
+def fake_embedding(item: str | list[int], dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
+    """The vector the fake sends for one input: float32 values in [-1, 1) from a hash."""
+    digest = hashlib.shake_256(repr(item).encode()).digest(2 * dimensions)
+    values = [
+        int.from_bytes(digest[i : i + 2], "little") / 32768 - 1 for i in range(0, len(digest), 2)
+    ]
+    return array.array("f", values).tolist()
+
+
+def _embedding_items(value: Any) -> list[Any]:
+    """`input` as a list of inputs (a string or a token array each)."""
+    if isinstance(value, str) or (isinstance(value, list) and value and isinstance(value[0], int)):
+        return [value]
+    return list(value) if isinstance(value, list) else []
+
+
+def _embedding_list(behavior: Behavior, body: dict[str, Any]) -> bytes:
+    items = _embedding_items(body.get("input"))
+    dimensions = body.get("dimensions") or EMBEDDING_DIMENSIONS
+    as_base64 = body.get("encoding_format") == "base64"
+    data = []
+    for index, item in enumerate(items):
+        vector: Any = fake_embedding(item, dimensions)
+        if as_base64:
+            vector = base64.b64encode(array.array("f", vector).tobytes()).decode()
+        data.append({"object": "embedding", "index": index, "embedding": vector})
+    prompt = sum(_words(item) if isinstance(item, str) else len(item) for item in items)
+    if behavior.usage is not None:
+        prompt = behavior.usage[0]
+    payload: dict[str, Any] = {"object": "list", "data": data, "model": body.get("model")}
+    if not behavior.omit_usage:
+        payload["usage"] = {"prompt_tokens": prompt, "total_tokens": prompt}
+    return _encode(payload)
+
+
 class _Answer:
     """One successful chat answer, rendered either as a JSON body or as SSE frames."""
 
@@ -250,7 +291,7 @@ class FakeOpenAI:
         self.host = host
         self.port = port
         self.default = Behavior()
-        self.count = 0  # chat requests received, faulted ones included
+        self.count = 0  # chat and embeddings requests received, faulted ones included
         self._record = record  # False keeps memory flat under a long benchmark
         self._lock = threading.Lock()
         self._requests: list[ReceivedRequest] = []
@@ -339,6 +380,8 @@ class FakeOpenAI:
                 self._requests.append(received)
         if request.method == "POST" and _CHAT_PATH.fullmatch(path):
             await self._chat(body, responder)
+        elif request.method == "POST" and _EMBEDDINGS_PATH.fullmatch(path):
+            await self._embeddings(body, responder)
         elif request.method == "GET" and path == "/v1/models":
             await responder.send(200, [_JSON], _MODELS_BODY)
         else:
@@ -346,10 +389,36 @@ class FakeOpenAI:
             await responder.send(404, [_JSON], _error(message, "invalid_request_error"))
 
     async def _chat(self, body: Any, responder: Responder) -> None:
+        started = await self._start(body, responder)
+        if started is None:
+            return
+        behavior, serial, headers = started
+        if body.get("stream") is True:
+            await self._stream(_Answer(behavior, body, serial), responder, [_SSE, *headers])
+        else:
+            await self._complete(_Answer(behavior, body, serial), responder, [_JSON, *headers])
+
+    async def _embeddings(self, body: Any, responder: Responder) -> None:
+        if isinstance(body, dict) and not body.get("input"):
+            message = "'input' is a required property"
+            await responder.send(400, [_JSON], _error(message, "invalid_request_error"))
+            return
+        started = await self._start(body, responder)
+        if started is None:
+            return
+        behavior, _, headers = started
+        payload = _MALFORMED_JSON if behavior.malformed else _embedding_list(behavior, body)
+        await _send_whole(behavior, payload, responder, [_JSON, *headers])
+
+    async def _start(
+        self, body: Any, responder: Responder
+    ) -> tuple[Behavior, int, list[tuple[str, str]]] | None:
+        """What every answer shares: the body check, the next behavior and its faults up to
+        a 200 head. None when the request was answered (or dropped) already."""
         if not isinstance(body, dict):
             message = "We could not parse the JSON body of your request."
             await responder.send(400, [_JSON], _error(message, "invalid_request_error"))
-            return
+            return None
         with self._lock:
             behavior = self._script.popleft() if self._script else self.default
             self.count += 1
@@ -359,7 +428,7 @@ class FakeOpenAI:
             await asyncio.sleep(behavior.delay_before_headers)
         if behavior.drop_before_headers:
             responder.abort()
-            return
+            return None
         headers = [
             ("x-request-id", f"req_{serial:032x}"),
             ("openai-version", "2020-10-01"),
@@ -370,26 +439,14 @@ class FakeOpenAI:
             model = str(body.get("model") or DEFAULT_MODEL)
             error_body = behavior.error_body or default_error_body(behavior.status, model)
             await responder.send(behavior.status, [_JSON, *headers], _encode(error_body))
-        elif body.get("stream") is True:
-            await self._stream(_Answer(behavior, body, serial), responder, [_SSE, *headers])
-        else:
-            await self._complete(_Answer(behavior, body, serial), responder, [_JSON, *headers])
+            return None
+        return behavior, serial, headers
 
     @staticmethod
     async def _complete(answer: _Answer, responder: Responder, headers: list[Any]) -> None:
         behavior = answer.behavior
         payload = _MALFORMED_JSON if behavior.malformed else answer.completion_body()
-        if not behavior.delay_before_first_chunk and behavior.drop_after_chunks is None:
-            await responder.send(200, headers, payload)
-            return
-        await responder.start(200, headers, len(payload))
-        if behavior.delay_before_first_chunk:
-            await asyncio.sleep(behavior.delay_before_first_chunk)
-        if behavior.drop_after_chunks is not None:
-            await responder.write(payload[: len(payload) // 2])
-            responder.abort()
-            return
-        await responder.write(payload)
+        await _send_whole(behavior, payload, responder, headers)
 
     @staticmethod
     async def _stream(answer: _Answer, responder: Responder, headers: list[Any]) -> None:
@@ -420,6 +477,23 @@ class FakeOpenAI:
                 await responder.write(answer.frame(None))
         await responder.write(_DONE)
         await responder.end()
+
+
+async def _send_whole(
+    behavior: Behavior, payload: bytes, responder: Responder, headers: list[Any]
+) -> None:
+    """A whole (non-stream) 200 body, with the behavior's delay or mid-body drop."""
+    if not behavior.delay_before_first_chunk and behavior.drop_after_chunks is None:
+        await responder.send(200, headers, payload)
+        return
+    await responder.start(200, headers, len(payload))
+    if behavior.delay_before_first_chunk:
+        await asyncio.sleep(behavior.delay_before_first_chunk)
+    if behavior.drop_after_chunks is not None:
+        await responder.write(payload[: len(payload) // 2])
+        responder.abort()
+        return
+    await responder.write(payload)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from .openai_upstream import DEFAULT_TEXT, Behavior, FakeOpenAI
+from .openai_upstream import DEFAULT_TEXT, Behavior, FakeOpenAI, fake_embedding
 
 MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
     {"role": "system", "content": "Be brief."},
@@ -218,9 +218,9 @@ def test_requests_are_recorded(client: openai.OpenAI, fake: FakeOpenAI) -> None:
 def test_models_and_unknown_paths(client: openai.OpenAI, fake: FakeOpenAI) -> None:
     assert "gpt-4o-mini" in {model.id for model in client.models.list()}
     with httpx.Client(base_url=fake.base_url) as http:
-        missing = http.post("/embeddings", json={})
+        missing = http.post("/audio/speech", json={})
         assert missing.status_code == 404
-        assert missing.json()["error"]["message"] == "Invalid URL (POST /v1/embeddings)"
+        assert missing.json()["error"]["message"] == "Invalid URL (POST /v1/audio/speech)"
         assert http.post("/chat/completions", content=b"not json").status_code == 400
     assert fake.count == 0
 
@@ -269,3 +269,34 @@ def test_stop_cuts_a_request_in_flight() -> None:
     finally:
         stopper.join()
         fake.stop()
+
+
+def test_embeddings_in_both_encodings_with_usage(fake: FakeOpenAI, client: openai.OpenAI) -> None:
+    # The SDK asks for base64 unless told otherwise, and decodes it itself.
+    sdk = client.embeddings.create(model="text-embedding-3-small", input=["a b c", "d"])
+    assert [item.embedding for item in sdk.data] == [fake_embedding("a b c"), fake_embedding("d")]
+    assert [item.index for item in sdk.data] == [0, 1]
+    assert (sdk.usage.prompt_tokens, sdk.usage.total_tokens) == (4, 4)
+    assert fake.requests[-1].json["encoding_format"] == "base64"
+    floats = client.embeddings.create(
+        model="m", input=[[1, 2, 3]], encoding_format="float", dimensions=4
+    )
+    assert floats.data[0].embedding == fake_embedding([1, 2, 3], 4)
+    assert floats.usage.prompt_tokens == 3
+    assert fake.count == 2
+
+
+def test_embeddings_faults_and_azure_path(fake: FakeOpenAI) -> None:
+    fake.enqueue(Behavior(status=429), Behavior(omit_usage=True))
+    with httpx.Client(base_url=fake.base_url.removesuffix("/v1")) as http:
+        limited = http.post("/v1/embeddings", json={"model": "m", "input": "x"})
+        assert limited.status_code == 429
+        assert limited.json()["error"]["code"] == "rate_limit_exceeded"
+        azure = http.post(
+            "/openai/deployments/dep/embeddings?api-version=2024-10-21",
+            json={"model": "dep", "input": "x", "encoding_format": "float"},
+        )
+        assert azure.status_code == 200
+        assert "usage" not in azure.json()
+        assert http.post("/v1/embeddings", json={"model": "m"}).status_code == 400
+    assert fake.count == 2
