@@ -12,6 +12,11 @@ from collections.abc import AsyncIterator
 
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver
+from gw.codecs.gemini.embeddings import (
+    decode_embeddings_response,
+    embeddings_path,
+    encode_embeddings_request,
+)
 from gw.codecs.gemini.upstream_errors import error_from_upstream
 from gw.codecs.gemini.upstream_request import (
     API_VERSION,
@@ -20,8 +25,8 @@ from gw.codecs.gemini.upstream_request import (
 )
 from gw.codecs.gemini.upstream_response import decode_upstream_response
 from gw.codecs.gemini.upstream_stream import UpstreamStreamDecoder
-from gw.ir import ChatResponse, StreamEvent
-from gw.ports import UpstreamCall
+from gw.ir import ChatResponse, EmbeddingResponse, StreamEvent
+from gw.ports import EmbeddingCall, UpstreamCall
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 
@@ -64,7 +69,19 @@ class GeminiUpstream:
             for event in decoder.close():  # raises when the stream ended early
                 yield event
 
-    def _headers(self, call: UpstreamCall) -> dict[str, str]:
+    async def embed(self, call: EmbeddingCall) -> EmbeddingResponse:
+        reply = await self._transport.post(
+            _base(call) + embeddings_path(call.request.model),
+            headers=self._headers(call),
+            body=encode_embeddings_request(call.request),
+            timeouts=call.timeouts,
+            provider=call.provider.name,
+        )
+        if reply.status != 200:
+            raise error_from_upstream(reply.status, reply.body, reply.headers)
+        return decode_embeddings_response(reply.body, model=call.request.model)
+
+    def _headers(self, call: UpstreamCall | EmbeddingCall) -> dict[str, str]:
         provider = call.provider
         headers = {"content-type": "application/json", **provider.headers}
         if provider.api_key:
@@ -81,6 +98,9 @@ def _body(call: UpstreamCall) -> bytes:
 
 
 def _url(call: UpstreamCall, *, stream: bool) -> str:
+    return _base(call) + request_path(call.request.model, stream=stream)
+
+
+def _base(call: UpstreamCall | EmbeddingCall) -> str:
     # The host is the base URL (as in Google's SDK); a configured "/v1beta" is tolerated.
-    base = (call.provider.base_url or GEMINI_BASE_URL).rstrip("/").removesuffix(f"/{API_VERSION}")
-    return base + request_path(call.request.model, stream=stream)
+    return (call.provider.base_url or GEMINI_BASE_URL).rstrip("/").removesuffix(f"/{API_VERSION}")
