@@ -15,7 +15,8 @@ def required_capabilities(request: ChatRequest) -> frozenset[Capability]:
     - ``tools``: tool definitions are sent, or ``tool_choice`` asks for a call (any mode
       other than ``none``);
     - ``vision``: a user message holds an image;
-    - ``json_schema`` / ``json_object``: the matching ``response_format`` type.
+    - ``json_schema`` / ``json_object``: the matching ``response_format`` type;
+    - ``reasoning``: the client asked for reasoning (a thinking budget above 0, or an effort).
     """
     needs: set[Capability] = set()
     choice = request.tool_choice
@@ -28,4 +29,7 @@ def required_capabilities(request: ChatRequest) -> frozenset[Capability]:
         needs.add("json_schema")
     if response_format is not None and response_format.type == "json_object":
         needs.add("json_object")
+    reasoning = request.reasoning
+    if reasoning is not None and (reasoning.effort is not None or reasoning.budget_tokens):
+        needs.add("reasoning")
     return frozenset(needs)

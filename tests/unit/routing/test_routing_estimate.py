@@ -10,6 +10,7 @@ from gw.ir import (
     AssistantMessage,
     ChatRequest,
     ImagePart,
+    Reasoning,
     ResponseFormat,
     SystemMessage,
     TextPart,
@@ -116,3 +117,13 @@ def test_response_formats() -> None:
     assert required_capabilities(json_object) == {"json_object"}
     text = msgspec.structs.replace(base, response_format=ResponseFormat(type="text"))
     assert required_capabilities(text) == frozenset()
+
+
+def test_reasoning_is_needed_when_asked_for_and_not_when_disabled() -> None:
+    base = request(user(TextPart(text="hi")))
+    for asked in (Reasoning(budget_tokens=2048), Reasoning(effort="low")):
+        assert required_capabilities(msgspec.structs.replace(base, reasoning=asked)) == {
+            "reasoning"
+        }
+    disabled = msgspec.structs.replace(base, reasoning=Reasoning(budget_tokens=0))
+    assert required_capabilities(disabled) == frozenset()
