@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import msgspec
 
-from gw.codecs.openai_chat.fields import (
+from gw.codecs.fields import (
     JSONObject,
     as_bool,
     as_list,

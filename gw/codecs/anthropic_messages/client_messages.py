@@ -26,7 +26,7 @@ from gw.codecs.anthropic_messages.client_blocks import (
     tool_use_block,
     unsupported_block,
 )
-from gw.codecs.openai_chat.fields import (
+from gw.codecs.fields import (
     JSONObject,
     as_list,
     as_object,

@@ -22,7 +22,7 @@ import msgspec
 
 from gw.codecs.anthropic_messages.client_messages import decode_messages, decode_system
 from gw.codecs.anthropic_messages.client_tools import decode_tool_choice, decode_tools
-from gw.codecs.openai_chat.fields import (
+from gw.codecs.fields import (
     JSONObject,
     as_int,
     as_list,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from gw.codecs.openai_chat.fields import (
+from gw.codecs.fields import (
     JSONObject,
     as_list,
     as_object,

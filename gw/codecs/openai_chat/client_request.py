@@ -15,8 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from gw.codecs.openai_chat.client_messages import decode_messages
-from gw.codecs.openai_chat.fields import (
+from gw.codecs.fields import (
     JSONObject,
     as_int,
     as_list,
@@ -28,6 +27,7 @@ from gw.codecs.openai_chat.fields import (
     optional_str,
     required,
 )
+from gw.codecs.openai_chat.client_messages import decode_messages
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import ChatRequest, Reasoning, ResponseFormat, Sampling, ToolChoice, ToolDefinition
 

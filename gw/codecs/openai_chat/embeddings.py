@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from gw.codecs.openai_chat.fields import (
+from gw.codecs.fields import (
     JSONObject,
     as_int,
     as_str,
