@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Mapping
 
+from gw.adapters.exchange import post_for_body, stream_events
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver
 from gw.codecs.anthropic_messages.upstream_errors import error_from_upstream
@@ -40,36 +41,26 @@ class AnthropicUpstream:
         self._secrets = secrets
 
     async def complete(self, call: UpstreamCall) -> ChatResponse:
-        reply = await self._transport.post(
+        body = await post_for_body(
+            self._transport,
+            call,
             _url(call),
             headers=self._headers(call),
             body=_body(call, stream=False),
-            timeouts=call.timeouts,
-            provider=call.provider.name,
+            read_error=_error,
         )
-        if reply.status != 200:
-            raise _error(reply.status, reply.body, reply.headers)
-        return decode_upstream_response(reply.body)
+        return decode_upstream_response(body)
 
-    async def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]:
-        async with self._transport.post_streaming(
+    def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]:
+        return stream_events(
+            self._transport,
+            call,
             _url(call),
             headers=self._headers(call),
             body=_body(call, stream=True),
-            timeouts=call.timeouts,
-            provider=call.provider.name,
-        ) as reply:
-            if reply.status != 200:
-                body = await reply.read_error_body()
-                raise _error(reply.status, body, reply.headers)
-            decoder = UpstreamStreamDecoder()
-            async for data in reply.chunks():
-                for event in decoder.feed(data):
-                    yield event
-                if decoder.done:
-                    return
-            for event in decoder.close():  # raises when the stream ended early
-                yield event
+            read_error=_error,
+            decoder=UpstreamStreamDecoder(),
+        )
 
     def _headers(self, call: UpstreamCall) -> dict[str, str]:
         provider = call.provider

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+from gw.adapters.exchange import post_for_body, stream_events
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver
 from gw.codecs.gemini.embeddings import (
@@ -39,47 +40,38 @@ class GeminiUpstream:
         self._secrets = secrets
 
     async def complete(self, call: UpstreamCall) -> ChatResponse:
-        reply = await self._transport.post(
+        body = await post_for_body(
+            self._transport,
+            call,
             _url(call, stream=False),
             headers=self._headers(call),
             body=_body(call),
-            timeouts=call.timeouts,
-            provider=call.provider.name,
+            read_error=error_from_upstream,
         )
-        if reply.status != 200:
-            raise error_from_upstream(reply.status, reply.body, reply.headers)
-        return decode_upstream_response(reply.body, model=call.request.model)
+        return decode_upstream_response(body, model=call.request.model)
 
-    async def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]:
-        async with self._transport.post_streaming(
+    def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]:
+        # No end marker: the decoder reads to EOF, which leaves the connection reusable.
+        return stream_events(
+            self._transport,
+            call,
             _url(call, stream=True),
             headers=self._headers(call),
             body=_body(call),
-            timeouts=call.timeouts,
-            provider=call.provider.name,
-        ) as reply:
-            if reply.status != 200:
-                body = await reply.read_error_body()
-                raise error_from_upstream(reply.status, body, reply.headers)
-            decoder = UpstreamStreamDecoder(model=call.request.model)
-            # No end marker: read to EOF, which also leaves the connection reusable.
-            async for data in reply.chunks():
-                for event in decoder.feed(data):
-                    yield event
-            for event in decoder.close():  # raises when the stream ended early
-                yield event
+            read_error=error_from_upstream,
+            decoder=UpstreamStreamDecoder(model=call.request.model),
+        )
 
     async def embed(self, call: EmbeddingCall) -> EmbeddingResponse:
-        reply = await self._transport.post(
+        body = await post_for_body(
+            self._transport,
+            call,
             _base(call) + embeddings_path(call.request.model),
             headers=self._headers(call),
             body=encode_embeddings_request(call.request),
-            timeouts=call.timeouts,
-            provider=call.provider.name,
+            read_error=error_from_upstream,
         )
-        if reply.status != 200:
-            raise error_from_upstream(reply.status, reply.body, reply.headers)
-        return decode_embeddings_response(reply.body, model=call.request.model)
+        return decode_embeddings_response(body, model=call.request.model)
 
     def _headers(self, call: UpstreamCall | EmbeddingCall) -> dict[str, str]:
         provider = call.provider

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from urllib.parse import quote
 
+from gw.adapters.exchange import post_for_body, stream_events
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver
 from gw.codecs.openai_chat import (
@@ -37,48 +38,37 @@ class OpenAIUpstream:
         self._secrets = secrets
 
     async def complete(self, call: UpstreamCall) -> ChatResponse:
-        reply = await self._transport.post(
+        body = await post_for_body(
+            self._transport,
+            call,
             self._url(call),
             headers=self._headers(call),
             body=_body(call, stream=False),
-            timeouts=call.timeouts,
-            provider=call.provider.name,
+            read_error=error_from_upstream,
         )
-        if reply.status != 200:
-            raise error_from_upstream(reply.status, reply.body, reply.headers)
-        return decode_upstream_response(reply.body)
+        return decode_upstream_response(body)
 
-    async def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]:
-        async with self._transport.post_streaming(
+    def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]:
+        return stream_events(
+            self._transport,
+            call,
             self._url(call),
             headers=self._headers(call),
             body=_body(call, stream=True),
-            timeouts=call.timeouts,
-            provider=call.provider.name,
-        ) as reply:
-            if reply.status != 200:
-                body = await reply.read_error_body()
-                raise error_from_upstream(reply.status, body, reply.headers)
-            decoder = UpstreamStreamDecoder()
-            async for data in reply.chunks():
-                for event in decoder.feed(data):
-                    yield event
-                if decoder.done:
-                    return
-            for event in decoder.close():  # raises when the stream ended early
-                yield event
+            read_error=error_from_upstream,
+            decoder=UpstreamStreamDecoder(),
+        )
 
     async def embed(self, call: EmbeddingCall) -> EmbeddingResponse:
-        reply = await self._transport.post(
+        body = await post_for_body(
+            self._transport,
+            call,
             self._url(call, "embeddings"),
             headers=self._headers(call),
             body=encode_upstream_embeddings_request(call.request, model=call.request.model),
-            timeouts=call.timeouts,
-            provider=call.provider.name,
+            read_error=error_from_upstream,
         )
-        if reply.status != 200:
-            raise error_from_upstream(reply.status, reply.body, reply.headers)
-        return decode_upstream_embeddings_response(reply.body)
+        return decode_upstream_embeddings_response(body)
 
     def _url(self, call: UpstreamCall | EmbeddingCall, path: str = "chat/completions") -> str:
         return f"{(call.provider.base_url or OPENAI_BASE_URL).rstrip('/')}/{path}"
