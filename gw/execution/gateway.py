@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -43,6 +44,8 @@ from gw.record import AttemptRecord, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
 from gw.routing.estimate import estimate_embedding_tokens, estimate_input_tokens
 from gw.routing.router import decide, no_candidate_error
+
+T = TypeVar("T")
 
 
 class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -95,45 +98,63 @@ class Gateway:
     async def complete(self, ctx: RequestContext, request: ChatRequest) -> Completed:
         decision, plan = self._plan(ctx, request)
         log = AttemptLog(self._clock)
-        try:
-            answer: Answer[ChatResponse] = await self._engine.complete(plan, log)
-        except ExecutionFailedError as failed:
-            raise self._failed(ctx, request, decision, failed.error, failed.attempts) from None
-        except asyncio.CancelledError:
-            self._aborted(ctx, request, decision, log)
-            raise
+        answer = await self._attempt(ctx, request, decision, log, self._engine.complete(plan, log))
         response = answer.response
         usage, source = _usage_or_estimate(
             response.usage, request, estimate_output_tokens(response.text, response.tool_calls)
         )
-        trace = self._record(
-            ctx,
-            requested_model=request.model,
-            stream=False,
-            decision=decision,
-            attempts=answer.attempts,
-            target=answer.target,
-            usage=usage,
-            usage_source=source,
-        )
+        trace = self._answered(ctx, request, decision, answer, usage=usage, source=source)
         return Completed(response=response, trace=trace)
 
     async def embed(self, ctx: RequestContext, request: EmbeddingRequest) -> Embedded:
         """Route and run an embeddings request; usage is the upstream's, else estimated."""
         decision, plan = self._plan(ctx, request)
         log = AttemptLog(self._clock)
+        answer = await self._attempt(ctx, request, decision, log, self._engine.embed(plan, log))
+        usage = answer.response.usage
+        source: UsageSource = "provider"
+        if usage is None:
+            usage, source = Usage(input_tokens=estimate_embedding_tokens(request)), "estimate"
+        trace = self._answered(ctx, request, decision, answer, usage=usage, source=source)
+        return Embedded(response=answer.response, trace=trace)
+
+    async def open_stream(self, ctx: RequestContext, request: ChatRequest) -> StreamSession:
+        """Run attempts until one stream commits; failures before that raise as usual."""
+        decision, plan = self._plan(ctx, request)
+        log = AttemptLog(self._clock)
+        opened = await self._attempt(
+            ctx, request, decision, log, self._engine.open_stream(plan, log)
+        )
+        return StreamSession(self, ctx, request, decision, opened)
+
+    async def _attempt(
+        self,
+        ctx: RequestContext,
+        request: ChatRequest | EmbeddingRequest,
+        decision: RouteDecision,
+        log: AttemptLog,
+        work: Awaitable[T],
+    ) -> T:
+        """Await the engine; a failure or a client gone before the answer is traced."""
         try:
-            answer = await self._engine.embed(plan, log)
+            return await work
         except ExecutionFailedError as failed:
             raise self._failed(ctx, request, decision, failed.error, failed.attempts) from None
         except asyncio.CancelledError:
             self._aborted(ctx, request, decision, log)
             raise
-        usage = answer.response.usage
-        source: UsageSource = "provider"
-        if usage is None:
-            usage, source = Usage(input_tokens=estimate_embedding_tokens(request)), "estimate"
-        trace = self._record(
+
+    def _answered(
+        self,
+        ctx: RequestContext,
+        request: ChatRequest | EmbeddingRequest,
+        decision: RouteDecision,
+        answer: Answer[Any],
+        *,
+        usage: Usage,
+        source: UsageSource,
+    ) -> TraceRecord:
+        return self._record(
             ctx,
             requested_model=request.model,
             stream=False,
@@ -143,20 +164,6 @@ class Gateway:
             usage=usage,
             usage_source=source,
         )
-        return Embedded(response=answer.response, trace=trace)
-
-    async def open_stream(self, ctx: RequestContext, request: ChatRequest) -> StreamSession:
-        """Run attempts until one stream commits; failures before that raise as usual."""
-        decision, plan = self._plan(ctx, request)
-        log = AttemptLog(self._clock)
-        try:
-            opened = await self._engine.open_stream(plan, log)
-        except ExecutionFailedError as failed:
-            raise self._failed(ctx, request, decision, failed.error, failed.attempts) from None
-        except asyncio.CancelledError:
-            self._aborted(ctx, request, decision, log)
-            raise
-        return StreamSession(self, ctx, request, decision, opened)
 
     def _aborted(
         self,
