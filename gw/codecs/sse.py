@@ -16,8 +16,12 @@ import re
 
 import msgspec
 
+from gw.errors import UpstreamError
+
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _BOM = b"\xef\xbb\xbf"
+# One event (its data lines and the line being read) may not grow beyond this.
+MAX_EVENT_BYTES = 16 * 2**20
 
 
 class SSEMessage(msgspec.Struct, frozen=True, kw_only=True):
@@ -37,7 +41,8 @@ class SSEParser:
     """
 
     def __init__(self) -> None:
-        self._buffer = b""  # the current line, not yet ended
+        self._partial: list[bytes] = []  # pieces of the current line, not yet ended
+        self._pending_bytes = 0  # of the current line and of the event's data lines
         self._skip_lf = False  # the previous chunk ended in "\r": a leading "\n" is its pair
         self._at_start = True
         self._data: list[bytes] = []
@@ -45,7 +50,10 @@ class SSEParser:
         self._last_id: str | None = None
 
     def feed(self, data: bytes) -> list[SSEMessage]:
-        """Parse ``data`` and return every event it completes, in order."""
+        """Parse ``data`` and return every event it completes, in order.
+
+        Raises ``UpstreamError`` when one event grows beyond ``MAX_EVENT_BYTES``.
+        """
         if not data:
             return []
         if self._at_start:
@@ -59,13 +67,22 @@ class SSEParser:
         if b"\r" in data:
             self._skip_lf = data.endswith(b"\r")
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        if self._buffer:
-            data = self._buffer + data
+        self._count(len(data))
+        if b"\n" not in data:  # a long line arriving in pieces: keep them, join once
+            self._partial.append(data)
+            return []
+        if self._partial:
+            self._partial.append(data)
+            data = b"".join(self._partial)
+            self._partial.clear()
         lines = data.split(b"\n")
-        self._buffer = lines.pop()
+        rest = lines.pop()
+        if rest:
+            self._partial.append(rest)
         messages: list[SSEMessage] = []
         for line in lines:
             self._take_line(line, messages)
+        self._pending_bytes = len(rest) + sum(len(piece) for piece in self._data)
         return messages
 
     def close(self) -> list[SSEMessage]:
@@ -73,18 +90,27 @@ class SSEParser:
 
         Always returns an empty list today; it is a list so callers treat it like ``feed``.
         """
-        self._buffer = b""
+        self._partial.clear()
+        self._pending_bytes = 0
         self._data.clear()
         self._event = None
         return []
 
+    def _count(self, size: int) -> None:
+        self._pending_bytes += size
+        if self._pending_bytes > MAX_EVENT_BYTES:
+            raise UpstreamError(
+                f"an upstream stream event exceeds {MAX_EVENT_BYTES // 2**20} MiB",
+                blame="upstream",
+            )
+
     def _without_bom(self, data: bytes) -> bytes:
         """Drop a leading byte order mark, which may arrive split over several chunks."""
-        data = self._buffer + data
+        data = b"".join([*self._partial, data])
+        self._partial.clear()
         if len(data) < len(_BOM) and _BOM.startswith(data):
-            self._buffer = data  # too short to tell yet
+            self._partial.append(data)  # too short to tell yet
             return b""
-        self._buffer = b""
         self._at_start = False
         return data.removeprefix(_BOM)
 

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gw.codecs import sse
 from gw.codecs.sse import SSEMessage, SSEParser, encode_sse
+from gw.errors import UpstreamError
 
 
 def parse_all(chunks: list[bytes]) -> list[SSEMessage]:
@@ -112,3 +114,23 @@ def test_encode_sse_shapes() -> None:
     assert encode_sse("") == b"data: \n\n"
     with pytest.raises(ValueError, match="line break"):
         encode_sse("x", event="a\nb")
+
+
+def test_a_long_line_in_many_pieces_is_joined_once() -> None:
+    parser = SSEParser()
+    piece = b"x" * 1000
+    assert parser.feed(b"data: ") == []
+    for _ in range(500):
+        assert parser.feed(piece) == []
+    (message,) = parser.feed(b"\n\n")
+    assert message.data == "x" * 500_000
+
+
+def test_an_event_beyond_the_limit_is_an_upstream_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sse, "MAX_EVENT_BYTES", 100)
+    parser = SSEParser()
+    assert parser.feed(b"data: " + b"a" * 50 + b"\n") == []  # one data line, event open
+    with pytest.raises(UpstreamError):
+        parser.feed(b"data: " + b"b" * 60)
+    fresh = SSEParser()
+    assert fresh.feed(b"data: " + b"c" * 80 + b"\n\n") == [SSEMessage(data="c" * 80)]
