@@ -14,9 +14,11 @@ from gw.adapters.exchange import post_for_body, stream_events
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver
 from gw.codecs.gemini.embeddings import (
+    batches,
     decode_embeddings_response,
     embeddings_path,
     encode_embeddings_request,
+    join_answers,
 )
 from gw.codecs.gemini.upstream_errors import error_from_upstream
 from gw.codecs.gemini.upstream_request import (
@@ -63,15 +65,19 @@ class GeminiUpstream:
         )
 
     async def embed(self, call: EmbeddingCall) -> EmbeddingResponse:
-        body = await post_for_body(
-            self._transport,
-            call,
-            _base(call) + embeddings_path(call.request.model),
-            headers=self._headers(call),
-            body=encode_embeddings_request(call.request),
-            read_error=error_from_upstream,
-        )
-        return decode_embeddings_response(body, model=call.request.model)
+        """One ``batchEmbedContents`` call per ``MAX_BATCH`` inputs, answers joined in order."""
+        answers = []
+        for batch in batches(call.request):
+            body = await post_for_body(
+                self._transport,
+                call,
+                _base(call) + embeddings_path(call.request.model),
+                headers=self._headers(call),
+                body=encode_embeddings_request(batch),
+                read_error=error_from_upstream,
+            )
+            answers.append(decode_embeddings_response(body, model=call.request.model))
+        return join_answers(answers, model=call.request.model)
 
     def _headers(self, call: UpstreamCall | EmbeddingCall) -> dict[str, str]:
         provider = call.provider

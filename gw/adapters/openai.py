@@ -8,6 +8,7 @@ move through an ``HttpTransport``; this module only speaks the wire format.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Literal
 from urllib.parse import quote
 
 from gw.adapters.exchange import post_for_body, stream_events
@@ -102,6 +103,16 @@ class AzureOpenAIUpstream(OpenAIUpstream):
         return {"api-key": key}
 
 
+def _max_tokens_field(call: UpstreamCall) -> Literal["max_tokens", "max_completion_tokens"]:
+    """OpenAI deprecated max_tokens and its reasoning models refuse it; compatible servers
+    (vLLM, Ollama, ...) know max_tokens best; Azure deployments of chat models refuse
+    max_completion_tokens on some API versions, while its reasoning models need it."""
+    kind = call.provider.kind
+    if kind == "openai" or (kind == "azure_openai" and call.request.reasoning is not None):
+        return "max_completion_tokens"
+    return "max_tokens"
+
+
 def _field(call: UpstreamCall | EmbeddingCall) -> str:
     return f"provider {call.provider.name} api_key"
 
@@ -112,9 +123,5 @@ def _body(call: UpstreamCall, *, stream: bool) -> bytes:
         call.request,
         model=call.request.model,
         stream=stream,
-        # OpenAI deprecated max_tokens, and its reasoning models refuse it; compatible
-        # servers (vLLM, Ollama, ...) know max_tokens best.
-        max_tokens_field="max_completion_tokens"
-        if call.provider.kind in ("openai", "azure_openai")
-        else "max_tokens",
+        max_tokens_field=_max_tokens_field(call),
     )

@@ -302,7 +302,7 @@ def test_json_modes(
     ("reasoning", "expected"),
     [
         (Reasoning(budget_tokens=1024), {"thinkingBudget": 1024, "includeThoughts": True}),
-        (Reasoning(effort="low"), {"thinkingLevel": "low", "includeThoughts": True}),
+        (Reasoning(effort="low"), {"thinkingBudget": 1024, "includeThoughts": True}),
     ],
 )
 def test_reasoning(

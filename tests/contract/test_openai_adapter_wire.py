@@ -21,7 +21,7 @@ from gw.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
-from gw.ir import ChatRequest, EmbeddingRequest, Finish, StreamStart, TextDelta
+from gw.ir import ChatRequest, EmbeddingRequest, Finish, Reasoning, StreamStart, TextDelta
 from gw.ports import AttemptTimeouts
 
 from contract.upstream_harness import (
@@ -309,7 +309,7 @@ def test_azure_openai_calls_the_deployment_url_with_an_api_key_header(fake: Fake
         assert sent.query == "api-version=2025-01-01-preview"
         assert sent.headers["api-key"] == ENVIRON[KEY_VARIABLE]
         assert "authorization" not in sent.headers
-        assert sent.json["max_completion_tokens"] == 50
+        assert sent.json["max_tokens"] == 50
     assert len(fake.requests) == 2
 
 
@@ -410,3 +410,17 @@ def test_embeddings_read_timeout_raises_upstream_timeout(
 
     with pytest.raises(UpstreamTimeoutError):
         run_embed(provider, EMBED, timeouts=AttemptTimeouts(connect=2.0, read=0.1))
+
+
+def test_azure_reasoning_requests_use_max_completion_tokens(fake: FakeOpenAI) -> None:
+    azure = ProviderConfig(
+        name="azure-wire", kind="azure_openai", base_url=fake.base_url.removesuffix("/v1")
+    )
+    request = msgspec.structs.replace(
+        chat_request(), max_tokens=64, reasoning=Reasoning(effort="low")
+    )
+    run_complete(azure, request)
+    sent = fake.requests[-1].json
+    assert sent["max_completion_tokens"] == 64
+    assert "max_tokens" not in sent
+    assert sent["reasoning_effort"] == "low"

@@ -2,8 +2,9 @@
 
 Request: ``{"requests": [{"model": "models/M", "content": {"parts": [{"text": T}]},
 "outputDimensionality": N}]}``; answer: ``{"embeddings": [{"values": [...]}]}`` in the same
-order, with ``usageMetadata.promptTokenCount`` when the API reports it. Gemini embeds text
-only: token-id inputs are refused (``native_feature_unsupported``), never detokenised.
+order, with ``usageMetadata.promptTokenCount`` when the API reports it. A call takes at
+most ``MAX_BATCH`` inputs, so larger requests go out in several. Gemini embeds text only:
+token-id inputs are refused (``native_feature_unsupported``), never detokenised.
 """
 
 from __future__ import annotations
@@ -31,7 +32,29 @@ class _Answer(msgspec.Struct, rename="camel"):
 
 
 _DECODER = msgspec.json.Decoder(_Answer)
+MAX_BATCH = 100  # batchEmbedContents refuses more requests than this in one call
 _ENCODER = msgspec.json.Encoder()
+
+
+def batches(request: EmbeddingRequest) -> list[EmbeddingRequest]:
+    """``request`` cut into requests of at most ``MAX_BATCH`` inputs, in order."""
+    return [
+        msgspec.structs.replace(request, inputs=request.inputs[start : start + MAX_BATCH])
+        for start in range(0, len(request.inputs), MAX_BATCH)
+    ]
+
+
+def join_answers(answers: list[EmbeddingResponse], *, model: str) -> EmbeddingResponse:
+    """The answers to ``batches`` as one; usage is known only if every batch reported it."""
+    usages = [answer.usage for answer in answers]
+    known = [usage for usage in usages if usage is not None]
+    return EmbeddingResponse(
+        model=model,
+        vectors=tuple(vector for answer in answers for vector in answer.vectors),
+        usage=Usage(input_tokens=sum(u.input_tokens for u in known))
+        if len(known) == len(usages)
+        else None,
+    )
 
 
 def embeddings_path(model: str) -> str:

@@ -28,9 +28,9 @@ Choices the docs leave open, and what gw does:
 - Images: inline base64 and ``data:`` URLs -> ``inlineData``; ``gs://`` and Files API URIs
   -> ``fileData``; any other URL -> ``NativeFeatureUnsupportedError`` (Gemini does not
   fetch arbitrary URLs given in a prompt part).
-- Reasoning: a token budget -> ``thinkingBudget``, an effort -> ``thinkingLevel`` (the two
-  are exclusive upstream; the budget wins), always with ``includeThoughts`` so the
-  client sees the thinking it asked for.
+- Reasoning: a token budget -> ``thinkingBudget``; an effort -> a budget by
+  ``BUDGET_BY_EFFORT`` (``thinkingLevel`` would fail on Gemini 2.5); always with
+  ``includeThoughts`` so the client sees the thinking it asked for.
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ from gw.ir import (
 JSONObject = dict[str, Any]
 
 API_VERSION = "v1beta"
+# OpenAI's effort levels as thinking budgets (Gemini 2.5 Flash takes 0-24576 tokens).
+BUDGET_BY_EFFORT: dict[str, int] = {"minimal": 512, "low": 1024, "medium": 8192, "high": 24576}
 # Documented stand-in for a signature Gemini never issued (thought-signatures guide, FAQ).
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 TOOL_CHOICE_MODES: dict[str, str] = {
@@ -338,7 +340,9 @@ class _RequestEncoder:
                 "includeThoughts": reasoning.budget_tokens != 0,
             }
         if reasoning.effort is not None:
-            return {"thinkingLevel": reasoning.effort, "includeThoughts": True}
+            # A budget, not thinkingLevel: Gemini 2.5 models take only budgets, Gemini 3
+            # takes both, and each Gemini 3 model accepts a different set of levels.
+            return {"thinkingBudget": BUDGET_BY_EFFORT[reasoning.effort], "includeThoughts": True}
         return {"includeThoughts": True}
 
     def _merge_extensions(self, body: JSONObject, extensions: JSONObject) -> None:

@@ -367,7 +367,8 @@ def test_text_response_format_sends_nothing() -> None:
     ("reasoning", "config", "notes"),
     [
         (Reasoning(budget_tokens=0), {"thinkingBudget": 0, "includeThoughts": False}, ()),
-        (Reasoning(effort="minimal"), {"thinkingLevel": "minimal", "includeThoughts": True}, ()),
+        (Reasoning(effort="minimal"), {"thinkingBudget": 512, "includeThoughts": True}, ()),
+        (Reasoning(effort="high"), {"thinkingBudget": 24576, "includeThoughts": True}, ()),
         (Reasoning(), {"includeThoughts": True}, ()),
         (
             Reasoning(budget_tokens=512, effort="high"),
