@@ -179,15 +179,26 @@ class Engine:
         return self._clock.monotonic() + plan.policy.timeout.total.seconds
 
     async def complete(
-        self, plan: ExecutionPlan[ChatRequest], log: AttemptLog
+        self,
+        plan: ExecutionPlan[ChatRequest],
+        log: AttemptLog,
+        *,
+        accept: Callable[[ChatResponse], None] | None = None,
     ) -> Answer[ChatResponse]:
-        """Attempts land in ``log`` as they happen, so a caller cancelled midway has them."""
+        """Attempts land in ``log`` as they happen, so a caller cancelled midway has them.
+
+        ``accept`` raises a ``GatewayError`` for an answer the caller cannot use (one its
+        client's format cannot express): that attempt fails, and is retried or falls back.
+        """
         per_attempt = plan.policy.timeout.per_attempt.seconds
 
         async def attempt(
             upstream: Upstream, call: UpstreamCall, pending: PendingAttempt, remaining: float
         ) -> ChatResponse:
-            return await _within(upstream.complete(call), min(per_attempt, remaining))
+            response = await _within(upstream.complete(call), min(per_attempt, remaining))
+            if accept is not None:
+                accept(response)
+            return response
 
         deadline = self.deadline(plan)
         response, target, pending = await self._run(

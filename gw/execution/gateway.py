@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import msgspec
@@ -95,10 +95,18 @@ class Gateway:
         trace = self._record(ctx, requested_model=requested_model, stream=stream, error=error)
         return RequestFailedError(error, trace)
 
-    async def complete(self, ctx: RequestContext, request: ChatRequest) -> Completed:
+    async def complete(
+        self,
+        ctx: RequestContext,
+        request: ChatRequest,
+        *,
+        accept: Callable[[ChatResponse], None] | None = None,
+    ) -> Completed:
+        """``accept`` vets each answer before it counts (see ``Engine.complete``)."""
         decision, plan = self._plan(ctx, request)
         log = AttemptLog(self._clock)
-        answer = await self._attempt(ctx, request, decision, log, self._engine.complete(plan, log))
+        work = self._engine.complete(plan, log, accept=accept)
+        answer = await self._attempt(ctx, request, decision, log, work)
         response = answer.response
         usage, source = _usage_or_estimate(
             response.usage, request, estimate_output_tokens(response.text, response.tool_calls)

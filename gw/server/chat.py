@@ -24,6 +24,9 @@ class OpenAIChatFormat:
     def decode(self, body: bytes) -> ChatRequest:
         return decode_chat_request(body)
 
+    def check_response(self, response: ChatResponse) -> None:
+        """Every answer the IR holds has an OpenAI form."""
+
     def encode_response(
         self, response: ChatResponse, ctx: RequestContext, chat: ChatRequest
     ) -> bytes:

@@ -41,6 +41,10 @@ class ClientFormat(Protocol):
 
     def decode(self, body: bytes) -> ChatRequest: ...
 
+    def check_response(self, response: ChatResponse) -> None:
+        """Raise a ``GatewayError`` if this format cannot express ``response``."""
+        ...
+
     def encode_response(
         self, response: ChatResponse, ctx: RequestContext, chat: ChatRequest
     ) -> bytes: ...
@@ -108,7 +112,7 @@ async def _serve(
     handed_over = False  # once the stream response owns the watch and the admission slot
     try:
         if not chat.stream:
-            completed = await watch.run(gateway.complete(ctx, chat))
+            completed = await watch.run(gateway.complete(ctx, chat, accept=client.check_response))
             return Response(
                 content=client.encode_response(completed.response, ctx, chat),
                 status_code=200,

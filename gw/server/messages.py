@@ -12,7 +12,10 @@ from gw.codecs.anthropic_messages.client_request import (
     decode_messages_request,
     encode_count_tokens_response,
 )
-from gw.codecs.anthropic_messages.client_response import encode_messages_response
+from gw.codecs.anthropic_messages.client_response import (
+    check_messages_response,
+    encode_messages_response,
+)
 from gw.codecs.anthropic_messages.client_stream import MessagesStreamEncoder
 from gw.errors import GatewayError
 from gw.execution.gateway import RequestContext, StreamSession
@@ -29,6 +32,9 @@ class AnthropicMessagesFormat:
 
     def decode(self, body: bytes) -> ChatRequest:
         return decode_messages_request(body)
+
+    def check_response(self, response: ChatResponse) -> None:
+        check_messages_response(response)
 
     def encode_response(
         self, response: ChatResponse, ctx: RequestContext, chat: ChatRequest

@@ -162,3 +162,26 @@ def test_models_list_in_anthropic_shape(gw: GwServer) -> None:
     names = [model.id for model in sdk(gw).models.list()]
     assert "chat" in names
     assert "mock" in names
+
+
+def test_an_answer_the_anthropic_format_cannot_carry_falls_back(
+    gw: GwServer, primary: FakeOpenAI, backup: FakeOpenAI
+) -> None:
+    # Arguments cut short by a token limit are not a JSON object: no tool_use input exists
+    # for them, so that attempt failed and the next target answers.
+    cut = Behavior(tool_call=("get_weather", '{"city": "Par'), finish_reason="length")
+    primary.enqueue(cut, cut)
+    raw = sdk(gw).messages.with_raw_response.create(
+        model="chat",
+        max_tokens=64,
+        tools=[WEATHER_TOOL],
+        messages=HELLO,  # type: ignore[list-item]
+    )
+    assert raw.http_response.status_code == 200
+    assert raw.headers["x-gw-route"] == "backup/gpt-b"
+    trace = gw.wait_for_trace(raw.headers["x-gw-request-id"])
+    assert [(a["outcome"], a["error_code"]) for a in trace["attempts"]] == [
+        ("retried", "upstream_error"),
+        ("fell_back", "upstream_error"),
+        ("answered", None),
+    ]

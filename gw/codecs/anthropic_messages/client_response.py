@@ -116,6 +116,13 @@ def tool_input(arguments: str) -> dict[str, Any]:
         ) from None
 
 
+def check_messages_response(response: ChatResponse) -> None:
+    """Raise ``UpstreamError`` if ``encode_messages_response`` cannot express ``response``
+    (tool call arguments that are not a JSON object, e.g. cut short by a token limit)."""
+    for call in response.tool_calls:
+        tool_input(call.arguments)
+
+
 def _tool_use_out(call: ToolCall) -> ToolUseBlockOut:
     return ToolUseBlockOut(id=call.id, name=call.name, input=tool_input(call.arguments))
 
