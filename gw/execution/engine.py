@@ -120,6 +120,12 @@ class OpenStream:
         start = next((e for e in self._head if isinstance(e, StreamStart)), None)
         return start.model if start is not None and start.model else self.target.model
 
+    async def abandon(self) -> None:
+        """Close a stream none of whose events were read: the client left first."""
+        await _close_quietly(self._tail)
+        self.error = ClientAbortedError("the client left before the stream was sent")
+        self.log.finish(self._pending, "aborted", self.error)
+
     async def events(self) -> AsyncGenerator[StreamEvent, None]:
         """Yield every event; a failure after the commit raises, for the caller to render.
 

@@ -324,9 +324,27 @@ class StreamSession:
         self._opened = opened
         self.target = opened.target
         self.reported_model = opened.reported_model
+        self._started = False
+
+    async def close(self) -> None:
+        """End a stream whose events were never read (the client left first): the upstream
+        request is closed and the trace written. Does nothing once ``events`` has run."""
+        if self._started:
+            return
+        self._started = True
+        await self._opened.abandon()
+        self._gateway.finish_stream(
+            ctx=self._ctx,
+            request=self._request,
+            decision=self._decision,
+            opened=self._opened,
+            usage=None,
+            output_chars=0,
+        )
 
     async def events(self) -> AsyncGenerator[StreamEvent, None]:
         """The stream's events; a failure after the commit raises ``GatewayError``."""
+        self._started = True
         usage: Usage | None = None
         output_chars = 0
         try:

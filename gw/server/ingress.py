@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 import msgspec
@@ -109,7 +109,8 @@ async def _serve(
         model, stream = (chat.model, chat.stream) if chat else ("", False)
         raise gateway.reject(ctx, error, requested_model=model, stream=stream) from None
     watch = ClientWatch(request)
-    handed_over = False  # once the stream response owns the watch and the admission slot
+    session: StreamSession | None = None
+    handed_over = False  # once the stream response owns the watch, the slot and the session
     try:
         if not chat.stream:
             completed = await watch.run(gateway.complete(ctx, chat, accept=client.check_response))
@@ -120,10 +121,10 @@ async def _serve(
                 headers=trace_headers(completed.trace),
             )
         session = await watch.run(gateway.open_stream(ctx, chat))
-        handed_over = True
-        return SSEStream(
-            _sse(services, client.stream_encoder(session, ctx, chat), session),
+        streamed = SSEStream(
+            _sse(client.stream_encoder(session, ctx, chat), session),
             watch=watch,
+            on_close=_closer(services, session),
             headers={
                 **gw_headers(ctx.request_id, session.target.key, ctx.snapshot.revision),
                 "cache-control": "no-cache",
@@ -132,15 +133,32 @@ async def _serve(
         )
     except ClientGoneError:
         return Response(content=b"", status_code=ClientAbortedError.status)
+    else:
+        handed_over = True
+        return streamed
     finally:
         if not handed_over:
             watch.close()
+            if session is not None:
+                await session.close()
             services.admission.release()
 
 
-async def _sse(
-    services: ServerServices, encoder: StreamEncoder, session: StreamSession
-) -> AsyncGenerator[bytes, None]:
+def _closer(services: ServerServices, session: StreamSession) -> Callable[[], Awaitable[None]]:
+    """What ends a stream response, once: its trace written, its admission slot freed."""
+    closed = False
+
+    async def close() -> None:
+        nonlocal closed
+        if not closed:
+            closed = True
+            await session.close()
+            services.admission.release()
+
+    return close
+
+
+async def _sse(encoder: StreamEncoder, session: StreamSession) -> AsyncGenerator[bytes, None]:
     """Encode the committed stream; a later failure becomes one error event (invariant 3)."""
     try:
         async with contextlib.aclosing(session.events()) as events:
@@ -151,8 +169,6 @@ async def _sse(
         yield LastChunk(encoder.done())
     except GatewayError as error:
         yield LastChunk(encoder.encode(ErrorEvent(code=error.code, message=error.client_message)))
-    finally:
-        services.admission.release()
 
 
 def _with_principal(ctx: RequestContext, key_id: str | None, tenant: str | None) -> RequestContext:

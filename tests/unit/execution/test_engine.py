@@ -21,6 +21,7 @@ from gw.errors import (
 )
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.engine import Engine, ExecutionFailedError, ExecutionPlan
+from gw.execution.gateway import Gateway, RequestContext
 from gw.ir import (
     ChatRequest,
     ChatResponse,
@@ -32,6 +33,7 @@ from gw.ir import (
     UserMessage,
 )
 from gw.ports import UpstreamCall
+from gw.record import TraceRecord
 from gw.routing.router import decide
 
 CONFIG = """
@@ -291,3 +293,45 @@ def test_an_adapter_bug_is_an_internal_error_attempt_not_a_crash() -> None:
     assert failed.value.error.blame == "gateway"
     assert "secret prompt text" not in failed.value.error.message
     assert [a.outcome for a in failed.value.attempts] == ["failed"]
+
+
+def test_a_stream_session_never_read_is_traced_as_aborted_and_closed() -> None:
+    closed: list[bool] = []
+
+    class ClosingUpstream(ScriptedUpstream):
+        async def stream(self, call: UpstreamCall) -> AsyncIterator[StreamEvent]:
+            try:
+                async for event in super().stream(call):
+                    yield event
+            finally:
+                closed.append(True)
+
+    start = StreamStart(id="s", model="m")
+    upstream = ClosingUpstream([[start, TextDelta(text="a"), TextDelta(text="b")]])
+    submitted: list[TraceRecord] = []
+
+    class Traces:
+        def submit(self, trace: TraceRecord) -> None:
+            submitted.append(trace)
+
+    async def go() -> None:
+        clock = FakeClock()
+        engine = Engine(Directory({"a": upstream, "b": ScriptedUpstream([])}), clock, asyncio.sleep)
+        gateway = Gateway(engine, Traces(), clock)
+        snapshot = compile_snapshot(load_config(CONFIG, "t.yaml"), revision=1, source="t")
+        ctx = RequestContext(
+            request_id="req_s", snapshot=snapshot, endpoint="chat.completions",
+            started_at=1000.0, started_mono=1000.0,
+        )  # fmt: skip
+        request = ChatRequest(
+            model="r", messages=(UserMessage(content=(TextPart(text="hi"),)),), stream=True
+        )
+        session = await gateway.open_stream(ctx, request)
+        await session.close()
+        await session.close()  # idempotent
+
+    asyncio.run(go())
+    assert closed == [True]
+    (trace,) = submitted
+    assert (trace.status, trace.error_code) == (499, "client_aborted")
+    assert [a.outcome for a in trace.attempts] == ["aborted"]

@@ -1,0 +1,83 @@
+"""The streaming response cleans up once however it ends, even before its first chunk."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import pytest
+
+from gw.server.sse_stream import LastChunk, SSEStream
+
+
+class FakeWatch:
+    def __init__(self, *, client_left: bool) -> None:
+        self.client_left = client_left
+        self.closed = 0
+
+    def absorb(self) -> bool:
+        return self.client_left
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def run(send: Any, *, client_left: bool) -> tuple[FakeWatch, list[str], BaseException | None]:
+    watch = FakeWatch(client_left=client_left)
+    log: list[str] = []
+
+    async def frames() -> AsyncGenerator[bytes, None]:
+        log.append("started")
+        try:
+            yield b"data: 1\n\n"
+            yield LastChunk(b"data: [DONE]\n\n")
+        finally:
+            log.append("generator closed")
+
+    async def on_close() -> None:
+        log.append("on_close")
+
+    async def go() -> BaseException | None:
+        response = SSEStream(frames(), watch=watch, on_close=on_close, headers={})  # type: ignore[arg-type]
+        asgi = response.to_asgi_response(None, None)
+
+        async def receive() -> Any:
+            await asyncio.sleep(3600)
+
+        try:
+            await asgi({"type": "http"}, receive, send)  # type: ignore[arg-type]
+        except BaseException as exc:  # noqa: BLE001 - the test inspects what escaped
+            return exc
+        return None
+
+    return watch, log, asyncio.run(go())
+
+
+def test_a_whole_stream_ends_with_the_last_chunk_and_one_cleanup() -> None:
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    watch, log, escaped = run(send, client_left=False)
+    assert escaped is None
+    assert [m.get("more_body") for m in sent] == [None, True, False]
+    assert sent[-1]["body"] == b"data: [DONE]\n\n"
+    assert log == ["started", "generator closed", "on_close"]
+    assert watch.closed == 1
+
+
+@pytest.mark.parametrize("client_left", [True, False])
+def test_a_cancel_before_the_first_chunk_still_cleans_up(client_left: bool) -> None:
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            raise asyncio.CancelledError  # e.g. a hang-up while the headers wait to drain
+
+    watch, log, escaped = run(send, client_left=client_left)
+    assert log == ["on_close"]  # the generator never ran; on_close still did, once
+    assert watch.closed == 1
+    if client_left:
+        assert escaped is None  # the client's own hang-up is absorbed
+    else:
+        assert isinstance(escaped, asyncio.CancelledError)  # shutdown propagates
