@@ -16,6 +16,7 @@ from gw.adapters.exchange import post_for_body, stream_events
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver
 from gw.codecs.anthropic_messages.upstream_errors import error_from_upstream
+from gw.codecs.anthropic_messages.upstream_messages import lossy_notes
 from gw.codecs.anthropic_messages.upstream_request import (
     DEFAULT_API_VERSION,
     encode_upstream_request,
@@ -80,6 +81,7 @@ def _url(call: UpstreamCall) -> str:
 
 
 def _body(call: UpstreamCall, *, stream: bool) -> bytes:
+    call.notes.extend(lossy_notes(call.request.messages))
     return encode_upstream_request(
         call.request,
         model=call.request.model,

@@ -55,6 +55,25 @@ _FIRST_IN_TURN: dict[Role, frozenset[str]] = {
 _OBJECT = msgspec.json.Decoder(dict[str, Any])
 
 
+def lossy_notes(messages: tuple[Message, ...]) -> list[str]:
+    """What ``encode_conversation`` drops or moves, for the trace (see the module docstring)."""
+    notes: list[str] = []
+    seen_other = False
+    for position, message in enumerate(messages):
+        where = f"messages[{position}]"
+        if getattr(message, "name", None) is not None:
+            notes.append(f"{where}.name: not sent (Anthropic has no message names)")
+        if isinstance(message, SystemMessage) and seen_other:
+            notes.append(f"{where}: system text moved to the top-level system prompt")
+        seen_other = seen_other or not isinstance(message, SystemMessage)
+        for part in getattr(message, "content", ()):
+            if isinstance(part, ImagePart) and part.detail is not None:
+                notes.append(f"{where}: image detail not sent (Anthropic has none)")
+            if isinstance(part, ThinkingPart) and part.signature is None and not part.redacted:
+                notes.append(f"{where}: unsigned thinking not sent (Anthropic needs signatures)")
+    return notes
+
+
 def encode_conversation(
     messages: tuple[Message, ...],
 ) -> tuple[str | list[JSONObject] | None, list[JSONObject]]:

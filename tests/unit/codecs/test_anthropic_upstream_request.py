@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gw.codecs.anthropic_messages.upstream_messages import lossy_notes
 from gw.codecs.anthropic_messages.upstream_request import (
     EFFORT_BUDGET_SHARE,
     MIN_THINKING_BUDGET,
@@ -633,3 +634,21 @@ def test_round_trip_through_the_wire_format(request: ChatRequest) -> None:
         encode_upstream_request(request, model="claude-x", stream=False, default_max_tokens=1)
     )
     assert decode_body(body) == request
+
+
+def test_lossy_notes_name_what_anthropic_cannot_carry() -> None:
+    messages = (
+        UserMessage(content=(TextPart(text="hi"),), name="ann"),
+        AssistantMessage(
+            content=(ThinkingPart(text="unsigned"), ThinkingPart(text="ok", signature="s"))
+        ),
+        SystemMessage(content=(TextPart(text="late"),)),
+        UserMessage(content=(ImagePart(url="https://x/y.png", detail="high"),)),
+    )
+    assert lossy_notes(messages) == [
+        "messages[0].name: not sent (Anthropic has no message names)",
+        "messages[1]: unsigned thinking not sent (Anthropic needs signatures)",
+        "messages[2]: system text moved to the top-level system prompt",
+        "messages[3]: image detail not sent (Anthropic has none)",
+    ]
+    assert lossy_notes((SystemMessage(content=(TextPart(text="first"),)),)) == []
