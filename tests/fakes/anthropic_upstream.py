@@ -23,16 +23,21 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import threading
-from collections import deque
-from dataclasses import dataclass, field
-from types import TracebackType
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from .http_server import HttpRequest, HttpServer, Responder
-from .openai_upstream import split_text
+from .http_server import Responder
+from .scripted import (
+    Faults,
+    ReceivedRequest,
+    ScriptedFake,
+    send_whole,
+    split_text,
+    start_stream,
+    word_count,
+)
 
 DEFAULT_TEXT = "Hello from fake Claude"
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -71,25 +76,17 @@ PROMPT_TOO_LONG = "prompt is too long: 208310 tokens > 200000 maximum"
 
 
 @dataclass(frozen=True)
-class Behavior:
+class Behavior(Faults):
     """How to answer one request. The defaults are a normal, successful answer."""
 
     status: int = 200
     error_type: str | None = None  # status != 200: default from ERRORS
     error_message: str | None = None  # status != 200: default from ERRORS
     error_body: dict[str, Any] | None = None  # the whole body, verbatim
-    headers: dict[str, str] = field(default_factory=dict)  # extra response headers
-    delay_before_headers: float = 0.0
-    delay_before_first_chunk: float = 0.0  # non-stream: between the head and the body
-    delay_between_chunks: float = 0.0
-    # Stream: abort the connection after N content deltas. Non-stream: after half the body.
-    drop_after_chunks: int | None = None
-    drop_before_headers: bool = False
     # Stream: after N content deltas send `event: error` with this type and end the body.
     error_after_chunks: int | None = None
     stream_error_type: str = "overloaded_error"
     omit_message_stop: bool = False  # stream: end after message_delta
-    malformed: bool = False
     text: str | None = None  # default: DEFAULT_TEXT, or no text block beside a tool call
     chunks: int | None = None  # number of text (or tool input) deltas; default: per word
     thinking: str | None = None  # a thinking block first, with a signature
@@ -99,15 +96,6 @@ class Behavior:
     cache: tuple[int, int] = (0, 0)  # (cache_read_input_tokens, cache_creation_input_tokens)
     stop_reason: str | None = None  # default: end_turn, or tool_use
     stop_sequence: str | None = None  # sets stop_reason "stop_sequence" unless given
-
-
-@dataclass(frozen=True)
-class ReceivedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]  # lower-case names
-    json: Any  # the parsed body; None when empty or not JSON
-    body: bytes
 
 
 def error_body(error_type: str, message: str, serial: int = 0) -> dict[str, Any]:
@@ -123,10 +111,6 @@ def signature_for(thinking: str) -> str:
     return "EqQBCkYIARgC" + hashlib.sha256(thinking.encode()).hexdigest()[:40]
 
 
-def _words(text: str) -> int:
-    return len(text.split())
-
-
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -138,10 +122,10 @@ def _text_of(content: Any) -> str:
 
 
 def _prompt_words(body: dict[str, Any]) -> int:
-    count = _words(_text_of(body.get("system")))
+    count = word_count(_text_of(body.get("system")))
     for message in body.get("messages") or ():
         if isinstance(message, dict):
-            count += _words(_text_of(message.get("content")))
+            count += word_count(_text_of(message.get("content")))
     return count
 
 
@@ -165,9 +149,9 @@ class _Answer:
         self.text_pieces = [] if self.text is None else split_text(self.text, behavior.chunks)
         tool_chunks = behavior.chunks or max(1, -(-len(self.tool_json) // 8))
         self.tool_pieces = split_text(self.tool_json, tool_chunks) if tool else []
-        output = _words(self.text or "") + _words(behavior.thinking or "")
+        output = word_count(self.text or "") + word_count(behavior.thinking or "")
         if tool is not None:
-            output += _words(f"{tool[0]} {self.tool_json}")
+            output += word_count(f"{tool[0]} {self.tool_json}")
         self.input_tokens, self.output_tokens = behavior.usage or (_prompt_words(body), output)
         if behavior.stop_reason is not None:
             self.stop_reason = behavior.stop_reason
@@ -274,100 +258,19 @@ class _Answer:
         return _sse("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
 
 
-class FakeAnthropic:
+class FakeAnthropic(ScriptedFake[Behavior, str]):
     """A fake Anthropic server on its own thread and event loop. See the module docstring."""
 
+    base_path = ""  # what the Anthropic SDK (and gw's config) calls base_url: no /v1
+
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.host = host
-        self.port = port
-        self.default = Behavior()
-        self.count = 0  # message requests that used a behavior, faulted ones included
-        self._lock = threading.Lock()
-        self._requests: list[ReceivedRequest] = []
-        self._script: deque[Behavior] = deque()
-        self._serial = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._server: HttpServer | None = None
+        super().__init__(host, port, default=Behavior(), parse_query=str)
 
-    @property
-    def base_url(self) -> str:
-        """What the Anthropic SDK (and gw's config) calls base_url: no /v1."""
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def requests(self) -> list[ReceivedRequest]:
-        """A snapshot of every request received so far, oldest first."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._script)
-
-    def enqueue(self, *behaviors: Behavior) -> None:
-        with self._lock:
-            self._script.extend(behaviors)
-
-    def clear(self) -> None:
-        """Forget recorded requests, reset `count` and drop unused enqueued behaviors."""
-        with self._lock:
-            self._requests.clear()
-            self._script.clear()
-            self.count = 0
-
-    def start(self) -> FakeAnthropic:
-        if self._loop is not None:
-            raise RuntimeError("FakeAnthropic is already started")
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="fake-anthropic", daemon=True)
-        thread.start()
-        server = HttpServer(self._handle, self.host, self.port)
-        self._loop, self._thread, self._server = loop, thread, server
-        try:
-            self.port = asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def stop(self) -> None:
-        loop, thread, server = self._loop, self._thread, self._server
-        if loop is None or thread is None or server is None:
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(10)
-            loop.close()
-            self._loop = self._thread = self._server = None
-
-    def __enter__(self) -> FakeAnthropic:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def _handle(self, request: HttpRequest, responder: Responder) -> None:
-        path = request.target.partition("?")[0]
-        try:
-            body = msgspec.json.decode(request.body) if request.body else None
-        except msgspec.DecodeError:
-            body = None
-        received = ReceivedRequest(request.method, path, request.headers, body, request.body)
-        with self._lock:
-            self._requests.append(received)
-        if request.method == "POST" and path == "/v1/messages":
-            await self._messages(request, body, responder)
+    async def _answer(self, request: ReceivedRequest[str], responder: Responder) -> None:
+        if request.method == "POST" and request.path == "/v1/messages":
+            await self._messages(request, responder)
         else:
-            message = f"Not Found: {request.method} {path}"
+            message = f"Not Found: {request.method} {request.path}"
             await self._error(responder, 404, "not_found_error", message)
 
     @staticmethod
@@ -376,21 +279,16 @@ class FakeAnthropic:
     ) -> None:
         await responder.send(status, [_JSON], _encode(error_body(kind, message, serial)))
 
-    async def _messages(self, request: HttpRequest, body: Any, responder: Responder) -> None:
-        problem = _invalid(request, body)
+    async def _messages(self, request: ReceivedRequest[str], responder: Responder) -> None:
+        problem = _invalid(request)
         if problem is not None:
             await self._error(responder, 400, "invalid_request_error", problem)
             return
-        with self._lock:
-            behavior = self._script.popleft() if self._script else self.default
-            self.count += 1
-            self._serial += 1
-            serial = self._serial
-        if behavior.delay_before_headers:
-            await asyncio.sleep(behavior.delay_before_headers)
-        if behavior.drop_before_headers:
-            responder.abort()
+        taken = await self._next_behavior(responder)
+        if taken is None:
             return
+        behavior, serial = taken
+        body = request.json
         headers = [
             ("request-id", f"req_fake_{serial:024x}"),
             ("anthropic-organization-id", "00000000-0000-4000-8000-000000000000"),
@@ -410,8 +308,9 @@ class FakeAnthropic:
             await _complete(_Answer(behavior, body, serial), responder, [_JSON, *headers])
 
 
-def _invalid(request: HttpRequest, body: Any) -> str | None:
+def _invalid(request: ReceivedRequest[str]) -> str | None:
     """Anthropic's own 400s for what gw must always send; None when the request is fine."""
+    body = request.json
     if "anthropic-version" not in request.headers:
         return "anthropic-version: header is required"
     if not isinstance(body, dict):
@@ -422,27 +321,14 @@ def _invalid(request: HttpRequest, body: Any) -> str | None:
     return None
 
 
-async def _complete(answer: _Answer, responder: Responder, headers: list[Any]) -> None:
-    behavior = answer.behavior
-    payload = _MALFORMED_JSON if behavior.malformed else answer.body()
-    if not behavior.delay_before_first_chunk and behavior.drop_after_chunks is None:
-        await responder.send(200, headers, payload)
-        return
-    await responder.start(200, headers, len(payload))
-    if behavior.delay_before_first_chunk:
-        await asyncio.sleep(behavior.delay_before_first_chunk)
-    if behavior.drop_after_chunks is not None:
-        await responder.write(payload[: len(payload) // 2])
-        responder.abort()
-        return
-    await responder.write(payload)
+async def _complete(answer: _Answer, responder: Responder, headers: list[tuple[str, str]]) -> None:
+    payload = _MALFORMED_JSON if answer.behavior.malformed else answer.body()
+    await send_whole(answer.behavior, payload, responder, headers)
 
 
-async def _stream(answer: _Answer, responder: Responder, headers: list[Any]) -> None:
+async def _stream(answer: _Answer, responder: Responder, headers: list[tuple[str, str]]) -> None:
     behavior = answer.behavior
-    await responder.start(200, headers, None)
-    if behavior.delay_before_first_chunk:
-        await asyncio.sleep(behavior.delay_before_first_chunk)
+    await start_stream(behavior, responder, headers)
     await responder.write(answer.message_start())
     if behavior.malformed:
         await responder.write(_MALFORMED_FRAME)

@@ -21,17 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import re
-import threading
 import urllib.parse
-from collections import deque
-from dataclasses import dataclass, field
-from types import TracebackType
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from .http_server import HttpRequest, HttpServer, Responder
-from .openai_upstream import split_text
+from .http_server import Responder
+from .scripted import (
+    Faults,
+    ReceivedRequest,
+    ScriptedFake,
+    send_whole,
+    split_text,
+    start_stream,
+    word_count,
+)
 
 DEFAULT_TEXT = "Hello from fake Gemini"
 DEFAULT_MODEL = "gemini-2.5-flash"
@@ -54,20 +59,13 @@ _SAFETY_RATINGS = [
 
 
 @dataclass(frozen=True)
-class Behavior:
-    """How to answer one generate request. The defaults are a normal, successful answer."""
+class Behavior(Faults):
+    """How to answer one generate request. The defaults are a normal, successful answer.
+    A stream cut by `drop_after_chunks` has no finish reason."""
 
     status: int = 200
     error_body: dict[str, Any] | None = None  # status != 200; default: Google's for status
-    headers: dict[str, str] = field(default_factory=dict)  # extra response headers
-    delay_before_headers: float = 0.0
-    delay_before_first_chunk: float = 0.0  # non-stream: between the head and the body
-    delay_between_chunks: float = 0.0
-    # Stream: abort after N content chunks (no finish reason). Non-stream: after half the body.
-    drop_after_chunks: int | None = None
-    drop_before_headers: bool = False
     pause_after_chunks: tuple[int, float] | None = None  # stream: after N chunks, silent S s
-    malformed: bool = False
     text: str | None = None  # default: DEFAULT_TEXT
     chunks: int | None = None  # text chunks in a stream; default: one per word
     tool_calls: tuple[tuple[str, str], ...] = ()  # (name, arguments JSON object) each
@@ -86,16 +84,6 @@ class Behavior:
     safety_after_chunks: int | None = None
     # Stream: after N chunks an {"error": ...} object (this body) ends the stream.
     error_in_stream: tuple[int, dict[str, Any]] | None = None
-
-
-@dataclass(frozen=True)
-class ReceivedRequest:
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]  # lower-case names
-    json: Any  # the parsed body; None when empty or not JSON
-    body: bytes
 
 
 def google_error(code: int, status: str, message: str, *details: dict[str, Any]) -> dict[str, Any]:
@@ -191,14 +179,10 @@ def invalid_key_body() -> dict[str, Any]:
     )
 
 
-def _words(text: str) -> int:
-    return len(text.split())
-
-
 def _prompt_words(body: dict[str, Any]) -> int:
     contents = [*(body.get("contents") or ()), body.get("systemInstruction") or {}]
     return sum(
-        _words(part.get("text") or "")
+        word_count(part.get("text") or "")
         for content in contents
         if isinstance(content, dict)
         for part in content.get("parts") or ()
@@ -226,7 +210,7 @@ class _Answer:
             if self.calls
             else "".join(self.pieces)
         )
-        self.prompt, self.candidates = behavior.usage or (_prompt_words(body), _words(said))
+        self.prompt, self.candidates = behavior.usage or (_prompt_words(body), word_count(said))
         self.finish = behavior.finish_reason or (
             "SAFETY" if behavior.safety_after_chunks is not None else "STOP"
         )
@@ -324,7 +308,7 @@ class _Answer:
             produced += piece
             last = i == len(self.pieces) - 1 and not safety
             finish = self.finish if last else None
-            usage = self.usage() if last else self.usage(_words(produced), final=False)
+            usage = self.usage() if last else self.usage(word_count(produced), final=False)
             frames.append(
                 self.frame(
                     self.envelope(self.candidate([self.text_part(piece, last=last)], finish), usage)
@@ -339,108 +323,24 @@ class _Answer:
         return b"data: " + payload + b"\r\n\r\n"
 
 
-class FakeGemini:
+class FakeGemini(ScriptedFake[Behavior, dict[str, str]]):
     """A fake Gemini API on its own thread and event loop. See the module docstring."""
+
+    base_path = ""  # what gw's base_url (and Google's SDK) name: the host, no /v1beta
 
     def __init__(
         self, host: str = "127.0.0.1", port: int = 0, *, api_key: str | None = None
     ) -> None:
-        self.host = host
-        self.port = port
+        super().__init__(host, port, default=Behavior(), parse_query=_parse_query)
         self.api_key = api_key  # when set, any other key is refused
-        self.default = Behavior()
-        self.count = 0  # generate requests received, faulted ones included
-        self._lock = threading.Lock()
-        self._requests: list[ReceivedRequest] = []
-        self._script: deque[Behavior] = deque()
-        self._serial = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._server: HttpServer | None = None
 
-    @property
-    def base_url(self) -> str:
-        """What gw's ``base_url`` (and Google's SDK) name: the host, without ``/v1beta``."""
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def requests(self) -> list[ReceivedRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._script)
-
-    def enqueue(self, *behaviors: Behavior) -> None:
-        with self._lock:
-            self._script.extend(behaviors)
-
-    def clear(self) -> None:
-        """Forget recorded requests, reset ``count`` and drop unused enqueued behaviors."""
-        with self._lock:
-            self._requests.clear()
-            self._script.clear()
-            self.count = 0
-
-    def start(self) -> FakeGemini:
-        if self._loop is not None:
-            raise RuntimeError("FakeGemini is already started")
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="fake-gemini", daemon=True)
-        thread.start()
-        server = HttpServer(self._handle, self.host, self.port)
-        self._loop, self._thread, self._server = loop, thread, server
-        try:
-            self.port = asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def stop(self) -> None:
-        loop, thread, server = self._loop, self._thread, self._server
-        if loop is None or thread is None or server is None:
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(10)
-            loop.close()
-            self._loop = self._thread = self._server = None
-
-    def __enter__(self) -> FakeGemini:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def _handle(self, request: HttpRequest, responder: Responder) -> None:
-        path, _, raw_query = request.target.partition("?")
-        query = dict(urllib.parse.parse_qsl(raw_query))
-        try:
-            body = msgspec.json.decode(request.body) if request.body else None
-        except msgspec.DecodeError:
-            body = None
-        with self._lock:
-            self._requests.append(
-                ReceivedRequest(request.method, path, query, request.headers, body, request.body)
-            )
-        match = _GENERATE.match(path)
+    async def _answer(self, request: ReceivedRequest[dict[str, str]], responder: Responder) -> None:
+        match = _GENERATE.match(request.path)
         if request.method == "POST" and match is not None:
             model = urllib.parse.unquote(match.group(2))
             stream = match.group(3) == "streamGenerateContent"
-            await self._generate(
-                request, query=query, body=body, model=model, stream=stream, responder=responder
-            )
-        elif request.method == "GET" and path == "/v1beta/models":
+            await self._generate(request, model=model, stream=stream, responder=responder)
+        elif request.method == "GET" and request.path == "/v1beta/models":
             models = [
                 {"name": f"models/{m}", "supportedGenerationMethods": ["generateContent"]}
                 for m in MODELS
@@ -453,14 +353,13 @@ class FakeGemini:
 
     async def _generate(
         self,
-        request: HttpRequest,
+        request: ReceivedRequest[dict[str, str]],
         *,
-        query: dict[str, str],
-        body: Any,
         model: str,
         stream: bool,
         responder: Responder,
     ) -> None:
+        body, query = request.json, request.query
         key = request.headers.get("x-goog-api-key") or query.get("key")
         if not key:
             message = (
@@ -480,16 +379,10 @@ class FakeGemini:
             )
             await responder.send(400, [_JSON], _encode(error))
             return
-        with self._lock:
-            behavior = self._script.popleft() if self._script else self.default
-            self.count += 1
-            self._serial += 1
-            serial = self._serial
-        if behavior.delay_before_headers:
-            await asyncio.sleep(behavior.delay_before_headers)
-        if behavior.drop_before_headers:
-            responder.abort()
+        taken = await self._next_behavior(responder)
+        if taken is None:
             return
+        behavior, serial = taken
         headers = [("server", "scaffolding on HTTPServer2"), *behavior.headers.items()]
         if behavior.status != 200:
             error_body = behavior.error_body or default_error_body(behavior.status, model)
@@ -497,7 +390,8 @@ class FakeGemini:
             return
         answer = _Answer(behavior, body, model, serial)
         if not stream:
-            await self._whole(answer, responder, [_JSON, *headers])
+            payload = _MALFORMED_JSON if behavior.malformed else answer.whole()
+            await send_whole(behavior, payload, responder, [_JSON, *headers])
         elif query.get("alt") == "sse":
             await self._sse(answer, responder, [_SSE, *headers])
         else:
@@ -507,28 +401,10 @@ class FakeGemini:
             await responder.send(200, [_JSON, *headers], b"[" + b",\r\n".join(frames) + b"]")
 
     @staticmethod
-    async def _whole(answer: _Answer, responder: Responder, headers: list[Any]) -> None:
-        behavior = answer.behavior
-        payload = _MALFORMED_JSON if behavior.malformed else answer.whole()
-        if not behavior.delay_before_first_chunk and behavior.drop_after_chunks is None:
-            await responder.send(200, headers, payload)
-            return
-        await responder.start(200, headers, len(payload))
-        if behavior.delay_before_first_chunk:
-            await asyncio.sleep(behavior.delay_before_first_chunk)
-        if behavior.drop_after_chunks is not None:
-            await responder.write(payload[: len(payload) // 2])
-            responder.abort()
-            return
-        await responder.write(payload)
-
-    @staticmethod
-    async def _sse(answer: _Answer, responder: Responder, headers: list[Any]) -> None:
+    async def _sse(answer: _Answer, responder: Responder, headers: list[tuple[str, str]]) -> None:
         behavior = answer.behavior
         drop_after, failure = behavior.drop_after_chunks, behavior.error_in_stream
-        await responder.start(200, headers, None)
-        if behavior.delay_before_first_chunk:
-            await asyncio.sleep(behavior.delay_before_first_chunk)
+        await start_stream(behavior, responder, headers)
         for sent, frame in enumerate(answer.frames()):
             if drop_after is not None and sent >= drop_after:
                 responder.abort()
@@ -548,3 +424,7 @@ class FakeGemini:
             responder.abort()
             return
         await responder.end()
+
+
+def _parse_query(raw: str) -> dict[str, str]:
+    return dict(urllib.parse.parse_qsl(raw))

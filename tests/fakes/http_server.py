@@ -9,6 +9,7 @@ responder exposes the wire directly so a fake can delay, truncate or abort at an
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -217,6 +218,42 @@ class HttpServer:
             await self._handler(request, responder)
             if responder.aborted or not responder.started or not responder.keep_alive:
                 return
+
+
+class ServerThread:
+    """An `HttpServer` on a daemon thread with its own event loop, so sync tests and tests
+    on any event loop can use it alike."""
+
+    def __init__(self, handler: Handler, host: str, port: int, *, name: str) -> None:
+        self._server = HttpServer(handler, host, port)
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> int:
+        """Start the thread, bind and listen; returns the bound port."""
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name=self._name, daemon=True)
+        thread.start()
+        self._loop, self._thread = loop, thread
+        try:
+            return asyncio.run_coroutine_threadsafe(self._server.start(), loop).result(10)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Close the server (cutting open connections), then end the loop and the thread."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._server.close(), loop).result(10)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(10)
+            loop.close()
+            self._loop = self._thread = None
 
 
 def _wants_keep_alive(request: HttpRequest) -> bool:

@@ -27,14 +27,21 @@ import re
 import signal
 import threading
 import time
-from collections import deque
-from dataclasses import dataclass, field
-from types import TracebackType
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from .http_server import HttpRequest, HttpServer, Responder
+from .http_server import Responder
+from .scripted import (
+    Faults,
+    ReceivedRequest,
+    ScriptedFake,
+    send_whole,
+    split_text,
+    start_stream,
+    word_count,
+)
 
 DEFAULT_TEXT = "Hello from fake upstream"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -55,7 +62,6 @@ _MODELS_BODY = _encode(
 )
 _JSON = ("content-type", "application/json")
 _SSE = ("content-type", "text/event-stream; charset=utf-8")
-_WORD = re.compile(r"\s*\S+")
 # OpenAI's path, and Azure OpenAI's deployment path (same wire format).
 _CHAT_PATH = re.compile(r"/v1/chat/completions|/openai/deployments/[^/]+/chat/completions")
 _EMBEDDINGS_PATH = re.compile(r"/v1/embeddings|/openai/deployments/[^/]+/embeddings")
@@ -63,38 +69,20 @@ EMBEDDING_DIMENSIONS = 1536  # text-embedding-3-small's, when the body names non
 
 
 @dataclass(frozen=True)
-class Behavior:
-    """How to answer one chat request. The defaults are a normal, successful answer."""
+class Behavior(Faults):
+    """How to answer one chat or embeddings request. The defaults are a normal, successful
+    answer. A stream cut by `drop_after_chunks` has no finish chunk and no [DONE]."""
 
     status: int = 200
     error_body: dict[str, Any] | None = None  # status != 200; default: OpenAI's for status
-    headers: dict[str, str] = field(default_factory=dict)  # extra response headers
-    delay_before_headers: float = 0.0
-    delay_before_first_chunk: float = 0.0  # non-stream: between the head and the body
-    delay_between_chunks: float = 0.0
-    # Stream: abort the connection after N content deltas (no finish chunk, no [DONE]).
-    # Non-stream: abort after sending half of the body.
-    drop_after_chunks: int | None = None
-    drop_before_headers: bool = False
     # Stream: after N content deltas, go silent for S seconds, then go on: (N, S).
     pause_after_chunks: tuple[int, float] | None = None
-    malformed: bool = False
     text: str | None = None  # default: DEFAULT_TEXT
     chunks: int | None = None  # number of content deltas; default: one per word
     tool_call: tuple[str, str] | None = None  # (name, arguments JSON) instead of text
     usage: tuple[int, int] | None = None  # (prompt, completion); default: word counts
     omit_usage: bool = False
     finish_reason: str | None = None  # default: "stop", or "tool_calls"
-
-
-@dataclass(frozen=True)
-class ReceivedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]  # lower-case names
-    json: Any  # the parsed body; None when empty or not JSON
-    body: bytes
-    query: str = ""  # the request target after "?", as sent
 
 
 def default_error_body(status: int, model: str = DEFAULT_MODEL) -> dict[str, Any]:
@@ -134,34 +122,14 @@ def _error(message: str, kind: str, code: str | None = None) -> bytes:
     return _encode({"error": {"message": message, "type": kind, "param": None, "code": code}})
 
 
-def split_text(text: str, chunks: int | None) -> list[str]:
-    """Deltas for `text`: one per word (with its leading space), or exactly `chunks` pieces,
-    cut at word boundaries when there are enough words, else at even character offsets.
-    """
-    words: list[str] = _WORD.findall(text)
-    tail = text[sum(map(len, words)) :]
-    if tail:
-        words.append(tail)
-    if chunks is None:
-        return words
-    n = max(1, chunks)
-    if n <= len(words):
-        return ["".join(words[i * len(words) // n : (i + 1) * len(words) // n]) for i in range(n)]
-    return [text[i * len(text) // n : (i + 1) * len(text) // n] for i in range(n)]
-
-
-def _words(text: str) -> int:
-    return len(text.split())
-
-
 def _prompt_words(body: dict[str, Any]) -> int:
     count = 0
     for message in body.get("messages") or ():
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, str):
-            count += _words(content)
+            count += word_count(content)
         elif isinstance(content, list):
-            count += sum(_words(p.get("text") or "") for p in content if isinstance(p, dict))
+            count += sum(word_count(p.get("text") or "") for p in content if isinstance(p, dict))
     return count
 
 
@@ -206,7 +174,7 @@ def _embedding_list(behavior: Behavior, body: dict[str, Any]) -> bytes:
         if as_base64:
             vector = base64.b64encode(array.array("f", vector).tobytes()).decode()
         data.append({"object": "embedding", "index": index, "embedding": vector})
-    prompt = sum(_words(item) if isinstance(item, str) else len(item) for item in items)
+    prompt = sum(word_count(item) if isinstance(item, str) else len(item) for item in items)
     if behavior.usage is not None:
         prompt = behavior.usage[0]
     payload: dict[str, Any] = {"object": "list", "data": data, "model": body.get("model")}
@@ -232,11 +200,11 @@ class _Answer:
         if tool is None:
             self.text = DEFAULT_TEXT if behavior.text is None else behavior.text
             self.pieces = split_text(self.text, behavior.chunks)
-            completion = _words(self.text)
+            completion = word_count(self.text)
         else:
             chunks = behavior.chunks or max(1, -(-len(tool[1]) // 8))  # ~8 characters each
             self.pieces = split_text(tool[1], chunks)
-            completion = _words(f"{tool[0]} {tool[1]}")
+            completion = word_count(f"{tool[0]} {tool[1]}")
         self.finish = behavior.finish_reason or ("stop" if tool is None else "tool_calls")
         prompt, completion = behavior.usage or (_prompt_words(body), completion)
         self.usage = None if behavior.omit_usage else _usage(prompt, completion)
@@ -284,108 +252,25 @@ class _Answer:
         return {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
 
 
-class FakeOpenAI:
+class FakeOpenAI(ScriptedFake[Behavior, str]):
     """A fake OpenAI server on its own thread and event loop. See the module docstring."""
 
+    base_path = "/v1"
+
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, record: bool = True) -> None:
-        self.host = host
-        self.port = port
-        self.default = Behavior()
-        self.count = 0  # chat and embeddings requests received, faulted ones included
-        self._record = record  # False keeps memory flat under a long benchmark
-        self._lock = threading.Lock()
-        self._requests: list[ReceivedRequest] = []
-        self._script: deque[Behavior] = deque()
-        self._serial = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._server: HttpServer | None = None
+        # `count`: chat and embeddings requests that used a behavior.
+        super().__init__(host, port, default=Behavior(), parse_query=str, record=record)
 
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}/v1"
-
-    @property
-    def requests(self) -> list[ReceivedRequest]:
-        """A snapshot of every request received so far, oldest first."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def pending(self) -> int:
-        """How many enqueued behaviors have not been used yet."""
-        with self._lock:
-            return len(self._script)
-
-    def enqueue(self, *behaviors: Behavior) -> None:
-        with self._lock:
-            self._script.extend(behaviors)
-
-    def clear(self) -> None:
-        """Forget recorded requests, reset `count` and drop unused enqueued behaviors."""
-        with self._lock:
-            self._requests.clear()
-            self._script.clear()
-            self.count = 0
-
-    def start(self) -> FakeOpenAI:
-        if self._loop is not None:
-            raise RuntimeError("FakeOpenAI is already started")
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="fake-openai", daemon=True)
-        thread.start()
-        server = HttpServer(self._handle, self.host, self.port)
-        self._loop, self._thread, self._server = loop, thread, server
-        try:
-            self.port = asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def stop(self) -> None:
-        loop, thread, server = self._loop, self._thread, self._server
-        if loop is None or thread is None or server is None:
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(10)
-            loop.close()
-            self._loop = self._thread = self._server = None
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def _handle(self, request: HttpRequest, responder: Responder) -> None:
-        path, _, query = request.target.partition("?")
-        try:
-            body = msgspec.json.decode(request.body) if request.body else None
-        except msgspec.DecodeError:
-            body = None
-        if self._record:
-            received = ReceivedRequest(
-                request.method, path, request.headers, body, request.body, query
-            )
-            with self._lock:
-                self._requests.append(received)
-        if request.method == "POST" and _CHAT_PATH.fullmatch(path):
+    async def _answer(self, request: ReceivedRequest[str], responder: Responder) -> None:
+        method, path, body = request.method, request.path, request.json
+        if method == "POST" and _CHAT_PATH.fullmatch(path):
             await self._chat(body, responder)
-        elif request.method == "POST" and _EMBEDDINGS_PATH.fullmatch(path):
+        elif method == "POST" and _EMBEDDINGS_PATH.fullmatch(path):
             await self._embeddings(body, responder)
-        elif request.method == "GET" and path == "/v1/models":
+        elif method == "GET" and path == "/v1/models":
             await responder.send(200, [_JSON], _MODELS_BODY)
         else:
-            message = f"Invalid URL ({request.method} {path})"
+            message = f"Invalid URL ({method} {path})"
             await responder.send(404, [_JSON], _error(message, "invalid_request_error"))
 
     async def _chat(self, body: Any, responder: Responder) -> None:
@@ -408,7 +293,7 @@ class FakeOpenAI:
             return
         behavior, _, headers = started
         payload = _MALFORMED_JSON if behavior.malformed else _embedding_list(behavior, body)
-        await _send_whole(behavior, payload, responder, [_JSON, *headers])
+        await send_whole(behavior, payload, responder, [_JSON, *headers])
 
     async def _start(
         self, body: Any, responder: Responder
@@ -419,16 +304,10 @@ class FakeOpenAI:
             message = "We could not parse the JSON body of your request."
             await responder.send(400, [_JSON], _error(message, "invalid_request_error"))
             return None
-        with self._lock:
-            behavior = self._script.popleft() if self._script else self.default
-            self.count += 1
-            self._serial += 1
-            serial = self._serial
-        if behavior.delay_before_headers:
-            await asyncio.sleep(behavior.delay_before_headers)
-        if behavior.drop_before_headers:
-            responder.abort()
+        taken = await self._next_behavior(responder)
+        if taken is None:
             return None
+        behavior, serial = taken
         headers = [
             ("x-request-id", f"req_{serial:032x}"),
             ("openai-version", "2020-10-01"),
@@ -443,18 +322,20 @@ class FakeOpenAI:
         return behavior, serial, headers
 
     @staticmethod
-    async def _complete(answer: _Answer, responder: Responder, headers: list[Any]) -> None:
+    async def _complete(
+        answer: _Answer, responder: Responder, headers: list[tuple[str, str]]
+    ) -> None:
         behavior = answer.behavior
         payload = _MALFORMED_JSON if behavior.malformed else answer.completion_body()
-        await _send_whole(behavior, payload, responder, headers)
+        await send_whole(behavior, payload, responder, headers)
 
     @staticmethod
-    async def _stream(answer: _Answer, responder: Responder, headers: list[Any]) -> None:
+    async def _stream(
+        answer: _Answer, responder: Responder, headers: list[tuple[str, str]]
+    ) -> None:
         behavior = answer.behavior
         delay, drop_after = behavior.delay_between_chunks, behavior.drop_after_chunks
-        await responder.start(200, headers, None)
-        if behavior.delay_before_first_chunk:
-            await asyncio.sleep(behavior.delay_before_first_chunk)
+        await start_stream(behavior, responder, headers)
         await responder.write(answer.frame(answer.first_delta()))
         if behavior.malformed:
             await responder.write(_MALFORMED_FRAME)
@@ -477,23 +358,6 @@ class FakeOpenAI:
                 await responder.write(answer.frame(None))
         await responder.write(_DONE)
         await responder.end()
-
-
-async def _send_whole(
-    behavior: Behavior, payload: bytes, responder: Responder, headers: list[Any]
-) -> None:
-    """A whole (non-stream) 200 body, with the behavior's delay or mid-body drop."""
-    if not behavior.delay_before_first_chunk and behavior.drop_after_chunks is None:
-        await responder.send(200, headers, payload)
-        return
-    await responder.start(200, headers, len(payload))
-    if behavior.delay_before_first_chunk:
-        await asyncio.sleep(behavior.delay_before_first_chunk)
-    if behavior.drop_after_chunks is not None:
-        await responder.write(payload[: len(payload) // 2])
-        responder.abort()
-        return
-    await responder.write(payload)
 
 
 def main(argv: list[str] | None = None) -> None:
