@@ -474,3 +474,25 @@ def test_a_lossy_translation_is_traced_and_explained(
     ]
     shown = matrix_gw.cli("explain", request_id).stdout
     assert "OpenAI chat -> IR -> Gemini generateContent; lossy:" in shown
+
+
+def test_embeddings_through_gemini(matrix_gw: GwServer, fakes: dict[str, Any]) -> None:
+    gemini = fakes["gemini"]
+    gemini.clear()
+    sdk = openai.OpenAI(base_url=matrix_gw.base_url, api_key="x", max_retries=0)
+    texts = [f"text {n}" for n in range(250)]
+    answer = sdk.embeddings.create(model="gem/gemini-embedding-001", input=texts, dimensions=8)
+    assert [item.index for item in answer.data] == list(range(250))
+    assert {len(item.embedding) for item in answer.data} == {8}
+    sent = gemini.requests
+    assert [r.path for r in sent] == ["/v1beta/models/gemini-embedding-001:batchEmbedContents"] * 3
+    assert [len(r.json["requests"]) for r in sent] == [100, 100, 50]
+    assert sent[0].json["requests"][0] == {
+        "model": "models/gemini-embedding-001",
+        "content": {"parts": [{"text": "text 0"}]},
+        "outputDimensionality": 8,
+    }
+
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.embeddings.create(model="gem/gemini-embedding-001", input=[[1, 2, 3]])
+    assert caught.value.code == "native_feature_unsupported"

@@ -1,7 +1,8 @@
 """A fake Gemini API (Google AI Studio, v1beta) on loopback, with scripted faults.
 
 It speaks the real wire format: ``POST /v1beta/models/{model}:generateContent`` answers a
-``GenerateContentResponse``; ``:streamGenerateContent?alt=sse`` answers SSE frames
+``GenerateContentResponse``; ``:batchEmbedContents`` answers one vector per request (at
+most 100); ``:streamGenerateContent?alt=sse`` answers SSE frames
 ``data: {...}\\r\\n\\r\\n`` (one response chunk each, no end marker) over chunked transfer
 encoding, and without ``alt=sse`` a JSON array. Errors have Google's shape
 (``{"error": {"code", "message", "status", "details"}}``). It runs on its own thread and
@@ -20,6 +21,7 @@ Each generate request pops the next scripted ``Behavior``; when the script is em
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 import urllib.parse
 from dataclasses import dataclass
@@ -39,12 +41,14 @@ from .scripted import (
 )
 
 DEFAULT_TEXT = "Hello from fake Gemini"
+MAX_EMBED_BATCH = 100  # batchEmbedContents refuses more requests in one call
 DEFAULT_MODEL = "gemini-2.5-flash"
 MODELS = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-flash-preview")
 
 _encode = msgspec.json.encode
 _GENERATE = re.compile(
-    r"^/v1beta/(models|tunedModels)/([^/:]+):(generateContent|streamGenerateContent)$"
+    r"^/v1beta/(models|tunedModels)/([^/:]+)"
+    r":(generateContent|streamGenerateContent|batchEmbedContents)$"
 )
 _JSON = ("content-type", "application/json; charset=UTF-8")
 _SSE = ("content-type", "text/event-stream")
@@ -338,8 +342,8 @@ class FakeGemini(ScriptedFake[Behavior, dict[str, str]]):
         match = _GENERATE.match(request.path)
         if request.method == "POST" and match is not None:
             model = urllib.parse.unquote(match.group(2))
-            stream = match.group(3) == "streamGenerateContent"
-            await self._generate(request, model=model, stream=stream, responder=responder)
+            method = match.group(3)
+            await self._generate(request, model=model, method=method, responder=responder)
         elif request.method == "GET" and request.path == "/v1beta/models":
             models = [
                 {"name": f"models/{m}", "supportedGenerationMethods": ["generateContent"]}
@@ -356,7 +360,7 @@ class FakeGemini(ScriptedFake[Behavior, dict[str, str]]):
         request: ReceivedRequest[dict[str, str]],
         *,
         model: str,
-        stream: bool,
+        method: str,
         responder: Responder,
     ) -> None:
         body, query = request.json, request.query
@@ -388,8 +392,11 @@ class FakeGemini(ScriptedFake[Behavior, dict[str, str]]):
             error_body = behavior.error_body or default_error_body(behavior.status, model)
             await responder.send(behavior.status, [_JSON, *headers], _encode(error_body))
             return
+        if method == "batchEmbedContents":
+            await self._embed(behavior, body, responder, [_JSON, *headers])
+            return
         answer = _Answer(behavior, body, model, serial)
-        if not stream:
+        if method == "generateContent":
             payload = _MALFORMED_JSON if behavior.malformed else answer.whole()
             await send_whole(behavior, payload, responder, [_JSON, *headers])
         elif query.get("alt") == "sse":
@@ -399,6 +406,27 @@ class FakeGemini(ScriptedFake[Behavior, dict[str, str]]):
                 frame.removeprefix(b"data: ").removesuffix(b"\r\n\r\n") for frame in answer.frames()
             ]
             await responder.send(200, [_JSON, *headers], b"[" + b",\r\n".join(frames) + b"]")
+
+    @staticmethod
+    async def _embed(
+        behavior: Behavior, body: dict[str, Any], responder: Responder, headers: list[Any]
+    ) -> None:
+        """One vector per request, ``outputDimensionality`` (default 4) long, from a hash of
+        its text."""
+        requests = body.get("requests") or []
+        if len(requests) > MAX_EMBED_BATCH:
+            message = f"* BatchEmbedContentsRequest.requests: at most {MAX_EMBED_BATCH} requests can be in one batch"
+            error = google_error(400, "INVALID_ARGUMENT", message)
+            await responder.send(400, headers, _encode(error))
+            return
+        embeddings = []
+        for one in requests:
+            text = "".join(part.get("text", "") for part in one["content"]["parts"])
+            size = one.get("outputDimensionality") or 4
+            digest = hashlib.sha256(text.encode()).digest()
+            embeddings.append({"values": [digest[i % 32] / 255 for i in range(size)]})
+        payload = _MALFORMED_JSON if behavior.malformed else _encode({"embeddings": embeddings})
+        await send_whole(behavior, payload, responder, headers)
 
     @staticmethod
     async def _sse(answer: _Answer, responder: Responder, headers: list[tuple[str, str]]) -> None:
