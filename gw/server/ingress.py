@@ -139,9 +139,9 @@ async def _serve(
     finally:
         if not handed_over:
             watch.close()
+            services.admission.release()
             if session is not None:
                 await session.close()
-            services.admission.release()
 
 
 def _closer(services: ServerServices, session: StreamSession) -> Callable[[], Awaitable[None]]:
@@ -152,8 +152,9 @@ def _closer(services: ServerServices, session: StreamSession) -> Callable[[], Aw
         nonlocal closed
         if not closed:
             closed = True
-            await session.close()
+            # The slot first: a cancel still pending on this task may land in the await.
             services.admission.release()
+            await session.close()
 
     return close
 
