@@ -157,6 +157,19 @@ class TenantConfig(ConfigStruct, frozen=True, kw_only=True):
     budget: TenantBudget = TenantBudget()
 
 
+class HealthConfig(ConfigStruct, frozen=True, kw_only=True):
+    """Per-target health and circuit breaker thresholds (``gw/execution/health.py``)."""
+
+    degraded_after: int = 3  # consecutive failures: still eligible, ordered last
+    unhealthy_after: int = 9  # consecutive failures that open the breaker
+    error_rate: float = 0.5  # a failure share above this in the window opens it too
+    window: Duration = Duration(60.0)
+    min_requests: int = 10  # calls the window needs before the error rate counts
+    cooldown: Duration = Duration(5.0)  # first opening; doubles with each reopening ...
+    max_cooldown: Duration = Duration(300.0)  # ... up to this
+    trial_timeout: Duration = Duration(30.0)  # an unreported half-open trial frees its slot
+
+
 class Config(ConfigStruct, frozen=True, kw_only=True):
     server: ServerConfig = ServerConfig()
     auth: AuthConfig = AuthConfig()
@@ -165,3 +178,4 @@ class Config(ConfigStruct, frozen=True, kw_only=True):
     routes: tuple[RouteConfig, ...] = ()
     policies: tuple[PolicyConfig, ...] = ()
     tenants: tuple[TenantConfig, ...] = ()
+    health: HealthConfig = HealthConfig()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from gw.config.schema import Config, PolicyConfig, ProviderConfig
+from gw.config.schema import Config, HealthConfig, PolicyConfig, ProviderConfig
 from gw.errors import ERRORS_BY_CODE
 
 Problem = tuple[str, str]  # (field path, reason)
@@ -27,6 +27,7 @@ def find_problems(config: Config) -> list[Problem]:
         *_unique("tenants", (t.name for t in config.tenants)),
         *_tenant_problems(config),
         *_server_problems(config),
+        *_health_problems(config.health),
     ]
 
 
@@ -134,3 +135,31 @@ def _server_problems(config: Config) -> Iterator[Problem]:
         yield "server.port", "must be between 0 and 65535"
     if server.max_concurrency < 1:
         yield "server.max_concurrency", "must be at least 1"
+
+
+def _health_problems(health: HealthConfig) -> Iterator[Problem]:
+    if health.degraded_after < 1:
+        yield "health.degraded_after", "must be at least 1"
+    if health.unhealthy_after < max(health.degraded_after, 1):
+        yield (
+            "health.unhealthy_after",
+            f"must be at least degraded_after ({health.degraded_after}): "
+            "a target degrades before its breaker opens",
+        )
+    if not 0.0 < health.error_rate <= 1.0:
+        yield "health.error_rate", "must be above 0 and at most 1 (1 turns the rate rule off)"
+    if health.min_requests < 1:
+        yield "health.min_requests", "must be at least 1"
+    spans = (
+        ("window", health.window),
+        ("cooldown", health.cooldown),
+        ("trial_timeout", health.trial_timeout),
+    )
+    for field, span in spans:
+        if span.seconds <= 0:
+            yield f"health.{field}", "must be longer than 0s"
+    if health.max_cooldown.seconds < health.cooldown.seconds:
+        yield (
+            "health.max_cooldown",
+            f"must be at least cooldown ({health.cooldown}), the first and shortest wait",
+        )

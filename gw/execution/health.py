@@ -1,0 +1,306 @@
+"""Per-target health and circuit breaker: outcomes in, a verdict in words out. No I/O.
+
+A target is keyed ``provider/model``. Every method takes ``now``, the caller's
+``Clock.monotonic()``; the book reads no clock itself, so tests drive it with plain numbers.
+Thresholds come from ``HealthConfig`` (config ``health:``).
+
+Rules, as implemented:
+
+- **Closed** breaker. Each live outcome (``record``) enters a rolling error-rate window; a
+  success resets the consecutive-failure count. ``degraded_after`` consecutive failures
+  make the target *degraded* (still eligible, ordered last). A live failure opens the
+  breaker when the count reaches ``unhealthy_after``, or when it leaves the window with at
+  least ``min_requests`` calls and a failure share above ``error_rate``.
+- **Open**: *unhealthy* (excluded) for a cooldown of ``cooldown * 2**(n-1)`` for the n-th
+  opening in a row, capped at ``max_cooldown``. Outcomes recorded meanwhile that are not
+  the trial's (requests already in flight when it opened) change nothing.
+- **Half-open** (the cooldown has lapsed): still *unhealthy*, with ``trial_available``.
+  ``claim_trial`` returns True to exactly one caller and False to every other until that
+  trial's outcome is recorded (``record(..., trial=True)``) or ``trial_timeout`` passes,
+  after which the next caller may claim a fresh trial (a lost trial cannot wedge the
+  breaker). A trial is one attempt: its success closes the breaker and forgets the
+  failures, the window and the widening; its failure reopens with the next, wider cooldown.
+- **Probes** (``record_probe``) never open or close a breaker and never enter the window.
+  While closed, a probe success resets the consecutive-failure count (a degraded target
+  that answers probes is healthy again) and a probe failure adds one consecutive failure
+  but never lifts the count past ``degraded_after``: probes may degrade, only live
+  failures open, and the window, which probes cannot touch, still opens a breaker that
+  live traffic keeps failing. While open or half-open a probe is only remembered
+  (``last_probe_ok``): only the live trial closes.
+
+Memory is bounded: the window keeps ``WINDOW_BUCKETS`` fixed buckets per target, not one
+entry per call; ``retain(keys)`` forgets targets no longer in config, and past
+``max_targets`` (clients may address ``provider/any-model`` directly) the oldest closed
+entry is forgotten first. The methods are synchronous, so under asyncio each is atomic:
+two tasks racing ``claim_trial`` cannot both win. The book is not thread-safe.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Literal
+
+import msgspec
+
+from gw.config.schema import HealthConfig
+from gw.config.units import Duration
+
+HealthStatus = Literal["healthy", "degraded", "unhealthy"]
+BreakerState = Literal["closed", "open", "half_open"]
+
+WINDOW_BUCKETS = 10  # the window is accurate to one bucket: window / 10 seconds
+MAX_TARGETS = 10_000
+_MAX_DOUBLINGS = 60  # 2**60 * any positive cooldown is past any max_cooldown; avoids overflow
+
+
+class TargetHealth(msgspec.Struct, frozen=True, kw_only=True):
+    """One target's health as of ``now``, for routing, ``gw explain`` and ``gw health``.
+
+    ``status`` is what routing acts on; ``reason`` says why, in words. Deadlines
+    (``cooldown_until``, ``trial_until``) are on the monotonic clock the caller passed in.
+    """
+
+    key: str
+    status: HealthStatus
+    reason: str
+    breaker: BreakerState = "closed"
+    consecutive_failures: int = 0
+    window_calls: int = 0
+    window_failures: int = 0
+    openings: int = 0  # consecutive openings; the next cooldown depends on it
+    cooldown_until: float | None = None
+    trial_available: bool = False  # half-open with no trial in flight: claim_trial may win
+    trial_until: float | None = None  # the claimed trial's deadline
+    last_probe_ok: bool | None = None
+
+
+class _Window:
+    """Calls and failures over the last ``span`` seconds, in fixed buckets.
+
+    A bucket remembers which slice of time (``index``) it counts; a slot whose index is
+    older than the window is reused. A report older than the window (a slow caller's
+    ``now``) is dropped.
+    """
+
+    __slots__ = ("_calls", "_failures", "_indexes", "_width")
+
+    def __init__(self, span: float) -> None:
+        self._width = span / WINDOW_BUCKETS
+        self._indexes: list[int | None] = [None] * WINDOW_BUCKETS
+        self._calls = [0] * WINDOW_BUCKETS
+        self._failures = [0] * WINDOW_BUCKETS
+
+    def add(self, ok: bool, now: float) -> None:
+        index = math.floor(now / self._width)
+        slot = index % WINDOW_BUCKETS
+        held = self._indexes[slot]
+        if held is not None and held > index:
+            return
+        if held != index:
+            self._indexes[slot] = index
+            self._calls[slot] = self._failures[slot] = 0
+        self._calls[slot] += 1
+        if not ok:
+            self._failures[slot] += 1
+
+    def totals(self, now: float) -> tuple[int, int]:
+        """(calls, failures) in the buckets that overlap the last ``span`` seconds."""
+        newest = math.floor(now / self._width)
+        calls = failures = 0
+        for slot, held in enumerate(self._indexes):
+            if held is not None and newest - WINDOW_BUCKETS < held <= newest:
+                calls += self._calls[slot]
+                failures += self._failures[slot]
+        return calls, failures
+
+
+class _Entry:
+    __slots__ = (
+        "consecutive",
+        "last_probe_ok",
+        "open_until",
+        "opened_because",
+        "openings",
+        "trial_until",
+        "window",
+    )
+
+    def __init__(self, window: float) -> None:
+        self.window = _Window(window)
+        self.consecutive = 0
+        self.openings = 0
+        self.open_until: float | None = None  # None: the breaker is closed
+        self.opened_because = ""
+        self.trial_until: float | None = None  # set while a half-open trial is claimed
+        self.last_probe_ok: bool | None = None
+
+
+class HealthBook:
+    """Health of every target seen, keyed ``provider/model``. See the module docstring."""
+
+    def __init__(self, config: HealthConfig, *, max_targets: int = MAX_TARGETS) -> None:
+        self._config = config
+        self._max_targets = max_targets
+        self._entries: dict[str, _Entry] = {}
+
+    def reconfigure(self, config: HealthConfig) -> None:
+        """Apply new thresholds, keeping breakers; a new window length restarts the windows."""
+        if config.window != self._config.window:
+            for entry in self._entries.values():
+                entry.window = _Window(config.window.seconds)
+        self._config = config
+
+    def retain(self, keys: Iterable[str]) -> None:
+        """Forget every target not in ``keys`` (those left the config)."""
+        keep = set(keys)
+        for key in [key for key in self._entries if key not in keep]:
+            del self._entries[key]
+
+    def record(self, key: str, ok: bool, *, now: float, trial: bool = False) -> None:
+        """Feed one live attempt's outcome; ``trial`` when the caller won ``claim_trial``."""
+        entry = self._entry(key)
+        if entry.open_until is not None:
+            if trial and entry.trial_until is not None:
+                if ok:
+                    self._close(key)
+                else:
+                    entry.consecutive += 1
+                    self._open(entry, now, "its half-open trial failed")
+            return
+        entry.window.add(ok, now)
+        if ok:
+            entry.consecutive = 0
+            return
+        entry.consecutive += 1
+        cause = self._cause_to_open(entry, now)
+        if cause is not None:
+            self._open(entry, now, cause)
+
+    def record_probe(self, key: str, ok: bool, *, now: float) -> None:
+        """Feed an active probe's outcome; it may reset or degrade, never open or close."""
+        del now  # a probe enters no window; kept for a uniform call shape
+        entry = self._entry(key)
+        entry.last_probe_ok = ok
+        if entry.open_until is not None:
+            return
+        if ok:
+            entry.consecutive = 0
+        elif entry.consecutive < self._config.degraded_after:
+            entry.consecutive += 1
+
+    def claim_trial(self, key: str, *, now: float) -> bool:
+        """True for exactly one caller once the cooldown lapses: it sends the trial.
+
+        False while the breaker is closed (no trial is needed), still cooling down, or
+        another trial is in flight and has not yet passed ``trial_timeout``.
+        """
+        entry = self._entries.get(key)
+        if entry is None or entry.open_until is None or now < entry.open_until:
+            return False
+        if entry.trial_until is not None and now < entry.trial_until:
+            return False
+        entry.trial_until = now + self._config.trial_timeout.seconds
+        return True
+
+    def state(self, key: str, *, now: float) -> TargetHealth:
+        """The target's health as of ``now``; an unseen target is healthy."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return TargetHealth(key=key, status="healthy", reason="no calls recorded yet")
+        calls, failures = entry.window.totals(now)
+        health = TargetHealth(
+            key=key,
+            status="healthy",
+            reason=f"closed; {failures} of {calls} calls failed in the last {self._config.window}",
+            consecutive_failures=entry.consecutive,
+            window_calls=calls,
+            window_failures=failures,
+            openings=entry.openings,
+            last_probe_ok=entry.last_probe_ok,
+        )
+        if entry.open_until is None:
+            if entry.consecutive < self._config.degraded_after:
+                return health
+            reason = (
+                f"degraded: {entry.consecutive} consecutive failures "
+                f"(degraded from {self._config.degraded_after}); ordered last"
+            )
+            return msgspec.structs.replace(health, status="degraded", reason=reason)
+        return self._open_state(health, entry, entry.open_until, now)
+
+    def states(self, *, now: float) -> tuple[TargetHealth, ...]:
+        """Every known target's health, by key (for ``gw health``)."""
+        return tuple(self.state(key, now=now) for key in sorted(self._entries))
+
+    def _open_state(
+        self, health: TargetHealth, entry: _Entry, open_until: float, now: float
+    ) -> TargetHealth:
+        opened = f"breaker opened: {entry.opened_because}"
+        if now < open_until:
+            return msgspec.structs.replace(
+                health,
+                status="unhealthy",
+                breaker="open",
+                cooldown_until=open_until,
+                reason=f"{opened}; cooling down {open_until - now:.1f}s more "
+                f"(opening {entry.openings} in a row)",
+            )
+        in_flight = entry.trial_until is not None and now < entry.trial_until
+        if in_flight:
+            reason = f"{opened}; half-open, a trial request is in flight"
+        else:
+            reason = f"{opened}; half-open, the next request may be let through as a trial"
+        return msgspec.structs.replace(
+            health,
+            status="unhealthy",
+            breaker="half_open",
+            cooldown_until=open_until,
+            trial_available=not in_flight,
+            trial_until=entry.trial_until if in_flight else None,
+            reason=reason,
+        )
+
+    def _cause_to_open(self, entry: _Entry, now: float) -> str | None:
+        config = self._config
+        if entry.consecutive >= config.unhealthy_after:
+            return f"{entry.consecutive} consecutive failures"
+        calls, failures = entry.window.totals(now)
+        if calls >= config.min_requests and failures / calls > config.error_rate:
+            return (
+                f"{failures} of {calls} calls failed in the last {config.window}, "
+                f"above the {config.error_rate:.0%} error rate"
+            )
+        return None
+
+    def _open(self, entry: _Entry, now: float, cause: str) -> None:
+        entry.openings += 1
+        doublings = min(entry.openings - 1, _MAX_DOUBLINGS)
+        cooldown = min(
+            self._config.cooldown.seconds * 2.0**doublings, self._config.max_cooldown.seconds
+        )
+        entry.open_until = now + cooldown
+        entry.opened_because = f"{cause}; cooldown {Duration(cooldown)}"
+        entry.trial_until = None
+
+    def _close(self, key: str) -> None:
+        """A trial succeeded: start afresh, keeping only what probes last said."""
+        fresh = _Entry(self._config.window.seconds)
+        fresh.last_probe_ok = self._entries[key].last_probe_ok
+        self._entries[key] = fresh
+
+    def _entry(self, key: str) -> _Entry:
+        entry = self._entries.get(key)
+        if entry is None:
+            if len(self._entries) >= self._max_targets:
+                self._forget_one()
+            entry = self._entries[key] = _Entry(self._config.window.seconds)
+        return entry
+
+    def _forget_one(self) -> None:
+        """Make room: the oldest closed entry goes first, else the oldest of all."""
+        victim = next(
+            (key for key, entry in self._entries.items() if entry.open_until is None),
+            next(iter(self._entries)),
+        )
+        del self._entries[victim]
