@@ -15,12 +15,17 @@ class Admission:
         self.waiting = 0
         self.shed = 0
 
-    async def acquire(self) -> None:
-        """Take a slot, waiting at most ``queue_timeout``; else 503 ``overloaded``."""
+    async def acquire(self) -> float:
+        """Take a slot, waiting at most ``queue_timeout``; else 503 ``overloaded``.
+
+        Returns the milliseconds spent waiting (0 when a slot was free).
+        """
         if not self._slots.locked():
             await self._slots.acquire()
             self.in_flight += 1
-            return
+            return 0.0
+        loop = asyncio.get_running_loop()
+        queued_at = loop.time()
         self.waiting += 1
         try:
             async with asyncio.timeout(self._queue_timeout):
@@ -34,7 +39,13 @@ class Admission:
         finally:
             self.waiting -= 1
         self.in_flight += 1
+        return (loop.time() - queued_at) * 1000
 
     def release(self) -> None:
         self.in_flight -= 1
         self._slots.release()
+
+
+def queue_header(queued_ms: float) -> dict[str, str]:
+    """``x-gw-queue-ms``: whole milliseconds an admitted request waited for its slot."""
+    return {"x-gw-queue-ms": str(round(queued_ms))}

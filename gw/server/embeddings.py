@@ -18,6 +18,7 @@ from gw.codecs.openai_chat import (
 from gw.errors import ClientAbortedError, GatewayError
 from gw.execution.gateway import RequestContext, RequestFailedError
 from gw.ir import EmbeddingRequest, EmbeddingResponse
+from gw.server.admission import queue_header
 from gw.server.disconnect import ClientGoneError, ClientWatch
 from gw.server.ingress import read_request
 from gw.server.responses import JSON, openai_error_response, trace_headers
@@ -47,7 +48,7 @@ async def _serve(
     except GatewayError as error:
         raise gateway.reject(ctx, error, stream=False) from None
     try:
-        await services.admission.acquire()
+        queued_ms = await services.admission.acquire()
     except GatewayError as error:
         raise gateway.reject(ctx, error, requested_model=embed.model, stream=False) from None
     watch = ClientWatch(request)
@@ -62,7 +63,7 @@ async def _serve(
         content=_encode(done.response, embed),
         status_code=200,
         media_type=JSON,
-        headers=trace_headers(done.trace),
+        headers={**trace_headers(done.trace), **queue_header(queued_ms)},
     )
 
 

@@ -19,6 +19,7 @@ from gw.errors import ClientAbortedError, GatewayError, RequestTimeoutError
 from gw.execution.gateway import RequestContext, RequestFailedError, StreamSession
 from gw.ir import ChatRequest, ChatResponse, ErrorEvent, StreamEvent
 from gw.record import TraceRecord
+from gw.server.admission import queue_header
 from gw.server.body import read_body
 from gw.server.disconnect import ClientGoneError, ClientWatch
 from gw.server.responses import JSON, gw_headers, trace_headers
@@ -104,7 +105,7 @@ async def _serve(
     chat: ChatRequest | None = None
     try:
         ctx, chat = await read_chat(services, client, ctx, request)
-        await services.admission.acquire()
+        queued_ms = await services.admission.acquire()
     except GatewayError as error:
         model, stream = (chat.model, chat.stream) if chat else ("", False)
         raise gateway.reject(ctx, error, requested_model=model, stream=stream) from None
@@ -118,7 +119,7 @@ async def _serve(
                 content=client.encode_response(completed.response, ctx, chat),
                 status_code=200,
                 media_type=JSON,
-                headers=trace_headers(completed.trace),
+                headers={**trace_headers(completed.trace), **queue_header(queued_ms)},
             )
         session = await watch.run(gateway.open_stream(ctx, chat))
         streamed = SSEStream(
@@ -127,6 +128,7 @@ async def _serve(
             on_close=_closer(services, session),
             headers={
                 **gw_headers(ctx.request_id, session.target.key, ctx.snapshot.revision),
+                **queue_header(queued_ms),
                 "cache-control": "no-cache",
                 "x-accel-buffering": "no",
             },

@@ -39,6 +39,7 @@ def test_sync_non_streaming_through_a_real_upstream(gw: GwServer, primary: FakeO
     assert completion.usage is not None
     assert completion.usage.total_tokens > 0
     assert raw.headers["x-gw-route"] == "primary/gpt-a"
+    assert raw.headers["x-gw-queue-ms"] == "0"  # a free slot: no wait
     sent = primary.requests[-1]
     assert sent.json is not None
     assert sent.json["model"] == "gpt-a"

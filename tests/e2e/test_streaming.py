@@ -19,6 +19,7 @@ def test_sse_frames_are_well_formed_and_end_with_done(gw: GwServer) -> None:
     assert answer.status_code == 200
     assert answer.headers["content-type"].startswith("text/event-stream")
     assert answer.headers["x-gw-route"] == "mock/mock-1"
+    assert answer.headers["x-gw-queue-ms"] == "0"
     frames = [f for f in answer.text.split("\n\n") if f]
     assert all(f.startswith("data: ") for f in frames)
     assert frames[-1] == "data: [DONE]"

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from gw.errors import AuthenticationFailedError, OverloadedError
-from gw.server.admission import Admission
+from gw.server.admission import Admission, queue_header
 from gw.server.auth import Authenticator, bearer_token, is_loopback, resolve_mode
 
 
@@ -49,3 +49,24 @@ def test_admission_sheds_when_the_queue_wait_runs_out() -> None:
         return admission.shed
 
     assert asyncio.run(go()) == 1
+
+
+def test_admission_reports_how_long_a_request_waited() -> None:
+    async def go() -> tuple[float, float]:
+        admission = Admission(max_concurrency=1, queue_timeout=5.0)
+        free = await admission.acquire()
+
+        async def release_later() -> None:
+            await asyncio.sleep(0.05)
+            admission.release()
+
+        releaser = asyncio.ensure_future(release_later())
+        waited = await admission.acquire()
+        await releaser
+        admission.release()
+        return free, waited
+
+    free, waited = asyncio.run(go())
+    assert free == 0.0
+    assert waited >= 40  # it waited for the release, which came after a 50 ms sleep
+    assert queue_header(waited) == {"x-gw-queue-ms": str(round(waited))}
