@@ -43,6 +43,7 @@ from gw.ports import Clock, TraceSink
 from gw.record import AttemptRecord, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
 from gw.routing.estimate import estimate_embedding_tokens, estimate_input_tokens
+from gw.routing.hints import RoutingHints
 from gw.routing.router import decide, no_candidate_error
 
 T = TypeVar("T")
@@ -59,6 +60,7 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
     client_request_id: str | None = None
     tenant: str | None = None
     key_id: str | None = None
+    hints: RoutingHints | None = None  # from request headers; they only narrow routing
 
 
 class RequestFailedError(Exception):
@@ -194,6 +196,7 @@ class Gateway:
                 request_id=ctx.request_id,
                 tenant=ctx.tenant,
                 api_key_id=ctx.key_id,
+                hints=ctx.hints,
             )
         except GatewayError as error:
             raise self.reject(

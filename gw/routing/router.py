@@ -27,11 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gw.config.schema import PolicyConfig
+from gw.config.schema import PolicyConfig, Strategy
 from gw.config.snapshot import Snapshot
 from gw.errors import (
     ContextLengthExceededError,
     GatewayError,
+    InvalidRequestError,
     NativeFeatureUnsupportedError,
     NoRouteError,
 )
@@ -39,9 +40,10 @@ from gw.ir.embeddings import EmbeddingRequest
 from gw.ir.request import ChatRequest
 from gw.routing.decision import Candidate, RouteDecision, TargetRef
 from gw.routing.estimate import embedding_input_tokens, estimate_input_tokens
-from gw.routing.filters import screen_targets
+from gw.routing.filters import format_usd, screen_targets
+from gw.routing.hints import RoutingHints
 from gw.routing.needs import EMBEDDING_NEEDS, required_capabilities
-from gw.routing.plan import route_plan
+from gw.routing.plan import PlannedTarget, route_plan
 from gw.routing.policy import first_matching
 from gw.routing.strategies import rank
 
@@ -54,11 +56,13 @@ def decide(
     tenant: str | None = None,
     api_key_id: str | None = None,
     latency_ms: Mapping[str, float] | None = None,
+    hints: RoutingHints | None = None,
 ) -> tuple[RouteDecision, PolicyConfig]:
     """Route ``request`` against ``snapshot``; raises ``ModelNotFoundError`` for an unknown model.
 
     ``request_id`` seeds the weighted strategy, so the same id always gets the same
     order. ``latency_ms`` is the observed latency per ``provider/model``, if any.
+    ``hints`` (request headers) narrow the decision; each one used is noted.
     """
     # What routing reads of the request, whichever endpoint it came to (kept in locals:
     # this runs on every chat request).
@@ -79,13 +83,20 @@ def decide(
         capabilities=needs,
     )
     strategy = policy.strategy or route.strategy
+    max_cost = policy.limits.max_cost_per_request_usd
+    targets = plan.targets
+    hint_notes: tuple[str, ...] = ()
+    if hints is not None:
+        strategy, max_cost, targets, hint_notes = apply_hints(
+            hints, strategy=strategy, max_cost=max_cost, targets=targets, route=route.name
+        )
     max_output, clamp_notes = clamp_max_tokens(max_tokens, policy.limits.max_output_tokens)
     screening = screen_targets(
-        plan.targets,
+        targets,
         needs=needs,
         input_tokens=input_tokens,
         max_output_tokens=max_output,
-        max_cost_usd=policy.limits.max_cost_per_request_usd,
+        max_cost_usd=max_cost,
         window_tokens=window_tokens,
     )
     ranking = rank(
@@ -107,9 +118,37 @@ def decide(
         max_output_tokens=max_output,
         degraded=bool(screening.degraded_reasons),
         degraded_reasons=screening.degraded_reasons,
-        notes=clamp_notes + screening.notes + ranking.notes,
+        notes=hint_notes + clamp_notes + screening.notes + ranking.notes,
     )
     return decision, policy
+
+
+def apply_hints(
+    hints: RoutingHints,
+    *,
+    strategy: Strategy,
+    max_cost: float | None,
+    targets: tuple[PlannedTarget, ...],
+    route: str,
+) -> tuple[Strategy, float | None, tuple[PlannedTarget, ...], tuple[str, ...]]:
+    """The strategy, cost ceiling and targets after ``hints``, and a note for each hint."""
+    notes: list[str] = []
+    if hints.strategy is not None and hints.strategy != strategy:
+        notes.append(f"x-gw-strategy: {hints.strategy} instead of {strategy}")
+        strategy = hints.strategy
+    if hints.max_cost_usd is not None and (max_cost is None or hints.max_cost_usd < max_cost):
+        notes.append(f"x-gw-max-cost-usd: cost ceiling {format_usd(hints.max_cost_usd)}")
+        max_cost = hints.max_cost_usd
+    if hints.provider is not None:
+        pinned = tuple(t for t in targets if t.target.provider == hints.provider)
+        if not pinned:
+            raise InvalidRequestError(
+                f"x-gw-provider: route {route} has no target on provider {hints.provider}",
+                param="x-gw-provider",
+            )
+        notes.append(f"x-gw-provider: only targets on {hints.provider}")
+        targets = pinned
+    return strategy, max_cost, targets, tuple(notes)
 
 
 def embedding_token_estimates(request: EmbeddingRequest) -> tuple[int, int]:

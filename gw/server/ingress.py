@@ -22,6 +22,7 @@ from gw.record import TraceRecord
 from gw.server.admission import queue_header
 from gw.server.body import read_body
 from gw.server.disconnect import ClientGoneError, ClientWatch
+from gw.server.hints import parse_hints
 from gw.server.responses import JSON, gw_headers, trace_headers
 from gw.server.services import HttpRequest, ServerServices
 from gw.server.sse_stream import LastChunk, SSEStream
@@ -85,6 +86,9 @@ async def read_request(
     server = ctx.snapshot.config.server
     principal = services.authenticator.authenticate(request.headers)
     ctx = _with_principal(ctx, principal.key_id, principal.tenant)
+    hints = parse_hints(request.headers)
+    if hints is not None:
+        ctx = msgspec.structs.replace(ctx, hints=hints)
     # The body is read before taking an admission slot, within a time limit, so a slow
     # sender holds no slot and cannot hold its connection forever.
     try:

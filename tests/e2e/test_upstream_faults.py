@@ -246,3 +246,26 @@ def test_a_stream_that_goes_silent_after_the_commit_ends_with_an_error_event(
     assert backup.count == 0
     trace = gw.wait_for_trace(answer.headers["x-gw-request-id"])
     assert outcomes(trace) == [("primary", "failed", "upstream_timeout")]
+
+
+def test_a_provider_hint_pins_the_route_and_is_explained(
+    gw: GwServer, primary: FakeOpenAI, backup: FakeOpenAI
+) -> None:
+    with gw.client() as http:
+        answer = http.post(
+            "/v1/chat/completions",
+            json={"model": "chat", "messages": HI},
+            headers={"x-gw-provider": "backup"},
+        )
+        bad = http.post(
+            "/v1/chat/completions",
+            json={"model": "chat", "messages": HI},
+            headers={"x-gw-strategy": "fastest"},
+        )
+    assert answer.status_code == 200
+    assert answer.headers["x-gw-route"] == "backup/gpt-b"
+    assert primary.count == 0
+    trace = gw.wait_for_trace(answer.headers["x-gw-request-id"])
+    assert "x-gw-provider: only targets on backup" in trace["decision"]["notes"]
+    assert bad.status_code == 400
+    assert bad.json()["error"]["param"] == "x-gw-strategy"
