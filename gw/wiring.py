@@ -26,6 +26,7 @@ from gw.environment import DATABASE_FILE_NAME, SERVER_FILE_NAME
 from gw.errors import GatewayError
 from gw.execution.engine import Engine
 from gw.execution.gateway import Gateway
+from gw.execution.health import HealthBook
 from gw.server.admission import Admission
 from gw.server.app import build_app
 from gw.server.auth import Authenticator, AuthMode, is_loopback, resolve_mode
@@ -118,9 +119,10 @@ async def serve(plan: ServePlan) -> None:
     snapshots = SnapshotHolder(compile_snapshot(plan.config, revision=revision, source=plan.source))
     recorder = TraceRecorder(store)
     transport = build_transport(server_config.upstream_transport)
-    engine = Engine(AdapterDirectory(transport, plan.environ), clock, asyncio.sleep)
+    health = HealthBook(plan.config.health)
+    engine = Engine(AdapterDirectory(transport, plan.environ), clock, asyncio.sleep, health)
     services = ServerServices(
-        gateway=Gateway(engine, recorder, clock),
+        gateway=Gateway(engine, recorder, clock, health),
         snapshot=snapshots.get,
         clock=clock,
         admission=Admission(server_config.max_concurrency, server_config.queue_timeout.seconds),

@@ -30,6 +30,7 @@ from gw.errors import (
 from gw.execution.attempt_log import AttemptLog, PendingAttempt
 from gw.execution.backoff import backoff_delay
 from gw.execution.fallback import may_fall_back
+from gw.execution.health import HealthBook
 from gw.execution.idle_watch import IdleWatch
 from gw.ir import (
     ChatRequest,
@@ -54,6 +55,8 @@ from gw.record import AttemptOutcome, AttemptRecord
 from gw.routing.decision import RouteDecision, TargetRef
 
 T = TypeVar("T")
+# The error codes that count as a target's failure in its health (gw/execution/health.py).
+HEALTH_FAILURES = frozenset({"upstream_error", "upstream_timeout", "overloaded"})
 RequestT = TypeVar("RequestT", ChatRequest, EmbeddingRequest)
 ResponseT = TypeVar("ResponseT", ChatResponse, EmbeddingResponse)
 CallT = TypeVar("CallT", UpstreamCall, EmbeddingCall)
@@ -68,6 +71,8 @@ class ExecutionPlan(msgspec.Struct, Generic[RequestT], frozen=True, kw_only=True
     decision: RouteDecision
     policy: PolicyConfig
     providers: Mapping[str, ProviderConfig]
+    # Targets whose half-open breaker this request claimed the trial of (gw/execution/health).
+    trials: frozenset[str] = frozenset()
 
 
 class ExecutionFailedError(Exception):
@@ -176,10 +181,17 @@ class OpenStream:
 class Engine:
     """Runs execution plans against upstream ports; knows nothing of HTTP or storage."""
 
-    def __init__(self, upstreams: UpstreamDirectory, clock: Clock, sleep: Sleep) -> None:
+    def __init__(
+        self,
+        upstreams: UpstreamDirectory,
+        clock: Clock,
+        sleep: Sleep,
+        health: HealthBook | None = None,
+    ) -> None:
         self._upstreams = upstreams
         self._clock = clock
         self._sleep = sleep
+        self._health = health
 
     def deadline(self, plan: ExecutionPlan[RequestT]) -> float:
         return self._clock.monotonic() + plan.policy.timeout.total.seconds
@@ -334,10 +346,13 @@ class Engine:
                     notes=call.notes,
                 )
                 backoff_ms = 0.0
+                trial = target.key in plan.trials
                 try:
                     result = await _guarded(attempt(upstream, call, pending, remaining), provider)
                 except GatewayError as error:
-                    delay = self._retry_delay(plan, error, try_number, deadline)
+                    self._record_health(target, error, trial=trial)
+                    # A failed trial has reopened the breaker: no second call to it.
+                    delay = None if trial else self._retry_delay(plan, error, try_number, deadline)
                     if delay is not None:
                         log.finish(pending, "retried", error)
                         await self._sleep(delay)
@@ -351,8 +366,18 @@ class Engine:
                 except asyncio.CancelledError:
                     log.finish(pending, "aborted", ClientAbortedError("the client went away"))
                     raise
+                self._record_health(target, None, trial=trial)
                 return result, target, pending
         raise NoRouteError("no target left to try")  # an empty chain; routing reports it first
+
+    def _record_health(self, target: TargetRef, error: GatewayError | None, *, trial: bool) -> None:
+        """An answer (or a stream's first token) is a success; only the upstream's own
+        faults count against it: a bad request or a rate limit says nothing of its health."""
+        if self._health is None:
+            return
+        if error is None or error.code in HEALTH_FAILURES:
+            ok = error is None
+            self._health.record(target.key, ok, now=self._clock.monotonic(), trial=trial)
 
     def _retry_delay(
         self, plan: ExecutionPlan[RequestT], error: GatewayError, try_number: int, deadline: float

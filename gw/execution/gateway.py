@@ -26,6 +26,7 @@ from gw.execution.engine import (
     OpenStream,
     RequestT,
 )
+from gw.execution.health import HealthBook, TargetHealth
 from gw.execution.usage_estimate import estimate_output_tokens, tokens_for_chars
 from gw.ir import (
     ChatRequest,
@@ -43,6 +44,7 @@ from gw.ports import Clock, TraceSink
 from gw.record import AttemptRecord, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
 from gw.routing.estimate import estimate_embedding_tokens, estimate_input_tokens
+from gw.routing.health import TargetVerdict, VerdictStatus
 from gw.routing.hints import RoutingHints
 from gw.routing.router import decide, no_candidate_error
 
@@ -85,10 +87,13 @@ class Embedded(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Gateway:
-    def __init__(self, engine: Engine, traces: TraceSink, clock: Clock) -> None:
+    def __init__(
+        self, engine: Engine, traces: TraceSink, clock: Clock, health: HealthBook | None = None
+    ) -> None:
         self._engine = engine
         self._traces = traces
         self._clock = clock
+        self._health = health
 
     def reject(
         self, ctx: RequestContext, error: GatewayError, *, requested_model: str = "", stream: bool
@@ -189,6 +194,7 @@ class Gateway:
     def _plan(
         self, ctx: RequestContext, request: RequestT
     ) -> tuple[RouteDecision, ExecutionPlan[RequestT]]:
+        view = self._health_view()
         try:
             decision, policy = decide(
                 request,
@@ -197,11 +203,15 @@ class Gateway:
                 tenant=ctx.tenant,
                 api_key_id=ctx.key_id,
                 hints=ctx.hints,
+                health=view,
             )
         except GatewayError as error:
             raise self.reject(
                 ctx, error, requested_model=request.model, stream=_streams(request)
             ) from None
+        trials: frozenset[str] = frozenset()
+        if view:
+            decision, trials = self._claim_trials(decision, view)
         if not decision.chain:
             param = "messages" if isinstance(request, ChatRequest) else "input"
             empty = no_candidate_error(decision, input_param=param)
@@ -212,8 +222,43 @@ class Gateway:
             decision=decision,
             policy=policy,
             providers=ctx.snapshot.providers,
+            trials=trials,
         )
         return decision, plan
+
+    def _health_view(self) -> dict[str, TargetVerdict]:
+        """A verdict for each target that is not healthy; empty (and free) when all are."""
+        if self._health is None:
+            return {}
+        flagged = self._health.flagged(now=self._clock.monotonic())
+        return {key: _verdict(health) for key, health in flagged.items()}
+
+    def _claim_trials(
+        self, decision: RouteDecision, view: dict[str, TargetVerdict]
+    ) -> tuple[RouteDecision, frozenset[str]]:
+        """Claim the half-open trial of each chain target that offers one; a target whose
+        trial another request holds leaves the chain."""
+        assert self._health is not None  # noqa: S101 - a view comes only from a book
+        now = self._clock.monotonic()
+        chain: list[TargetRef] = []
+        trials: set[str] = set()
+        notes: list[str] = []
+        for target in decision.chain:
+            verdict = view.get(target.key)
+            if verdict is None or verdict.status != "trial":
+                chain.append(target)
+            elif self._health.claim_trial(target.key, now=now):
+                chain.append(target)
+                trials.add(target.key)
+                notes.append(f"{target.key}: this request is its half-open trial")
+            else:
+                notes.append(f"{target.key}: skipped, another request is its half-open trial")
+        if not notes:
+            return decision, frozenset()
+        decision = msgspec.structs.replace(
+            decision, chain=tuple(chain), notes=decision.notes + tuple(notes)
+        )
+        return decision, frozenset(trials)
 
     def _failed(
         self,
@@ -384,3 +429,11 @@ def _usage_or_estimate(
         return usage, "provider"
     estimate = Usage(input_tokens=estimate_input_tokens(request), output_tokens=output_estimate)
     return estimate, "estimate"
+
+
+def _verdict(health: TargetHealth) -> TargetVerdict:
+    """The health book's view of one target, as routing reads it."""
+    if health.trial_available:
+        return TargetVerdict(status="trial", reason=health.reason)
+    status: VerdictStatus = "unhealthy" if health.status == "unhealthy" else "degraded"
+    return TargetVerdict(status=status, reason=health.reason)

@@ -143,6 +143,16 @@ class HealthBook:
         self._config = config
         self._max_targets = max_targets
         self._entries: dict[str, _Entry] = {}
+        # Keys not healthy now (degraded or breaker open): the per-request view reads only
+        # these, so it is empty and free while every target is fine.
+        self._flagged: set[str] = set()
+
+    def flagged(self, *, now: float) -> dict[str, TargetHealth]:
+        """The health of every target that is not healthy, by key."""
+        if not self._flagged:
+            return {}
+        states = {key: self.state(key, now=now) for key in self._flagged}
+        return {key: health for key, health in states.items() if health.status != "healthy"}
 
     def reconfigure(self, config: HealthConfig) -> None:
         """Apply new thresholds, keeping breakers; a new window length restarts the windows."""
@@ -150,12 +160,15 @@ class HealthBook:
             for entry in self._entries.values():
                 entry.window = _Window(config.window.seconds)
         self._config = config
+        for key, entry in self._entries.items():
+            self._reflag(key, entry)
 
     def retain(self, keys: Iterable[str]) -> None:
         """Forget every target not in ``keys`` (those left the config)."""
         keep = set(keys)
         for key in [key for key in self._entries if key not in keep]:
             del self._entries[key]
+            self._flagged.discard(key)
 
     def record(self, key: str, ok: bool, *, now: float, trial: bool = False) -> None:
         """Feed one live attempt's outcome; ``trial`` when the caller won ``claim_trial``."""
@@ -164,18 +177,19 @@ class HealthBook:
             if trial and entry.trial_until is not None:
                 if ok:
                     self._close(key)
-                else:
-                    entry.consecutive += 1
-                    self._open(entry, now, "its half-open trial failed")
+                    return
+                entry.consecutive += 1
+                self._open(entry, now, "its half-open trial failed")
             return
         entry.window.add(ok, now)
         if ok:
             entry.consecutive = 0
-            return
-        entry.consecutive += 1
-        cause = self._cause_to_open(entry, now)
-        if cause is not None:
-            self._open(entry, now, cause)
+        else:
+            entry.consecutive += 1
+            cause = self._cause_to_open(entry, now)
+            if cause is not None:
+                self._open(entry, now, cause)
+        self._reflag(key, entry)
 
     def record_probe(self, key: str, ok: bool, *, now: float) -> None:
         """Feed an active probe's outcome; it may reset or degrade, never open or close."""
@@ -188,6 +202,7 @@ class HealthBook:
             entry.consecutive = 0
         elif entry.consecutive < self._config.degraded_after:
             entry.consecutive += 1
+        self._reflag(key, entry)
 
     def claim_trial(self, key: str, *, now: float) -> bool:
         """True for exactly one caller once the cooldown lapses: it sends the trial.
@@ -288,6 +303,13 @@ class HealthBook:
         fresh = _Entry(self._config.window.seconds)
         fresh.last_probe_ok = self._entries[key].last_probe_ok
         self._entries[key] = fresh
+        self._flagged.discard(key)
+
+    def _reflag(self, key: str, entry: _Entry) -> None:
+        if entry.open_until is not None or entry.consecutive >= self._config.degraded_after:
+            self._flagged.add(key)
+        else:
+            self._flagged.discard(key)
 
     def _entry(self, key: str) -> _Entry:
         entry = self._entries.get(key)
@@ -304,3 +326,4 @@ class HealthBook:
             next(iter(self._entries)),
         )
         del self._entries[victim]
+        self._flagged.discard(victim)

@@ -13,6 +13,7 @@ RejectReason = Literal[
     "context_window",  # estimated input + max output exceed the model's window
     "cost_ceiling",  # projected cost above limits.max_cost_per_request_usd
     "zero_weight",  # weighted strategy and weight 0
+    "unhealthy",  # its circuit breaker is open (see gw/routing/health.py)
 ]
 
 

@@ -29,6 +29,7 @@ import msgspec
 
 from gw.config.schema import Capability, ModelEntry
 from gw.routing.decision import Candidate, RejectReason
+from gw.routing.health import HealthView
 from gw.routing.plan import PlannedTarget
 
 PROJECTED_OUTPUT_TOKENS = 1024
@@ -52,8 +53,10 @@ def screen_targets(
     max_output_tokens: int | None,
     max_cost_usd: float | None,
     window_tokens: int | None = None,
+    health: HealthView | None = None,
 ) -> Screening:
-    """Run every filter over ``targets`` and relax the cost ceiling if it empties the list.
+    """Run every filter over ``targets``; when nothing is left, relax health first, then
+    the cost ceiling (invariant 11).
 
     ``window_tokens`` is what must fit the context window, when not ``input_tokens``.
     """
@@ -74,6 +77,12 @@ def screen_targets(
             cost=cost,
             max_cost_usd=max_cost_usd,
         )
+        verdict = health.get(planned.key) if health else None
+        if verdict is not None:
+            if verdict.status == "unhealthy" and reason in (None, "cost_ceiling"):
+                reason, detail = "unhealthy", verdict.reason
+            elif verdict.status == "degraded" and reason is None:
+                notes.append(f"{planned.key} ordered last: {verdict.reason}")
         candidate = Candidate(
             provider=target.provider,
             model=target.model,
@@ -84,6 +93,8 @@ def screen_targets(
             detail=detail,
         )
         (kept if reason is None else rejected).append(candidate)
+    if not kept and any(c.rejected == "unhealthy" for c in rejected):
+        return _relax_health(rejected, notes)
     if not kept and max_cost_usd is not None:
         return _relax_cost_ceiling(rejected, notes, max_cost_usd)
     return Screening(kept=tuple(kept), rejected=tuple(rejected), notes=tuple(notes))
@@ -135,6 +146,22 @@ def _rejection(
             f"projected {format_usd(cost)} is above the {format_usd(max_cost_usd)} ceiling",
         )
     return _KEPT
+
+
+def _relax_health(rejected: list[Candidate], notes: list[str]) -> Screening:
+    relaxed = tuple(
+        msgspec.structs.replace(
+            c, rejected=None, relaxed=True, detail=f"unhealthy ({c.detail}); kept: no other target"
+        )
+        for c in rejected
+        if c.rejected == "unhealthy"
+    )
+    return Screening(
+        kept=relaxed,
+        rejected=tuple(c for c in rejected if c.rejected != "unhealthy"),
+        notes=tuple(notes),
+        degraded_reasons=("every eligible target is unhealthy: tried anyway",),
+    )
 
 
 def _relax_cost_ceiling(

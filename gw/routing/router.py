@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import msgspec
+
 from gw.config.schema import PolicyConfig, Strategy
 from gw.config.snapshot import Snapshot
 from gw.errors import (
@@ -41,6 +43,7 @@ from gw.ir.request import ChatRequest
 from gw.routing.decision import Candidate, RouteDecision, TargetRef
 from gw.routing.estimate import embedding_input_tokens, estimate_input_tokens
 from gw.routing.filters import format_usd, screen_targets
+from gw.routing.health import HealthView
 from gw.routing.hints import RoutingHints
 from gw.routing.needs import EMBEDDING_NEEDS, required_capabilities
 from gw.routing.plan import PlannedTarget, route_plan
@@ -57,12 +60,14 @@ def decide(
     api_key_id: str | None = None,
     latency_ms: Mapping[str, float] | None = None,
     hints: RoutingHints | None = None,
+    health: HealthView | None = None,
 ) -> tuple[RouteDecision, PolicyConfig]:
     """Route ``request`` against ``snapshot``; raises ``ModelNotFoundError`` for an unknown model.
 
     ``request_id`` seeds the weighted strategy, so the same id always gets the same
     order. ``latency_ms`` is the observed latency per ``provider/model``, if any.
-    ``hints`` (request headers) narrow the decision; each one used is noted.
+    ``hints`` (request headers) narrow the decision; each one used is noted. ``health``
+    holds a verdict for each target that is not healthy (gw/routing/health.py).
     """
     # What routing reads of the request, whichever endpoint it came to (kept in locals:
     # this runs on every chat request).
@@ -98,6 +103,7 @@ def decide(
         max_output_tokens=max_output,
         max_cost_usd=max_cost,
         window_tokens=window_tokens,
+        health=health,
     )
     ranking = rank(
         strategy,
@@ -106,14 +112,15 @@ def decide(
         quality=plan.quality,
         latency_ms=latency_ms,
     )
+    ranked = ranking.ranked if not health else _unhealthy_last(ranking.ranked, health)
     rejected = _in_config_order(screening.rejected + ranking.rejected, plan.position)
     decision = RouteDecision(
         route=route.name,
         direct=plan.direct,
         policy=policy.name,
         strategy=strategy,
-        chain=tuple(TargetRef(provider=c.provider, model=c.model) for c in ranking.ranked),
-        candidates=ranking.ranked + rejected,
+        chain=tuple(TargetRef(provider=c.provider, model=c.model) for c in ranked),
+        candidates=ranked + rejected,
         estimated_input_tokens=input_tokens,
         max_output_tokens=max_output,
         degraded=bool(screening.degraded_reasons),
@@ -149,6 +156,24 @@ def apply_hints(
         notes.append(f"x-gw-provider: only targets on {hints.provider}")
         targets = pinned
     return strategy, max_cost, targets, tuple(notes)
+
+
+def _unhealthy_last(ranked: tuple[Candidate, ...], health: HealthView) -> tuple[Candidate, ...]:
+    """Degraded (and relaxed unhealthy) targets after the others, each group in the
+    strategy's order (a stable partition); ``rank`` is renumbered to match. A half-open
+    trial keeps its place: live traffic must reach it for the breaker to close."""
+
+    def demoted(c: Candidate) -> bool:
+        verdict = health.get(f"{c.provider}/{c.model}")
+        return verdict is not None and verdict.status != "trial"
+
+    healthy = [c for c in ranked if not demoted(c)]
+    if len(healthy) == len(ranked):
+        return ranked
+    others = [c for c in ranked if demoted(c)]
+    return tuple(
+        msgspec.structs.replace(c, rank=position) for position, c in enumerate(healthy + others)
+    )
 
 
 def embedding_token_estimates(request: EmbeddingRequest) -> tuple[int, int]:

@@ -22,6 +22,7 @@ from gw.errors import (
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.engine import Engine, ExecutionFailedError, ExecutionPlan
 from gw.execution.gateway import Gateway, RequestContext
+from gw.execution.health import HealthBook
 from gw.ir import (
     ChatRequest,
     ChatResponse,
@@ -335,3 +336,51 @@ def test_a_stream_session_never_read_is_traced_as_aborted_and_closed() -> None:
     (trace,) = submitted
     assert (trace.status, trace.error_code) == (499, "client_aborted")
     assert [a.outcome for a in trace.attempts] == ["aborted"]
+
+
+def test_health_is_fed_by_attempts_and_a_half_open_trial_is_claimed_once() -> None:
+    config = load_config(
+        CONFIG + "health: {degraded_after: 2, unhealthy_after: 2, cooldown: 1s}", "t.yaml"
+    )
+    snapshot = compile_snapshot(config, revision=1, source="t")
+    clock = FakeClock()
+    book = HealthBook(config.health)
+    upstreams = {
+        "a": ScriptedUpstream([UpstreamError("x"), UpstreamError("y"), answer("from a")]),
+        "b": ScriptedUpstream([answer("from b")] * 4),
+    }
+
+    async def sleep(seconds: float) -> None:
+        del seconds
+
+    engine = Engine(Directory(upstreams), clock, sleep, book)
+    gateway = Gateway(engine, _NoTraces(), clock, book)
+
+    def ctx(request_id: str) -> RequestContext:
+        return RequestContext(
+            request_id=request_id, snapshot=snapshot, endpoint="chat.completions",
+            started_at=1000.0, started_mono=1000.0,
+        )  # fmt: skip
+
+    request = ChatRequest(model="r", messages=(UserMessage(content=(TextPart(text="hi"),)),))
+
+    async def go() -> list[str | None]:
+        first = await gateway.complete(ctx("req_1"), request)  # a fails twice: breaker opens
+        skipped = await gateway.complete(ctx("req_2"), request)  # a is not called
+        clock.now += 2  # the cooldown lapses: two requests plan at once
+        plan_one = gateway._plan(ctx("req_3"), request)[1]
+        plan_two = gateway._plan(ctx("req_4"), request)[1]
+        assert [t.key for t in plan_one.decision.chain] == ["a/m1", "b/m2"]
+        assert plan_one.trials == {"a/m1"}
+        assert [t.key for t in plan_two.decision.chain] == ["b/m2"]  # the trial is taken
+        trial = await engine.complete(plan_one, AttemptLog(clock))
+        return [first.response.text, skipped.response.text, trial.response.text]
+
+    assert asyncio.run(go()) == ["from b", "from b", "from a"]
+    assert book.state("a/m1", now=clock.now).status == "healthy"  # the trial closed it
+    assert len(upstreams["a"].calls) == 3
+
+
+class _NoTraces:
+    def submit(self, trace: TraceRecord) -> None:
+        del trace
