@@ -27,6 +27,7 @@ from gw.errors import GatewayError
 from gw.execution.engine import Engine
 from gw.execution.gateway import Gateway
 from gw.execution.health import HealthBook
+from gw.execution.latency import LatencyBook
 from gw.server.admission import Admission
 from gw.server.app import build_app
 from gw.server.auth import Authenticator, AuthMode, is_loopback, resolve_mode
@@ -119,10 +120,11 @@ async def serve(plan: ServePlan) -> None:
     snapshots = SnapshotHolder(compile_snapshot(plan.config, revision=revision, source=plan.source))
     recorder = TraceRecorder(store)
     transport = build_transport(server_config.upstream_transport)
-    health = HealthBook(plan.config.health)
-    engine = Engine(AdapterDirectory(transport, plan.environ), clock, asyncio.sleep, health)
+    health, latency = HealthBook(plan.config.health), LatencyBook()
+    directory = AdapterDirectory(transport, plan.environ)
+    engine = Engine(directory, clock, asyncio.sleep, health, latency)
     services = ServerServices(
-        gateway=Gateway(engine, recorder, clock, health),
+        gateway=Gateway(engine, recorder, clock, health, latency),
         snapshot=snapshots.get,
         clock=clock,
         admission=Admission(server_config.max_concurrency, server_config.queue_timeout.seconds),

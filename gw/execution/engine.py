@@ -32,6 +32,7 @@ from gw.execution.backoff import backoff_delay
 from gw.execution.fallback import may_fall_back
 from gw.execution.health import HealthBook
 from gw.execution.idle_watch import IdleWatch
+from gw.execution.latency import LatencyBook
 from gw.ir import (
     ChatRequest,
     ChatResponse,
@@ -187,11 +188,13 @@ class Engine:
         clock: Clock,
         sleep: Sleep,
         health: HealthBook | None = None,
+        latency: LatencyBook | None = None,
     ) -> None:
         self._upstreams = upstreams
         self._clock = clock
         self._sleep = sleep
         self._health = health
+        self._latency = latency
 
     def deadline(self, plan: ExecutionPlan[RequestT]) -> float:
         return self._clock.monotonic() + plan.policy.timeout.total.seconds
@@ -367,6 +370,7 @@ class Engine:
                     log.finish(pending, "aborted", ClientAbortedError("the client went away"))
                     raise
                 self._record_health(target, None, trial=trial)
+                self._record_latency(target, pending)
                 return result, target, pending
         raise NoRouteError("no target left to try")  # an empty chain; routing reports it first
 
@@ -378,6 +382,16 @@ class Engine:
         if error is None or error.code in HEALTH_FAILURES:
             ok = error is None
             self._health.record(target.key, ok, now=self._clock.monotonic(), trial=trial)
+
+    def _record_latency(self, target: TargetRef, pending: PendingAttempt) -> None:
+        """A stream's time to its first token, else the whole answer's time."""
+        if self._latency is None:
+            return
+        if pending.ttft_ms is not None:
+            self._latency.record(target.key, pending.ttft_ms, streaming=True)
+        else:
+            elapsed_ms = (self._clock.monotonic() - pending.started_mono) * 1000
+            self._latency.record(target.key, elapsed_ms, streaming=False)
 
     def _retry_delay(
         self, plan: ExecutionPlan[RequestT], error: GatewayError, try_number: int, deadline: float

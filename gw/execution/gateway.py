@@ -27,6 +27,7 @@ from gw.execution.engine import (
     RequestT,
 )
 from gw.execution.health import HealthBook, TargetHealth
+from gw.execution.latency import LatencyBook
 from gw.execution.usage_estimate import estimate_output_tokens, tokens_for_chars
 from gw.ir import (
     ChatRequest,
@@ -88,12 +89,18 @@ class Embedded(msgspec.Struct, frozen=True, kw_only=True):
 
 class Gateway:
     def __init__(
-        self, engine: Engine, traces: TraceSink, clock: Clock, health: HealthBook | None = None
+        self,
+        engine: Engine,
+        traces: TraceSink,
+        clock: Clock,
+        health: HealthBook | None = None,
+        latency: LatencyBook | None = None,
     ) -> None:
         self._engine = engine
         self._traces = traces
         self._clock = clock
         self._health = health
+        self._latency = latency
 
     def reject(
         self, ctx: RequestContext, error: GatewayError, *, requested_model: str = "", stream: bool
@@ -204,6 +211,9 @@ class Gateway:
                 api_key_id=ctx.key_id,
                 hints=ctx.hints,
                 health=view,
+                latency_ms=None
+                if self._latency is None
+                else self._latency.view(streaming=_streams(request)),
             )
         except GatewayError as error:
             raise self.reject(

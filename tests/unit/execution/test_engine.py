@@ -23,6 +23,7 @@ from gw.execution.attempt_log import AttemptLog
 from gw.execution.engine import Engine, ExecutionFailedError, ExecutionPlan
 from gw.execution.gateway import Gateway, RequestContext
 from gw.execution.health import HealthBook
+from gw.execution.latency import LatencyBook
 from gw.ir import (
     ChatRequest,
     ChatResponse,
@@ -384,3 +385,32 @@ def test_health_is_fed_by_attempts_and_a_half_open_trial_is_claimed_once() -> No
 class _NoTraces:
     def submit(self, trace: TraceRecord) -> None:
         del trace
+
+
+def test_lowest_latency_routes_by_what_the_engine_observed() -> None:
+    config = load_config(
+        CONFIG.replace("  - name: r\n", "  - name: r\n    strategy: lowest_latency\n"), "t.yaml"
+    )
+    snapshot = compile_snapshot(config, revision=1, source="t")
+    clock = FakeClock()
+    latency = LatencyBook()
+    upstreams = {"a": ScriptedUpstream([answer("from a")]), "b": ScriptedUpstream([])}
+    engine = Engine(Directory(upstreams), clock, asyncio.sleep, None, latency)
+    gateway = Gateway(engine, _NoTraces(), clock, None, latency)
+    ctx = RequestContext(
+        request_id="req_l", snapshot=snapshot, endpoint="chat.completions",
+        started_at=1000.0, started_mono=1000.0,
+    )  # fmt: skip
+    request = ChatRequest(model="r", messages=(UserMessage(content=(TextPart(text="hi"),)),))
+
+    async def go() -> None:
+        await gateway.complete(ctx, request)  # nothing observed yet: priority order, a answers
+
+    asyncio.run(go())
+    assert set(latency.view(streaming=False)) == {"a/m1"}  # the answer was timed
+    latency.record("a/m1", 500.0, streaming=False)
+    latency.record("b/m2", 5.0, streaming=False)
+    plan = gateway._plan(ctx, request)[1]
+    assert [t.key for t in plan.decision.chain] == ["b/m2", "a/m1"]
+    streaming = gateway._plan(ctx, msgspec.structs.replace(request, stream=True))[1]
+    assert [t.key for t in streaming.decision.chain] == ["a/m1", "b/m2"]  # no first-token data
