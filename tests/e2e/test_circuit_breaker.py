@@ -1,8 +1,11 @@
-"""Circuit breakers through a live gw: a failing target is skipped, then tested by one trial."""
+"""Circuit breakers through a live gw: a target that keeps failing is skipped.
+
+The cooldown is long so that nothing here depends on timing; the half-open trial that
+closes a breaker is tested with a fake clock (tests/unit/execution/test_engine.py).
+"""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,8 +29,8 @@ health:
   degraded_after: 3
   unhealthy_after: 3
   error_rate: 1.0
-  cooldown: 1s
-  max_cooldown: 2s
+  cooldown: 10m
+  max_cooldown: 10m
   trial_timeout: 10s
 """
 HI = [{"role": "user", "content": "hi"}]
@@ -58,7 +61,7 @@ def ask(gw: GwServer) -> tuple[str, dict[str, Any]]:
     return answer.headers["x-gw-route"], gw.wait_for_trace(answer.headers["x-gw-request-id"])
 
 
-def test_a_failing_target_is_skipped_then_closed_by_one_successful_trial(
+def test_a_target_that_keeps_failing_is_skipped_with_the_reason(
     health_gw: GwServer, fakes: tuple[FakeOpenAI, FakeOpenAI]
 ) -> None:
     primary, _ = fakes
@@ -68,24 +71,15 @@ def test_a_failing_target_is_skipped_then_closed_by_one_successful_trial(
         assert route == "backup/gpt-b"
     assert primary.count == 3
 
-    route, trace = ask(health_gw)  # the breaker is open: primary is not called
-    assert route == "backup/gpt-b"
+    for _ in range(2):  # the breaker is open: primary is not called
+        route, trace = ask(health_gw)
+        assert route == "backup/gpt-b"
+        assert [a["provider"] for a in trace["attempts"]] == ["backup"]
     assert primary.count == 3
     primary_candidate = next(
         c for c in trace["decision"]["candidates"] if c["provider"] == "primary"
     )
     assert primary_candidate["rejected"] == "unhealthy"
     assert "breaker opened: 3 consecutive failures" in primary_candidate["detail"]
-
-    deadline = time.monotonic() + 10  # the 1 s cooldown lapses: the next request is the trial
-    while time.monotonic() < deadline:
-        route, trace = ask(health_gw)
-        if route == "primary/gpt-a":
-            break
-        time.sleep(0.2)
-    assert route == "primary/gpt-a"
-    assert "primary/gpt-a: this request is its half-open trial" in trace["decision"]["notes"]
-
-    route, trace = ask(health_gw)  # closed again: primary first, no trial
-    assert route == "primary/gpt-a"
-    assert not any("half-open" in note for note in trace["decision"]["notes"])
+    shown = health_gw.cli("explain", trace["request_id"]).stdout
+    assert "unhealthy" in shown

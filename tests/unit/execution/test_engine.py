@@ -275,13 +275,13 @@ def test_a_stream_silent_for_longer_than_stream_idle_after_the_commit_times_out(
 
 
 def test_stream_idle_bounds_each_gap_not_the_sum_of_gaps() -> None:
-    # Four gaps of 120 ms: each under stream_idle (200 ms), together well over it.
+    # Six gaps of 50 ms: each well under stream_idle (200 ms), together over it.
     start = StreamStart(id="s", model="m")
     stream: list[StreamItem] = [start, TextDelta(text="a")]
-    for _ in range(4):
-        stream += [0.12, TextDelta(text="b")]
+    for _ in range(6):
+        stream += [0.05, TextDelta(text="b")]
     seen, attempts = consume_stream([*stream, Finish(reason="stop")])
-    assert seen == ["StreamStart", *["TextDelta"] * 5, "Finish"]
+    assert seen == ["StreamStart", *["TextDelta"] * 7, "Finish"]
     assert [a.outcome for a in attempts] == ["answered"]
 
 
