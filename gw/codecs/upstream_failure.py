@@ -22,10 +22,14 @@ def upstream_failure(
     cls: type[GatewayError],
     message: str,
     *,
+    hint: str | None = None,
     upstream_text: str | None,
     upstream_status: int,
     retry_after: float | None,
 ) -> GatewayError:
+    """``hint``, when given, is what to do about it, added to ``message`` in parentheses."""
+    if hint:
+        message += f" ({hint})"
     text: str | None = None
     if upstream_text and cls is not UpstreamAuthFailedError:
         text = " ".join(upstream_text.split())

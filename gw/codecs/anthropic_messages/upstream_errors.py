@@ -161,13 +161,10 @@ def _build(
     retry_after: float | None = None,
 ) -> GatewayError:
     cls = error_class(status, detail)
-    message = lead
-    hint = _STATUS_HINTS.get(status)
-    if hint:
-        message += f" ({hint})"
     return upstream_failure(
         cls,
-        message,
+        lead,
+        hint=_STATUS_HINTS.get(status),
         upstream_text=detail.message if detail is not None else None,
         upstream_status=upstream_status,
         retry_after=retry_after,

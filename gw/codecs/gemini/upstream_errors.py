@@ -178,12 +178,10 @@ def _build(
     message = f"upstream answered {status}" if upstream_status != 200 else "upstream sent an error"
     if google_status:
         message += f" {google_status}"
-    hint = _HINTS.get(google_status or "")
-    if hint:
-        message += f" ({hint})"
     return upstream_failure(
         cls,
         message,
+        hint=_HINTS.get(google_status or ""),
         upstream_text=error.message if error is not None else None,
         upstream_status=upstream_status,
         retry_after=retry_after,

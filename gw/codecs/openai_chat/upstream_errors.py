@@ -129,13 +129,10 @@ def _build(
             if isinstance(key, str) and key in CODE_TABLE:
                 cls = CODE_TABLE[key]
                 break
-    message = lead
-    hint = _STATUS_HINTS.get(status)
-    if hint:
-        message += f" ({hint})"
     return upstream_failure(
         cls,
-        message,
+        lead,
+        hint=_STATUS_HINTS.get(status),
         upstream_text=detail.message if detail is not None else None,
         upstream_status=upstream_status,
         retry_after=retry_after,
