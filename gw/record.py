@@ -9,7 +9,9 @@ import msgspec
 from gw.ir.usage import Usage
 from gw.routing.decision import RouteDecision
 
-AttemptOutcome = Literal["answered", "retried", "fell_back", "failed", "aborted"]
+AttemptOutcome = Literal[
+    "answered", "retried", "next_account", "fell_back", "failed", "aborted", "hedge_lost"
+]
 UsageSource = Literal["provider", "estimate"]
 
 
@@ -20,8 +22,12 @@ class RecordStruct(msgspec.Struct, frozen=True, kw_only=True):
 class AttemptRecord(RecordStruct, frozen=True, kw_only=True):
     """One call to one upstream target.
 
-    ``outcome``: answered; retried (the same target is called again); fell_back (the next
-    target is tried); failed (the request ends with this error); aborted (the client left).
+    ``outcome``: answered; retried (the same target and account are called again);
+    next_account (this account is locked, the target's next account is tried); fell_back
+    (the next target is tried); failed (the request ends with this error); aborted (the
+    client left); hedge_lost (a parallel attempt answered first, this one was cancelled).
+    ``hedge``: started by hedging, in parallel with the first target.
+    ``account`` names the provider's account (``default`` when it has one).
     """
 
     number: int
@@ -41,6 +47,7 @@ class AttemptRecord(RecordStruct, frozen=True, kw_only=True):
     provider_kind: str | None = None  # which wire format the attempt spoke
     # What the upstream's format could not carry exactly (dropped schema keywords, ...).
     translation_notes: tuple[str, ...] = ()
+    hedge: bool = False
 
 
 class TraceRecord(RecordStruct, frozen=True, kw_only=True):

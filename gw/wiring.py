@@ -24,14 +24,17 @@ from gw.adapters.secrets import SecretResolver
 from gw.config import Config, Snapshot, compile_snapshot, config_hash
 from gw.environment import DATABASE_FILE_NAME, SERVER_FILE_NAME
 from gw.errors import GatewayError
+from gw.execution.accounts import AccountBook
 from gw.execution.engine import Engine
 from gw.execution.gateway import Gateway
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
+from gw.execution.probes import Prober
 from gw.server.admission import Admission
 from gw.server.app import build_app
 from gw.server.auth import Authenticator, AuthMode, is_loopback, resolve_mode
 from gw.server.services import ServerServices
+from gw.server.slow_clients import header_timeout_protocol
 from gw.store.sqlite import SqliteStore
 from gw.telemetry.recorder import TraceRecorder
 
@@ -121,14 +124,21 @@ async def serve(plan: ServePlan) -> None:
     recorder = TraceRecorder(store)
     transport = build_transport(server_config.upstream_transport)
     health, latency = HealthBook(plan.config.health), LatencyBook()
+    accounts = AccountBook(plan.config.health)
     directory = AdapterDirectory(transport, plan.environ)
-    engine = Engine(directory, clock, asyncio.sleep, health, latency)
+    engine = Engine(
+        directory, clock, asyncio.sleep, health=health, latency=latency, accounts=accounts
+    )
+    prober = Prober(directory, health, snapshots.get, clock, asyncio.sleep)
     services = ServerServices(
-        gateway=Gateway(engine, recorder, clock, health, latency),
+        gateway=Gateway(engine, recorder, clock, health=health, latency=latency, accounts=accounts),
         snapshot=snapshots.get,
         clock=clock,
         admission=Admission(server_config.max_concurrency, server_config.queue_timeout.seconds),
         authenticator=Authenticator(mode, admin_key),
+        health=health,
+        latency=latency,
+        accounts=accounts,
     )
     server_file = plan.home / SERVER_FILE_NAME
     url = f"http://{_url_host(address[0])}:{address[1]}"
@@ -144,17 +154,22 @@ async def serve(plan: ServePlan) -> None:
         # signal once serve() returns, so cleanup placed after serve() would never run.
         with contextlib.suppress(FileNotFoundError):
             server_file.unlink()
+        await prober.stop()
         await recorder.stop()
         if recorder.dropped:
             log.warning("%d traces were dropped (queue full or write errors)", recorder.dropped)
         await transport.close()
         await store.close()
 
-    app = build_app(services, on_startup=[recorder.start, announce], on_shutdown=[close])
+    app = build_app(
+        services, on_startup=[recorder.start, prober.start, announce], on_shutdown=[close]
+    )
     config = uvicorn.Config(
         app,
         loop="none",
-        http="httptools",
+        # httptools plus a header-read deadline (gw/server/slow_clients.py), which also
+        # runs between requests: a kept-alive connection idles min(header_timeout, 15 s).
+        http=header_timeout_protocol(server_config.header_timeout.seconds),
         lifespan="on",
         log_level="warning",
         access_log=False,

@@ -70,9 +70,9 @@ class AnthropicUpstream:
             "anthropic-version": _api_version(call),
             **provider.headers,
         }
-        if provider.api_key:
-            field = f"provider {provider.name} api_key"
-            headers["x-api-key"] = self._secrets.resolve(provider.api_key, field=field)
+        key = self._secrets.api_key(call)
+        if key is not None:
+            headers["x-api-key"] = key
         return headers
 
 

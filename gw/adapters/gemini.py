@@ -80,11 +80,10 @@ class GeminiUpstream:
         return join_answers(answers, model=call.request.model)
 
     def _headers(self, call: UpstreamCall | EmbeddingCall) -> dict[str, str]:
-        provider = call.provider
-        headers = {"content-type": "application/json", **provider.headers}
-        if provider.api_key:
-            field = f"provider {provider.name} api_key"
-            headers["x-goog-api-key"] = self._secrets.resolve(provider.api_key, field=field)
+        headers = {"content-type": "application/json", **call.provider.headers}
+        key = self._secrets.api_key(call)
+        if key is not None:
+            headers["x-goog-api-key"] = key
         return headers
 
 

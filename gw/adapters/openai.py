@@ -75,10 +75,10 @@ class OpenAIUpstream:
         return f"{(call.provider.base_url or OPENAI_BASE_URL).rstrip('/')}/{path}"
 
     def _headers(self, call: UpstreamCall | EmbeddingCall) -> dict[str, str]:
-        provider = call.provider
-        headers = {"content-type": "application/json", **provider.headers}
-        if provider.api_key:
-            headers.update(self._auth(self._secrets.resolve(provider.api_key, field=_field(call))))
+        headers = {"content-type": "application/json", **call.provider.headers}
+        key = self._secrets.api_key(call)
+        if key is not None:
+            headers.update(self._auth(key))
         return headers
 
     def _auth(self, key: str) -> dict[str, str]:
@@ -111,10 +111,6 @@ def _max_tokens_field(call: UpstreamCall) -> Literal["max_tokens", "max_completi
     if kind == "openai" or (kind == "azure_openai" and call.request.reasoning is not None):
         return "max_completion_tokens"
     return "max_tokens"
-
-
-def _field(call: UpstreamCall | EmbeddingCall) -> str:
-    return f"provider {call.provider.name} api_key"
 
 
 def _body(call: UpstreamCall, *, stream: bool) -> bytes:

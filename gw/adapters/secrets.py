@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gw.config.snapshot import DEFAULT_ACCOUNT
 from gw.errors import UpstreamAuthFailedError
+from gw.ports import EmbeddingCall, UpstreamCall
 
 
 class SecretResolver:
@@ -12,6 +14,16 @@ class SecretResolver:
 
     def __init__(self, environ: Mapping[str, str]) -> None:
         self._environ = environ
+
+    def api_key(self, call: UpstreamCall | EmbeddingCall) -> str | None:
+        """The key of the call's account, or None when it has none (keyless servers)."""
+        reference = call.provider.api_key
+        if not reference:
+            return None
+        where = f"provider {call.provider.name}"
+        if call.account not in (None, DEFAULT_ACCOUNT):
+            where += f" account {call.account}"
+        return self.resolve(reference, field=f"{where} api_key")
 
     def resolve(self, reference: str, *, field: str) -> str:
         """The secret ``reference`` points at; ``field`` names where it was configured."""

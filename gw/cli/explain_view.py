@@ -35,15 +35,18 @@
         ]
       },
       "attempts": [
-        {"number": 1, "provider": "openai-prod", "model": "gpt-4o-mini", "account": null,
+        {"number": 1, "provider": "openai-prod", "model": "gpt-4o-mini",
+         "account": "default",            // the provider's account (its name under accounts:)
          "started_at": "2026-03-15T14:02:03.121Z", "latency_ms": 410.0, "ttft_ms": null,
-         "outcome": "answered",           // answered | retried | fell_back | failed | aborted
+         "outcome": "answered",           // answered | retried | next_account | fell_back |
+                                          //   failed | aborted | hedge_lost
          "upstream_status": null,         // the upstream's HTTP status when it failed
          "error_code": null, "error_message": null,
          "blame": null,                   // client | upstream | gateway when it failed
          "retry_after_s": null, "backoff_ms": 0.0,   // backoff_ms: waited before this attempt
          "provider_kind": "openai",       // the upstream's wire format; null in older traces
-         "translation_notes": []}         // what that format could not carry exactly
+         "translation_notes": [],         // what that format could not carry exactly
+         "hedge": false}                  // started by hedging, alongside the first target
       ],
       "usage": {"input_tokens": 12, "output_tokens": 34, "cached_input_tokens": 0,
                 "reasoning_tokens": 0, "source": "provider"},   // or "estimate"; null if none
@@ -240,7 +243,10 @@ def _attempts_table(trace: TraceRecord) -> Table:
             Text("-" if attempt.ttft_ms is None else _duration(attempt.ttft_ms)),
             Text("-" if attempt.upstream_status is None else str(attempt.upstream_status)),
             Text(_attempt_error(attempt)),
-            Text(attempt.outcome, style="green" if attempt.outcome == "answered" else "yellow"),
+            Text(
+                f"{attempt.outcome} (hedge)" if attempt.hedge else attempt.outcome,
+                style="green" if attempt.outcome == "answered" else "yellow",
+            ),
         )
     return table
 
@@ -372,4 +378,5 @@ def _attempt_json(attempt: AttemptRecord) -> dict[str, object]:
         "backoff_ms": attempt.backoff_ms,
         "provider_kind": attempt.provider_kind,
         "translation_notes": list(attempt.translation_notes),
+        "hedge": attempt.hedge,
     }

@@ -11,6 +11,7 @@ import typer
 from gw.buildinfo import build_info
 from gw.cli.config_cmd import config_app
 from gw.cli.console import fail, stdout
+from gw.cli.health_cmd import health_command
 from gw.cli.init_cmd import init_command
 from gw.cli.options import (
     ConfigOption,
@@ -36,6 +37,7 @@ app.add_typer(config_app, name="config")
 app.command("init")(init_command)
 app.command("traces")(traces_command)
 app.command("explain")(explain_command)
+app.command("health")(health_command)
 
 
 def _version_callback(value: bool) -> None:

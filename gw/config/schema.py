@@ -16,6 +16,7 @@ ProviderKind = Literal["openai", "openai_compatible", "anthropic", "gemini", "az
 Strategy = Literal["priority", "weighted", "lowest_cost", "lowest_latency", "highest_quality"]
 Capability = Literal["tools", "vision", "json_schema", "json_object", "reasoning", "embeddings"]
 AuthMode = Literal["open", "keys"]
+AccountSelection = Literal["fill_first", "round_robin"]
 UpstreamTransport = Literal["aiohttp", "httpx"]
 
 
@@ -30,6 +31,7 @@ class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
     queue_timeout: Duration = Duration(2.0)
     max_body_bytes: ByteSize = ByteSize(8 * 1024 * 1024)
     body_timeout: Duration = Duration(30.0)
+    header_timeout: Duration = Duration(10.0)
     upstream_transport: UpstreamTransport = "aiohttp"
 
 
@@ -51,6 +53,25 @@ class MockOptions(ConfigStruct, frozen=True, kw_only=True):
     words: int = 12
 
 
+class AccountConfig(ConfigStruct, frozen=True, kw_only=True):
+    """One key or endpoint of a provider; unset fields are the provider's own."""
+
+    name: str
+    api_key: str | None = None
+    base_url: str | None = None
+    headers: dict[str, str] = {}
+
+
+class ProbeConfig(ConfigStruct, frozen=True, kw_only=True):
+    """Active health probes: a one-token chat to each model every ``interval``. Opt-in,
+    as each probe is a (tiny) billed call. Probes may degrade a target or restore a
+    degraded one; only live traffic opens or closes a breaker."""
+
+    interval: Duration
+    timeout: Duration = Duration(10.0)
+    models: tuple[str, ...] | None = None  # None: every model routes send to this provider
+
+
 class ProviderConfig(ConfigStruct, frozen=True, kw_only=True):
     name: str
     kind: ProviderKind
@@ -59,6 +80,11 @@ class ProviderConfig(ConfigStruct, frozen=True, kw_only=True):
     api_version: str | None = None
     headers: dict[str, str] = {}
     mock: MockOptions | None = None
+    # Several keys or endpoints: a rate limit or auth failure locks one (with the model)
+    # and the next is tried before the next target. None: one account, named "default".
+    accounts: tuple[AccountConfig, ...] = ()
+    account_selection: AccountSelection = "fill_first"
+    probe: ProbeConfig | None = None
 
 
 class ModelEntry(ConfigStruct, frozen=True, kw_only=True):
@@ -123,6 +149,13 @@ class TimeoutConfig(ConfigStruct, frozen=True, kw_only=True):
     stream_idle: Duration = Duration(90.0)
 
 
+class HedgeConfig(ConfigStruct, frozen=True, kw_only=True):
+    """Non-streaming requests only: when the first target has not answered ``after`` this
+    long, the rest of the chain starts in parallel and the first answer wins."""
+
+    after: Duration | None = None  # None: no hedging
+
+
 class PolicyLimits(ConfigStruct, frozen=True, kw_only=True):
     max_output_tokens: int | None = None
     max_cost_per_request_usd: float | None = None
@@ -136,6 +169,7 @@ class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):
     retry: RetryConfig = RetryConfig()
     fallback: FallbackConfig = FallbackConfig()
     timeout: TimeoutConfig = TimeoutConfig()
+    hedge: HedgeConfig = HedgeConfig()
     limits: PolicyLimits = PolicyLimits()
 
 
@@ -168,6 +202,11 @@ class HealthConfig(ConfigStruct, frozen=True, kw_only=True):
     cooldown: Duration = Duration(5.0)  # first opening; doubles with each reopening ...
     max_cooldown: Duration = Duration(300.0)  # ... up to this
     trial_timeout: Duration = Duration(30.0)  # an unreported half-open trial frees its slot
+    # An (account, model) that answered 429 (rate_limited) or 401/403 (upstream_auth_failed)
+    # is locked: for the upstream's retry-after (capped at max_cooldown) or else these.
+    lock_accounts: bool = True
+    rate_limit_cooldown: Duration = Duration(30.0)
+    auth_failure_cooldown: Duration = Duration(300.0)
 
 
 class Config(ConfigStruct, frozen=True, kw_only=True):

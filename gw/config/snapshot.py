@@ -20,6 +20,17 @@ from gw.errors import ModelNotFoundError
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
+DEFAULT_ACCOUNT = "default"
+
+
+class ProviderAccount(msgspec.Struct, frozen=True, kw_only=True):
+    """One account of a provider as an adapter sees it: ``provider`` carries the
+    account's key, base URL and headers in place of the provider's (invariant 12)."""
+
+    name: str
+    provider: ProviderConfig
+
+
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     """A config revision with its lookup tables built once; never mutated after compile."""
 
@@ -28,6 +39,7 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     config_hash: str
     config: Config
     providers: dict[str, ProviderConfig]
+    accounts: dict[str, tuple[ProviderAccount, ...]]  # by provider name, in config order
     catalog: dict[tuple[str, str], ModelEntry]
     routes: dict[str, RouteConfig]
     policies: tuple[PolicyConfig, ...]
@@ -69,6 +81,25 @@ def is_direct(route: RouteConfig) -> bool:
     return "/" in route.name
 
 
+def provider_accounts(provider: ProviderConfig) -> tuple[ProviderAccount, ...]:
+    """Each configured account merged over its provider; one ``default`` when none are."""
+    if not provider.accounts:
+        return (ProviderAccount(name=DEFAULT_ACCOUNT, provider=provider),)
+    return tuple(
+        ProviderAccount(
+            name=account.name,
+            provider=msgspec.structs.replace(
+                provider,
+                api_key=account.api_key or provider.api_key,
+                base_url=account.base_url or provider.base_url,
+                headers={**provider.headers, **account.headers},
+                accounts=(),
+            ),
+        )
+        for account in provider.accounts
+    )
+
+
 def config_hash(config: Config) -> str:
     """A stable content hash of the resolved config (sha256 of its canonical JSON)."""
     encoded = msgspec.json.encode(config, enc_hook=encode_unit, order="sorted")
@@ -82,6 +113,7 @@ def compile_snapshot(config: Config, *, revision: int, source: str) -> Snapshot:
         config_hash=config_hash(config),
         config=config,
         providers={provider.name: provider for provider in config.providers},
+        accounts={provider.name: provider_accounts(provider) for provider in config.providers},
         catalog={(entry.provider, entry.model): entry for entry in config.models},
         routes={route.name: route for route in config.routes},
         policies=config.policies,

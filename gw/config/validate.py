@@ -46,21 +46,42 @@ def _provider_problems(providers: Iterable[ProviderConfig]) -> Iterator[Problem]
         here = f"providers[{index}]"
         if "/" in provider.name:
             yield f"{here}.name", "must not contain '/', which separates provider and model"
-        if provider.kind in NEEDS_BASE_URL and not provider.base_url:
+        every_account_has_url = bool(provider.accounts) and all(
+            account.base_url for account in provider.accounts
+        )
+        if provider.kind in NEEDS_BASE_URL and not provider.base_url and not every_account_has_url:
             yield f"{here}.base_url", f"required for kind {provider.kind}"
         if provider.base_url and not provider.base_url.startswith(("http://", "https://")):
             yield f"{here}.base_url", "must start with http:// or https://"
-        key = provider.api_key
-        if key is not None and not (key.startswith(SECRET_SCHEMES) and len(key.split(":", 1)[1])):
-            yield (
-                f"{here}.api_key",
-                "must be a reference such as env:OPENAI_API_KEY or vault:NAME, "
-                "never the key itself",
-            )
+        yield from _secret_reference(f"{here}.api_key", provider.api_key)
+        yield from _account_problems(here, provider)
         if provider.mock is not None and provider.kind != "mock":
             yield f"{here}.mock", "only a provider of kind mock takes mock options"
         if provider.mock is not None and not 0.0 <= provider.mock.failure_rate <= 1.0:
             yield f"{here}.mock.failure_rate", "must be between 0 and 1"
+
+
+def _secret_reference(field: str, key: str | None) -> Iterator[Problem]:
+    if key is not None and not (key.startswith(SECRET_SCHEMES) and len(key.split(":", 1)[1])):
+        yield (
+            field,
+            "must be a reference such as env:OPENAI_API_KEY or vault:NAME, never the key itself",
+        )
+
+
+def _account_problems(here: str, provider: ProviderConfig) -> Iterator[Problem]:
+    yield from _unique(f"{here}.accounts", (account.name for account in provider.accounts))
+    for index, account in enumerate(provider.accounts):
+        there = f"{here}.accounts[{index}]"
+        yield from _secret_reference(f"{there}.api_key", account.api_key)
+        if account.base_url and not account.base_url.startswith(("http://", "https://")):
+            yield f"{there}.base_url", "must start with http:// or https://"
+    if provider.accounts and provider.kind == "mock":
+        yield f"{here}.accounts", "a provider of kind mock has no accounts"
+    if provider.probe is not None:
+        for field in ("interval", "timeout"):
+            if getattr(provider.probe, field).seconds <= 0:
+                yield f"{here}.probe.{field}", "must be longer than 0s"
 
 
 def _route_problems(config: Config, providers: set[str]) -> Iterator[Problem]:
@@ -114,6 +135,8 @@ def _policy_problems(policies: Iterable[PolicyConfig]) -> Iterator[Problem]:
                     f"{here}.fallback.on_error_codes[{position}]",
                     f"unknown error code {code!r}; known codes: {known}",
                 )
+        if policy.hedge.after is not None and policy.hedge.after.seconds <= 0:
+            yield f"{here}.hedge.after", "must be longer than 0s (omit it to turn hedging off)"
         limits = policy.limits
         if limits.max_output_tokens is not None and limits.max_output_tokens < 1:
             yield f"{here}.limits.max_output_tokens", "must be at least 1"
@@ -135,6 +158,8 @@ def _server_problems(config: Config) -> Iterator[Problem]:
         yield "server.port", "must be between 0 and 65535"
     if server.max_concurrency < 1:
         yield "server.max_concurrency", "must be at least 1"
+    if server.header_timeout.seconds <= 0:
+        yield "server.header_timeout", "must be longer than 0s"
 
 
 def _health_problems(health: HealthConfig) -> Iterator[Problem]:
@@ -154,6 +179,8 @@ def _health_problems(health: HealthConfig) -> Iterator[Problem]:
         ("window", health.window),
         ("cooldown", health.cooldown),
         ("trial_timeout", health.trial_timeout),
+        ("rate_limit_cooldown", health.rate_limit_cooldown),
+        ("auth_failure_cooldown", health.auth_failure_cooldown),
     )
     for field, span in spans:
         if span.seconds <= 0:

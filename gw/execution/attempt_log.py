@@ -20,6 +20,7 @@ class PendingAttempt(msgspec.Struct, kw_only=True):
     ttft_ms: float | None = None
     provider_kind: str | None = None
     notes: list[str] = msgspec.field(default_factory=list)  # the call's, filled by its adapter
+    hedge: bool = False
 
 
 class AttemptLog:
@@ -38,6 +39,7 @@ class AttemptLog:
         backoff_ms: float,
         provider_kind: str | None = None,
         notes: list[str] | None = None,
+        hedge: bool = False,
     ) -> PendingAttempt:
         self._count += 1
         return PendingAttempt(
@@ -49,6 +51,7 @@ class AttemptLog:
             backoff_ms=round(backoff_ms, 3),
             provider_kind=provider_kind,
             notes=[] if notes is None else notes,
+            hedge=hedge,
         )
 
     def mark_first_token(self, pending: PendingAttempt) -> None:
@@ -77,6 +80,7 @@ class AttemptLog:
             backoff_ms=pending.backoff_ms,
             provider_kind=pending.provider_kind,
             translation_notes=tuple(pending.notes),
+            hedge=pending.hedge,
         )
         self.records.append(record)
         return record

@@ -13,12 +13,13 @@ import asyncio
 import contextlib
 import logging
 import traceback
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from typing import Generic, TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Generic, Literal, TypeVar
 
 import msgspec
 
 from gw.config.schema import PolicyConfig, ProviderConfig
+from gw.config.snapshot import ProviderAccount, provider_accounts
 from gw.errors import (
     ClientAbortedError,
     GatewayError,
@@ -27,10 +28,12 @@ from gw.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
+from gw.execution.accounts import AccountBook
 from gw.execution.attempt_log import AttemptLog, PendingAttempt
 from gw.execution.backoff import backoff_delay
 from gw.execution.fallback import may_fall_back
 from gw.execution.health import HealthBook
+from gw.execution.hedging import HEDGE_LOST, hedged
 from gw.execution.idle_watch import IdleWatch
 from gw.execution.latency import LatencyBook
 from gw.ir import (
@@ -62,7 +65,8 @@ RequestT = TypeVar("RequestT", ChatRequest, EmbeddingRequest)
 ResponseT = TypeVar("ResponseT", ChatResponse, EmbeddingResponse)
 CallT = TypeVar("CallT", UpstreamCall, EmbeddingCall)
 # Builds the call one target gets (the same for each of its attempts).
-CallFactory = Callable[[TargetRef, ProviderConfig, AttemptTimeouts], CallT]
+CallFactory = Callable[[TargetRef, ProviderAccount, AttemptTimeouts], CallT]
+FailureStep = Literal["next_account", "retried", "fell_back", "failed"]
 logger = logging.getLogger("gw.execution")
 
 
@@ -72,6 +76,8 @@ class ExecutionPlan(msgspec.Struct, Generic[RequestT], frozen=True, kw_only=True
     decision: RouteDecision
     policy: PolicyConfig
     providers: Mapping[str, ProviderConfig]
+    # Each provider's accounts (Snapshot.accounts); a provider missing here has one.
+    accounts: Mapping[str, tuple[ProviderAccount, ...]] = msgspec.field(default_factory=dict)
     # Targets whose half-open breaker this request claimed the trial of (gw/execution/health).
     trials: frozenset[str] = frozenset()
 
@@ -187,14 +193,17 @@ class Engine:
         upstreams: UpstreamDirectory,
         clock: Clock,
         sleep: Sleep,
+        *,
         health: HealthBook | None = None,
         latency: LatencyBook | None = None,
+        accounts: AccountBook | None = None,
     ) -> None:
         self._upstreams = upstreams
         self._clock = clock
         self._sleep = sleep
         self._health = health
         self._latency = latency
+        self._accounts = accounts
 
     def deadline(self, plan: ExecutionPlan[RequestT]) -> float:
         return self._clock.monotonic() + plan.policy.timeout.total.seconds
@@ -221,9 +230,8 @@ class Engine:
                 accept(response)
             return response
 
-        deadline = self.deadline(plan)
-        response, target, pending = await self._run(
-            plan, log, deadline=deadline, call_for=_chat_calls(plan, stream=False), attempt=attempt
+        response, target, pending = await self._execute(
+            plan, log, call_for=_chat_calls(plan, stream=False), attempt=attempt
         )
         log.finish(pending, "answered")
         return Answer(response=response, target=target, attempts=log.records)
@@ -252,19 +260,18 @@ class Engine:
             return response
 
         def call_for(
-            target: TargetRef, provider: ProviderConfig, timeouts: AttemptTimeouts
+            target: TargetRef, account: ProviderAccount, timeouts: AttemptTimeouts
         ) -> EmbeddingCall:
             return EmbeddingCall(
                 request_id=plan.request_id,
-                provider=provider,
+                provider=account.provider,
                 request=msgspec.structs.replace(plan.request, model=target.model),
-                account=None,
+                account=account.name,
                 timeouts=timeouts,
             )
 
-        deadline = self.deadline(plan)
-        response, target, pending = await self._run(
-            plan, log, deadline=deadline, call_for=call_for, attempt=attempt
+        response, target, pending = await self._execute(
+            plan, log, call_for=call_for, attempt=attempt
         )
         log.finish(pending, "answered")
         return Answer(response=response, target=target, attempts=log.records)
@@ -314,6 +321,43 @@ class Engine:
             clock=self._clock,
         )
 
+    async def _execute(
+        self,
+        plan: ExecutionPlan[RequestT],
+        log: AttemptLog,
+        *,
+        call_for: CallFactory[CallT],
+        attempt: Callable[[Upstream, CallT, PendingAttempt, float], Awaitable[T]],
+    ) -> tuple[T, TargetRef, PendingAttempt]:
+        """A whole answer: the chain in order, hedged when the policy asks for it."""
+        deadline = self.deadline(plan)
+        chain = plan.decision.chain
+        after = plan.policy.hedge.after
+        if after is None or len(chain) < 2:
+            return await self._run(plan, log, deadline=deadline, call_for=call_for, attempt=attempt)
+        first = self._run(
+            plan,
+            log,
+            deadline=deadline,
+            call_for=call_for,
+            attempt=attempt,
+            chain=chain[:1],
+            continues=True,
+        )
+
+        def rest(hedge: bool) -> Awaitable[tuple[T, TargetRef, PendingAttempt]]:
+            return self._run(
+                plan,
+                log,
+                deadline=deadline,
+                call_for=call_for,
+                attempt=attempt,
+                chain=chain[1:],
+                hedge=hedge,
+            )
+
+        return await hedged(first, rest, after.seconds, plan.policy.fallback)
+
     async def _run(
         self,
         plan: ExecutionPlan[RequestT],
@@ -322,57 +366,132 @@ class Engine:
         deadline: float,
         call_for: CallFactory[CallT],
         attempt: Callable[[Upstream, CallT, PendingAttempt, float], Awaitable[T]],
+        chain: Sequence[TargetRef] | None = None,
+        continues: bool = False,
+        hedge: bool = False,
     ) -> tuple[T, TargetRef, PendingAttempt]:
-        """Try targets in chain order; return the first success with its open attempt."""
-        chain = plan.decision.chain
+        """Try targets in chain order, and each target's accounts in turn; return the
+        first success with its open attempt.
+
+        ``chain`` is the decision's unless given (a hedge lane's part of it); ``continues``
+        says more targets follow outside it, so its last may fall back (the error is then
+        raised for the caller to carry on); ``hedge`` marks the attempts as hedged.
+
+        ``retry.max_attempts`` bounds the calls to one target; moving to the next account
+        after one is locked (rate limited, credentials refused) is a fallback within the
+        target, so one target gets at most ``max_attempts + accounts - 1`` calls.
+        """
+        chain = plan.decision.chain if chain is None else chain
         policy = plan.policy
         timeouts = AttemptTimeouts(
             connect=policy.timeout.connect.seconds, read=policy.timeout.per_attempt.seconds
         )
         backoff_ms = 0.0
+        last_error: GatewayError | None = None
         for position, target in enumerate(chain):
             provider = plan.providers[target.provider]
             upstream = self._upstreams.upstream_for(provider)
-            target_call = call_for(target, provider, timeouts)
-            has_next = position + 1 < len(chain)
-            for try_number in range(1, policy.retry.max_attempts + 1):
-                remaining = deadline - self._clock.monotonic()
-                if remaining <= 0:
-                    error = UpstreamTimeoutError("the request used up timeout.total")
-                    raise ExecutionFailedError(error, log.records)
-                call = msgspec.structs.replace(target_call, notes=[])  # notes per attempt
-                pending = log.start(
-                    target,
-                    account=call.account,
-                    backoff_ms=backoff_ms,
-                    provider_kind=provider.kind,
-                    notes=call.notes,
-                )
-                backoff_ms = 0.0
-                trial = target.key in plan.trials
-                try:
-                    result = await _guarded(attempt(upstream, call, pending, remaining), provider)
-                except GatewayError as error:
-                    self._record_health(target, error, trial=trial)
-                    # A failed trial has reopened the breaker: no second call to it.
-                    delay = None if trial else self._retry_delay(plan, error, try_number, deadline)
-                    if delay is not None:
-                        log.finish(pending, "retried", error)
-                        await self._sleep(delay)
-                        backoff_ms = delay * 1000
-                        continue
-                    if has_next and may_fall_back(error, policy.fallback):
-                        log.finish(pending, "fell_back", error)
+            accounts = self._accounts_for(plan, provider, target)
+            has_next = continues or position + 1 < len(chain)
+            trial = target.key in plan.trials
+            calls = 0
+            fell_back = False
+            for account_number, account in enumerate(accounts, start=1):
+                target_call = call_for(target, account, timeouts)
+                while True:
+                    remaining = deadline - self._clock.monotonic()
+                    if remaining <= 0:
+                        error = UpstreamTimeoutError("the request used up timeout.total")
+                        raise ExecutionFailedError(error, log.records)
+                    call = msgspec.structs.replace(target_call, notes=[])  # notes per attempt
+                    pending = log.start(
+                        target,
+                        account=call.account,
+                        backoff_ms=backoff_ms,
+                        provider_kind=provider.kind,
+                        notes=call.notes,
+                        hedge=hedge,
+                    )
+                    backoff_ms = 0.0
+                    calls += 1
+                    try:
+                        result = await _guarded(
+                            attempt(upstream, call, pending, remaining), provider
+                        )
+                    except GatewayError as error:
+                        step, delay = self._after_failure(
+                            plan,
+                            target,
+                            account.name,
+                            error,
+                            calls=calls,
+                            trial=trial,
+                            more_accounts=account_number < len(accounts),
+                            has_next=has_next,
+                            deadline=deadline,
+                        )
+                        log.finish(pending, step, error)
+                        if step == "failed":
+                            raise ExecutionFailedError(error, log.records) from None
+                        if step == "retried" and delay is not None:
+                            await self._sleep(delay)
+                            backoff_ms = delay * 1000
+                            continue
+                        fell_back = step == "fell_back"
+                        last_error = error
                         break
-                    log.finish(pending, "failed", error)
-                    raise ExecutionFailedError(error, log.records) from None
-                except asyncio.CancelledError:
-                    log.finish(pending, "aborted", ClientAbortedError("the client went away"))
-                    raise
-                self._record_health(target, None, trial=trial)
-                self._record_latency(target, pending)
-                return result, target, pending
+                    except asyncio.CancelledError as cancelled:
+                        _finish_cancelled(log, pending, cancelled)
+                        raise
+                    self._record_health(target, None, trial=trial)
+                    self._record_latency(target, pending)
+                    return result, target, pending
+                if fell_back:
+                    break  # to the next target, not this target's next account
+        if last_error is not None:  # the last target fell back: to what follows (continues)
+            raise ExecutionFailedError(last_error, log.records)
         raise NoRouteError("no target left to try")  # an empty chain; routing reports it first
+
+    def _after_failure(
+        self,
+        plan: ExecutionPlan[RequestT],
+        target: TargetRef,
+        account: str,
+        error: GatewayError,
+        *,
+        calls: int,
+        trial: bool,
+        more_accounts: bool,
+        has_next: bool,
+        deadline: float,
+    ) -> tuple[FailureStep, float | None]:
+        """What follows a failed attempt: the next account when this one is now locked,
+        a retry after a delay, the next target, or the end of the request."""
+        self._record_health(target, error, trial=trial)
+        if self._lock_account(target, account, error) and more_accounts:
+            return "next_account", None
+        # A failed trial has reopened the breaker: no second call to it.
+        delay = None if trial else self._retry_delay(plan, error, calls, deadline)
+        if delay is not None:
+            return "retried", delay
+        if has_next and may_fall_back(error, plan.policy.fallback):
+            return "fell_back", None
+        return "failed", None
+
+    def _accounts_for(
+        self, plan: ExecutionPlan[RequestT], provider: ProviderConfig, target: TargetRef
+    ) -> list[ProviderAccount]:
+        accounts = plan.accounts.get(provider.name) or provider_accounts(provider)
+        if self._accounts is None:
+            return list(accounts[:1])
+        return self._accounts.order(provider, accounts, target.model, now=self._clock.monotonic())
+
+    def _lock_account(self, target: TargetRef, account: str, error: GatewayError) -> bool:
+        if self._accounts is None:
+            return False
+        now = self._clock.monotonic()
+        lock = self._accounts.lock_after(target.provider, account, target.model, error, now=now)
+        return lock is not None
 
     def _record_health(self, target: TargetRef, error: GatewayError | None, *, trial: bool) -> None:
         """An answer (or a stream's first token) is a success; only the upstream's own
@@ -409,22 +528,32 @@ def _chat_calls(plan: ExecutionPlan[ChatRequest], *, stream: bool) -> CallFactor
     """Each target's chat call: its model, the stream mode, the settled output limit."""
 
     def call_for(
-        target: TargetRef, provider: ProviderConfig, timeouts: AttemptTimeouts
+        target: TargetRef, account: ProviderAccount, timeouts: AttemptTimeouts
     ) -> UpstreamCall:
         return UpstreamCall(
             request_id=plan.request_id,
-            provider=provider,
+            provider=account.provider,
             request=msgspec.structs.replace(
                 plan.request,
                 model=target.model,
                 stream=stream,
                 max_tokens=plan.decision.max_output_tokens,
             ),
-            account=None,
+            account=account.name,
             timeouts=timeouts,
         )
 
     return call_for
+
+
+def _finish_cancelled(
+    log: AttemptLog, pending: PendingAttempt, cancelled: asyncio.CancelledError
+) -> None:
+    """A cancelled attempt: the slower hedge lane, or the client went away."""
+    if cancelled.args == (HEDGE_LOST,):
+        log.finish(pending, "hedge_lost")
+    else:
+        log.finish(pending, "aborted", ClientAbortedError("the client went away"))
 
 
 async def _within(work: Awaitable[T], budget: float) -> T:

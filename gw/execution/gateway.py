@@ -16,6 +16,7 @@ import msgspec
 
 from gw.config.snapshot import Snapshot
 from gw.errors import ClientAbortedError, GatewayError
+from gw.execution.accounts import AccountBook
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.cost import cost_usd
 from gw.execution.engine import (
@@ -93,14 +94,17 @@ class Gateway:
         engine: Engine,
         traces: TraceSink,
         clock: Clock,
+        *,
         health: HealthBook | None = None,
         latency: LatencyBook | None = None,
+        accounts: AccountBook | None = None,
     ) -> None:
         self._engine = engine
         self._traces = traces
         self._clock = clock
         self._health = health
         self._latency = latency
+        self._accounts = accounts
 
     def reject(
         self, ctx: RequestContext, error: GatewayError, *, requested_model: str = "", stream: bool
@@ -201,7 +205,7 @@ class Gateway:
     def _plan(
         self, ctx: RequestContext, request: RequestT
     ) -> tuple[RouteDecision, ExecutionPlan[RequestT]]:
-        view = self._health_view()
+        view = self._health_view(ctx.snapshot)
         try:
             decision, policy = decide(
                 request,
@@ -232,16 +236,23 @@ class Gateway:
             decision=decision,
             policy=policy,
             providers=ctx.snapshot.providers,
+            accounts=ctx.snapshot.accounts,
             trials=trials,
         )
         return decision, plan
 
-    def _health_view(self) -> dict[str, TargetVerdict]:
-        """A verdict for each target that is not healthy; empty (and free) when all are."""
-        if self._health is None:
-            return {}
-        flagged = self._health.flagged(now=self._clock.monotonic())
-        return {key: _verdict(health) for key, health in flagged.items()}
+    def _health_view(self, snapshot: Snapshot) -> dict[str, TargetVerdict]:
+        """A verdict for each target that is not healthy (breaker, or every account
+        locked); empty (and free) when all are fine."""
+        now = self._clock.monotonic()
+        view: dict[str, TargetVerdict] = {}
+        if self._health is not None:
+            flagged = self._health.flagged(now=now)
+            view = {key: _verdict(health) for key, health in flagged.items()}
+        if self._accounts is not None:
+            for key, reason in self._accounts.fully_locked(snapshot.accounts, now=now).items():
+                view[key] = TargetVerdict(status="unhealthy", reason=reason)
+        return view
 
     def _claim_trials(
         self, decision: RouteDecision, view: dict[str, TargetVerdict]

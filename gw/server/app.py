@@ -16,6 +16,7 @@ from gw.errors import (
     InvalidRequestError,
     MethodNotAllowedError,
 )
+from gw.server.admin import admin_handlers
 from gw.server.chat import chat_handlers
 from gw.server.embeddings import embedding_handlers
 from gw.server.messages import message_handlers
@@ -68,6 +69,7 @@ def build_app(
             *embedding_handlers(services),
             *message_handlers(services),
             *model_handlers(services),
+            *admin_handlers(services),
             livez,
         ],
         exception_handlers={HTTPException: framework_error, Exception: internal_error},

@@ -9,7 +9,10 @@ from litestar import Request
 from litestar.datastructures import State
 
 from gw.config.snapshot import Snapshot
+from gw.execution.accounts import AccountBook
 from gw.execution.gateway import Gateway, RequestContext
+from gw.execution.health import HealthBook
+from gw.execution.latency import LatencyBook
 from gw.ports import Clock
 from gw.server.admission import Admission
 from gw.server.auth import Authenticator
@@ -28,12 +31,19 @@ class ServerServices:
         clock: Clock,
         admission: Admission,
         authenticator: Authenticator,
+        health: HealthBook | None = None,
+        latency: LatencyBook | None = None,
+        accounts: AccountBook | None = None,
     ) -> None:
         self.gateway = gateway
         self.snapshot = snapshot
         self.clock = clock
         self.admission = admission
         self.authenticator = authenticator
+        # The gateway's own books, read (never written) by the admin API.
+        self.health = health
+        self.latency = latency
+        self.accounts = accounts
 
     def begin(self, request: HttpRequest, endpoint: str) -> RequestContext:
         """Give the request its id and pin the current snapshot for its whole life."""

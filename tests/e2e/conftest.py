@@ -12,9 +12,9 @@ from fakes.openai_upstream import FakeOpenAI
 FAULTS_CONFIG = """
 server:
   body_timeout: 1s
-# These tests script faults one by one against shared fakes; breakers would reorder them
-# (tests/e2e/test_health.py covers health with its own gw).
-health: {{degraded_after: 1000, unhealthy_after: 1000, error_rate: 1.0}}
+# These tests script faults one by one against shared fakes; breakers and account locks
+# would reorder them (test_circuit_breaker.py and test_accounts.py have their own gw).
+health: {{degraded_after: 1000, unhealthy_after: 1000, error_rate: 1.0, lock_accounts: false}}
 providers:
   - {{name: primary, kind: openai_compatible, base_url: "{primary}", api_key: env:GW_TEST_KEY}}
   - {{name: backup, kind: openai_compatible, base_url: "{backup}"}}

@@ -36,6 +36,9 @@ policies:
   - name: once
     match: {{routes: ["*"]}}
     retry: {{max_attempts: 1}}
+# Each case scripts its own fault against one shared gw: a 401 or 429 must not lock the
+# account for the cases after it (tests/e2e/test_accounts.py covers locks).
+health: {{lock_accounts: false}}
 """
 HELLO = [{"role": "user", "content": "hello"}]
 CONTEXT_TOO_LONG = google_error(

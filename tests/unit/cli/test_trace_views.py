@@ -189,6 +189,7 @@ CANDIDATE_KEYS = {
     "relaxed",
 }
 ATTEMPT_KEYS = {
+    "hedge",
     "number",
     "provider",
     "model",

@@ -354,8 +354,8 @@ def test_health_is_fed_by_attempts_and_a_half_open_trial_is_claimed_once() -> No
     async def sleep(seconds: float) -> None:
         del seconds
 
-    engine = Engine(Directory(upstreams), clock, sleep, book)
-    gateway = Gateway(engine, _NoTraces(), clock, book)
+    engine = Engine(Directory(upstreams), clock, sleep, health=book)
+    gateway = Gateway(engine, _NoTraces(), clock, health=book)
 
     def ctx(request_id: str) -> RequestContext:
         return RequestContext(
@@ -395,8 +395,8 @@ def test_lowest_latency_routes_by_what_the_engine_observed() -> None:
     clock = FakeClock()
     latency = LatencyBook()
     upstreams = {"a": ScriptedUpstream([answer("from a")]), "b": ScriptedUpstream([])}
-    engine = Engine(Directory(upstreams), clock, asyncio.sleep, None, latency)
-    gateway = Gateway(engine, _NoTraces(), clock, None, latency)
+    engine = Engine(Directory(upstreams), clock, asyncio.sleep, latency=latency)
+    gateway = Gateway(engine, _NoTraces(), clock, latency=latency)
     ctx = RequestContext(
         request_id="req_l", snapshot=snapshot, endpoint="chat.completions",
         started_at=1000.0, started_mono=1000.0,

@@ -1,0 +1,263 @@
+"""The admin API (``/admin/v1``): what this gateway observes about its upstreams.
+
+Admin scope: in ``open`` mode (loopback only) every caller has it; in ``keys`` mode a
+caller without a valid key gets 401 ``authentication_failed`` and one whose key is not the
+admin key (``auth.admin_key``) 403 ``permission_denied``. Errors take the OpenAI shape.
+
+``GET /admin/v1/health`` (what ``gw health`` shows)::
+
+    {"now": 1773583323.12,            // wall clock, epoch seconds
+     "revision": 3,                   // the config revision the targets come from
+     "targets": [{"provider", "model", "routes": ["chat", ...],
+                  "status": "healthy" | "degraded" | "unhealthy", "reason",
+                  "breaker": "closed" | "open" | "half_open",
+                  "consecutive_failures", "window_calls", "window_failures", "openings",
+                  "cooldown_until": epoch seconds | null, "cooldown_remaining_s": s | null,
+                  "trial_in_flight",
+                  "latency": {"total_ms", "ttft_ms", "samples"} | null,
+                  "last_probe_ok": bool | null}],
+     "accounts": [{"provider", "account",
+                   "locks": [{"model", "locked_until", "remaining_s", "reason"}]}]}
+
+Targets are those of the snapshot's routes, in config order, then any other target gw has
+seen (addressed directly as ``provider/model``), by name. A target whose every account is
+locked reads ``unhealthy`` with the lock as its reason, as routing sees it. Only names,
+states and numbers are reported: never a key, a base URL or a header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import msgspec
+from litestar import Response, get
+from litestar.handlers import HTTPRouteHandler
+
+from gw.config.snapshot import Snapshot
+from gw.errors import GatewayError, PermissionDeniedError
+from gw.execution.accounts import AccountBook, AccountLock
+from gw.execution.health import BreakerState, HealthBook, HealthStatus, TargetHealth
+from gw.execution.latency import LatencyAverage, LatencyBook
+from gw.server.auth import AuthMode, Principal
+from gw.server.responses import JSON, gw_headers, openai_error_response
+from gw.server.services import HttpRequest, ServerServices
+
+ADMIN_KEY_ID = "admin"  # the key id gw.server.auth gives the holder of auth.admin_key
+
+
+class Now(msgspec.Struct, frozen=True, kw_only=True):
+    """One instant on both clocks: the books keep monotonic deadlines, users read wall time."""
+
+    wall: float
+    mono: float
+
+    def to_wall(self, deadline: float) -> float:
+        """A monotonic deadline as epoch seconds."""
+        return round(self.wall + (deadline - self.mono), 3)
+
+    def remaining(self, deadline: float) -> float:
+        """Seconds until a monotonic deadline, never negative."""
+        return round(max(0.0, deadline - self.mono), 3)
+
+
+class LatencyView(msgspec.Struct, frozen=True, kw_only=True):
+    total_ms: float | None
+    ttft_ms: float | None
+    samples: int
+
+
+class TargetView(msgspec.Struct, frozen=True, kw_only=True):
+    provider: str
+    model: str
+    routes: tuple[str, ...]
+    status: HealthStatus
+    reason: str
+    breaker: BreakerState
+    consecutive_failures: int
+    window_calls: int
+    window_failures: int
+    openings: int
+    cooldown_until: float | None
+    cooldown_remaining_s: float | None
+    trial_in_flight: bool
+    latency: LatencyView | None
+    last_probe_ok: bool | None
+
+
+class LockView(msgspec.Struct, frozen=True, kw_only=True):
+    model: str
+    locked_until: float
+    remaining_s: float
+    reason: str
+
+
+class AccountView(msgspec.Struct, frozen=True, kw_only=True):
+    provider: str
+    account: str
+    locks: tuple[LockView, ...]
+
+
+class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
+    now: float
+    revision: int
+    targets: tuple[TargetView, ...]
+    accounts: tuple[AccountView, ...]
+
+
+def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
+    @get("/admin/v1/health", include_in_schema=False)
+    async def health(request: HttpRequest) -> Response[bytes]:
+        ctx = services.begin(request, "admin.health")
+        try:
+            check_admin_scope(
+                services.authenticator.authenticate(request.headers), services.authenticator.mode
+            )
+        except GatewayError as error:
+            failed = services.gateway.reject(ctx, error, stream=False)
+            return openai_error_response(failed.error, failed.trace)
+        now = Now(wall=services.clock.time(), mono=services.clock.monotonic())
+        report = health_report(
+            ctx.snapshot,
+            health=services.health,
+            latency=services.latency,
+            accounts=services.accounts,
+            now=now,
+        )
+        return Response(
+            content=msgspec.json.encode(report),
+            media_type=JSON,
+            headers=gw_headers(ctx.request_id, "-", ctx.snapshot.revision),
+        )
+
+    return [health]
+
+
+def check_admin_scope(principal: Principal, mode: AuthMode) -> None:
+    """Raise ``permission_denied`` unless ``principal`` may use the admin API."""
+    if mode == "open" or principal.key_id == ADMIN_KEY_ID:
+        return
+    raise PermissionDeniedError(
+        "this endpoint needs admin scope: send the admin key (auth.admin_key), not an API key"
+    )
+
+
+def health_report(
+    snapshot: Snapshot,
+    *,
+    health: HealthBook | None,
+    latency: LatencyBook | None,
+    accounts: AccountBook | None,
+    now: Now,
+) -> HealthReport:
+    """Every target's health, breaker and latency, and every account's locks, as of ``now``."""
+    states: dict[str, TargetHealth] = {}
+    untracked = "this gateway keeps no health book"
+    if health is not None:
+        states = {state.key: state for state in health.states(now=now.mono)}
+        untracked = "no calls recorded yet"
+    averages = latency.averages() if latency is not None else {}
+    locks: list[AccountLock] = []
+    locked: dict[str, str] = {}
+    if accounts is not None:
+        locks = accounts.locks(now=now.mono)
+        locked = accounts.fully_locked(snapshot.accounts, now=now.mono)
+    routes = target_routes(snapshot, [*states, *averages, *locked])
+    targets = tuple(
+        target_view(
+            states.get(key, TargetHealth(key=key, status="healthy", reason=untracked)),
+            routes=names,
+            average=averages.get(key),
+            locked_reason=locked.get(key),
+            now=now,
+        )
+        for key, names in routes.items()
+    )
+    return HealthReport(
+        now=round(now.wall, 3),
+        revision=snapshot.revision,
+        targets=targets,
+        accounts=account_views(snapshot, locks, now),
+    )
+
+
+def target_routes(snapshot: Snapshot, known: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """``provider/model`` -> the routes naming it: route targets in config order, then any
+    other known target by name (with no routes)."""
+    routes: dict[str, list[str]] = {}
+    for route in snapshot.routes.values():
+        for target in route.targets:
+            names = routes.setdefault(f"{target.provider}/{target.model}", [])
+            if route.name not in names:
+                names.append(route.name)
+    for key in sorted(set(known) - routes.keys()):
+        routes[key] = []
+    return {key: tuple(names) for key, names in routes.items()}
+
+
+def target_view(
+    state: TargetHealth,
+    *,
+    routes: tuple[str, ...],
+    average: LatencyAverage | None,
+    locked_reason: str | None,
+    now: Now,
+) -> TargetView:
+    """One target's row; a lock on every account makes it unhealthy, as routing sees it."""
+    provider, _, model = state.key.partition("/")  # provider names hold no '/'; models may
+    status, reason = state.status, state.reason
+    cooldown = state.cooldown_until
+    if locked_reason is not None and status != "unhealthy":
+        status, reason = "unhealthy", locked_reason
+    return TargetView(
+        provider=provider,
+        model=model,
+        routes=routes,
+        status=status,
+        reason=reason,
+        breaker=state.breaker,
+        consecutive_failures=state.consecutive_failures,
+        window_calls=state.window_calls,
+        window_failures=state.window_failures,
+        openings=state.openings,
+        cooldown_until=None if cooldown is None else now.to_wall(cooldown),
+        cooldown_remaining_s=None if cooldown is None else now.remaining(cooldown),
+        trial_in_flight=state.trial_until is not None,
+        latency=None if average is None else latency_view(average),
+        last_probe_ok=state.last_probe_ok,
+    )
+
+
+def latency_view(average: LatencyAverage) -> LatencyView:
+    def ms(value: float | None) -> float | None:
+        return None if value is None else round(value, 1)
+
+    return LatencyView(
+        total_ms=ms(average.total_ms), ttft_ms=ms(average.ttft_ms), samples=average.samples
+    )
+
+
+def account_views(
+    snapshot: Snapshot, locks: Sequence[AccountLock], now: Now
+) -> tuple[AccountView, ...]:
+    """One row per configured account, in config order; locks of accounts no longer
+    configured are left out."""
+    by_account: dict[tuple[str, str], list[AccountLock]] = {}
+    for lock in locks:
+        by_account.setdefault((lock.provider, lock.account), []).append(lock)
+    return tuple(
+        AccountView(
+            provider=provider,
+            account=account.name,
+            locks=tuple(
+                LockView(
+                    model=lock.model,
+                    locked_until=now.to_wall(lock.until),
+                    remaining_s=now.remaining(lock.until),
+                    reason=lock.reason,
+                )
+                for lock in by_account.get((provider, account.name), ())
+            ),
+        )
+        for provider, configured in snapshot.accounts.items()
+        for account in configured
+    )

@@ -1,0 +1,90 @@
+"""Bound the time a client may take to send a request's headers (server.header_timeout).
+
+uvicorn bounds the idle wait between requests on a kept-alive connection, but not the
+header read: a client that connects and sends nothing, or one header byte now and then,
+holds its connection forever (uvicorn's keep-alive timer is cancelled by any byte).
+``header_timeout_protocol`` returns uvicorn's httptools protocol with one more timer.
+
+Strategy: one loop timer per wait for headers, not per byte. It is armed when the
+connection opens and again when a response completes on a kept-alive connection with no
+pipelined request behind it, and cancelled when the headers are complete or the
+connection is lost. On expiry, a client that has begun a request gets a bare 408 and the
+connection is closed; an idle one is closed silently, as uvicorn's keep-alive timer does,
+since a client may already be reusing that connection for a request of its own.
+
+The body is bounded elsewhere: gw reads it within server.body_timeout
+(``gw/server/ingress.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+
+class HeaderTimeoutProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, closing connections whose headers come too slowly."""
+
+    header_timeout: float = 10.0  # seconds; set by header_timeout_protocol()
+
+    _header_timer: asyncio.TimerHandle | None = None
+    _in_head = False  # a request has begun and its headers are not complete yet
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_timer()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head = True
+
+    def on_headers_complete(self) -> None:
+        # Before super(): a WebSocket upgrade hands the transport to another protocol,
+        # and this one would never see connection_lost.
+        self._cancel_header_timer()
+        self._in_head = False
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        # A pipelined request waiting behind this response already has its headers.
+        pipelined = bool(self.pipeline)
+        super().on_response_complete()
+        if not pipelined and not self.transport.is_closing():
+            self._arm_header_timer()
+
+    def _arm_header_timer(self) -> None:
+        self._cancel_header_timer()
+        self._header_timer = self.loop.call_later(self.header_timeout, self._header_timed_out)
+
+    def _cancel_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _header_timed_out(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing():
+            return
+        # The timer only runs while no request is being served, so no response has begun.
+        if self._in_head and (self.cycle is None or self.cycle.response_complete):
+            self.transport.write(self._timeout_response())
+        self.transport.close()
+
+    def _timeout_response(self) -> bytes:
+        content = [STATUS_LINE[408]]
+        for name, value in self.server_state.default_headers:
+            content += [name, b": ", value, b"\r\n"]
+        content.append(b"content-length: 0\r\nconnection: close\r\n\r\n")
+        return b"".join(content)
+
+
+def header_timeout_protocol(seconds: float) -> type[HeaderTimeoutProtocol]:
+    """The protocol class to pass as ``uvicorn.Config(http=...)``, bound to ``seconds``."""
+    if seconds <= 0:
+        raise ValueError("server.header_timeout must be longer than 0s")
+    return type("HeaderTimeoutProtocol", (HeaderTimeoutProtocol,), {"header_timeout": seconds})

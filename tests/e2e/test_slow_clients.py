@@ -1,0 +1,152 @@
+"""Slow clients are cut off: headers within server.header_timeout, bodies within body_timeout.
+
+Raw sockets on loopback, each with a generous 20 s timeout: a test fails if gw leaves a
+slow connection open that long, and no test measures how fast gw is.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from e2e.gw_process import GwServer
+
+CONFIG = """
+server: {header_timeout: 0.5s, body_timeout: 0.5s}
+providers: [{name: mock, kind: mock}]
+routes: [{name: mock, targets: [{provider: mock, model: mock-1}]}]
+"""
+SOCKET_TIMEOUT_S = 20.0
+PARTIAL_HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+LIVEZ = b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+@pytest.fixture(scope="module")
+def strict_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GwServer]:
+    home = tmp_path_factory.mktemp("gw-slow")
+    config = home / "gw.yaml"
+    config.write_text(CONFIG)
+    with GwServer(home / "state", config) as server:
+        yield server
+
+
+def connect(gw: GwServer) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", gw.port), timeout=SOCKET_TIMEOUT_S)
+
+
+def read_until_closed(raw: socket.socket) -> bytes:
+    """Everything the server sends until it closes; socket.timeout if it never does."""
+    data = b""
+    for _ in range(10_000):  # bounded; each recv is bounded by the socket's timeout
+        try:
+            chunk = raw.recv(65536)
+        except ConnectionResetError:  # closed with unread input: a reset instead of a FIN
+            return data
+        if not chunk:
+            return data
+        data += chunk
+    raise AssertionError("the server kept sending")
+
+
+def read_response(raw: socket.socket) -> tuple[bytes, bytes]:
+    """One response with a content-length body: (head, body); the connection stays open."""
+    data = b""
+    for _ in range(10_000):
+        if b"\r\n\r\n" in data:
+            break
+        data += _recv(raw)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    for _ in range(10_000):
+        if len(body) >= length:
+            break
+        body += _recv(raw)
+    return head, body
+
+
+def _recv(raw: socket.socket) -> bytes:
+    chunk = raw.recv(65536)
+    if not chunk:
+        raise AssertionError("the server closed the connection mid-response")
+    return chunk
+
+
+def assert_bare_408(answer: bytes) -> None:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.lower().split(b"\r\n")
+    assert lines[0] == b"http/1.1 408 request timeout", answer
+    assert b"connection: close" in lines
+    assert b"content-length: 0" in lines
+    assert body == b""
+
+
+def test_headers_that_never_finish_get_408_and_a_close(strict_gw: GwServer) -> None:
+    with connect(strict_gw) as raw:
+        raw.sendall(PARTIAL_HEAD)  # then silence
+        assert_bare_408(read_until_closed(raw))
+
+
+def test_a_connection_that_sends_nothing_is_closed(strict_gw: GwServer) -> None:
+    with connect(strict_gw) as raw:
+        assert read_until_closed(raw) == b""  # no request begun: closed without an answer
+
+
+def test_keep_alive_then_slow_headers_get_408_and_a_close(strict_gw: GwServer) -> None:
+    with connect(strict_gw) as raw:
+        raw.sendall(LIVEZ)
+        head, _ = read_response(raw)
+        assert head.startswith(b"HTTP/1.1 200")
+        raw.sendall(PARTIAL_HEAD)
+        assert_bare_408(read_until_closed(raw))
+
+
+def test_an_idle_kept_alive_connection_is_closed(strict_gw: GwServer) -> None:
+    with connect(strict_gw) as raw:
+        raw.sendall(LIVEZ)
+        head, _ = read_response(raw)
+        assert head.startswith(b"HTTP/1.1 200")
+        assert read_until_closed(raw) == b""
+
+
+def test_a_trickled_body_gets_408_request_timeout(strict_gw: GwServer) -> None:
+    """The body limit is gw's own (gw/server/ingress.py): 408 in the client's error format."""
+    head = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        b"content-type: application/json\r\ncontent-length: 1000\r\n\r\n"
+    )
+    with connect(strict_gw) as raw:
+        raw.sendall(head + b'{"model": ')  # 10 of the 1000 bytes, then silence
+        answer_head, body = read_response(raw)
+        assert answer_head.startswith(b"HTTP/1.1 408")
+        assert json.loads(body)["error"]["code"] == "request_timeout"
+        assert b"x-gw-request-id" in answer_head.lower()
+        # The rest of the body never comes: the connection does not stay open for it.
+        assert read_until_closed(raw) == b""
+
+
+def test_slow_clients_do_not_block_the_others(strict_gw: GwServer) -> None:
+    hanging = [connect(strict_gw) for _ in range(20)]
+    try:
+        for raw in hanging:
+            raw.sendall(PARTIAL_HEAD)
+        with httpx.Client(base_url=strict_gw.url, timeout=SOCKET_TIMEOUT_S) as http:
+            assert http.get("/livez").status_code == 200
+            chat = http.post(
+                "/v1/chat/completions",
+                json={"model": "mock", "messages": [{"role": "user", "content": "hi"}]},
+            )
+            assert chat.status_code == 200, chat.text
+            assert chat.json()["choices"][0]["message"]["content"]
+        for raw in hanging:
+            assert_bare_408(read_until_closed(raw))
+    finally:
+        for raw in hanging:
+            raw.close()
