@@ -75,6 +75,56 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             """,
         ),
     ),
+    Migration(
+        version=2,
+        description="api keys and the usage ledger",
+        statements=(
+            # Only the key's SHA-256 digest is stored (invariant 9); prefix and suffix are
+            # for display. ``scopes`` and ``models`` are JSON arrays (models NULL: any).
+            """
+            CREATE TABLE api_keys (
+                id TEXT PRIMARY KEY,
+                digest TEXT NOT NULL UNIQUE,
+                prefix TEXT NOT NULL,
+                suffix TEXT NOT NULL,
+                tenant TEXT NOT NULL,
+                name TEXT,
+                scopes TEXT NOT NULL,
+                models TEXT,
+                created_at REAL NOT NULL,
+                expires_at REAL,
+                revoked_at REAL
+            )
+            """,
+            # One row per request, de-duplicated by request id. ``day`` and ``month`` are the
+            # budget period labels (gw/execution/periods.py renders both, invariant 10).
+            """
+            CREATE TABLE usage (
+                request_id TEXT PRIMARY KEY,
+                time REAL NOT NULL,
+                day TEXT NOT NULL,
+                month TEXT NOT NULL,
+                tenant TEXT,
+                key_id TEXT,
+                route TEXT NOT NULL,
+                provider TEXT,
+                model TEXT,
+                status INTEGER NOT NULL,
+                error_code TEXT,
+                input_tokens INTEGER NOT NULL,
+                output_tokens INTEGER NOT NULL,
+                cached_input_tokens INTEGER NOT NULL,
+                cache_write_tokens INTEGER NOT NULL,
+                reasoning_tokens INTEGER NOT NULL,
+                cost_usd REAL,
+                usage_source TEXT
+            )
+            """,
+            "CREATE INDEX usage_time ON usage (time)",
+            "CREATE INDEX usage_tenant_day ON usage (tenant, day)",
+            "CREATE INDEX usage_tenant_month ON usage (tenant, month)",
+        ),
+    ),
 )
 
 LATEST_VERSION: Final = MIGRATIONS[-1].version
