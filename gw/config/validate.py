@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from gw.config.catalog import prices
 from gw.config.schema import Config, HealthConfig, PolicyConfig, ProviderConfig
 from gw.errors import ERRORS_BY_CODE
 
 Problem = tuple[str, str]  # (field path, reason)
 
 SECRET_SCHEMES = ("env:", "vault:")
+MIN_PROBE_INTERVAL_S = 0.1
 NEEDS_BASE_URL = frozenset({"openai_compatible", "azure_openai"})
 
 
@@ -79,9 +81,13 @@ def _account_problems(here: str, provider: ProviderConfig) -> Iterator[Problem]:
     if provider.accounts and provider.kind == "mock":
         yield f"{here}.accounts", "a provider of kind mock has no accounts"
     if provider.probe is not None:
-        for field in ("interval", "timeout"):
-            if getattr(provider.probe, field).seconds <= 0:
-                yield f"{here}.probe.{field}", "must be longer than 0s"
+        if provider.probe.interval.seconds < MIN_PROBE_INTERVAL_S:
+            yield (
+                f"{here}.probe.interval",
+                f"must be at least {MIN_PROBE_INTERVAL_S:g}s (each probe is a billed call)",
+            )
+        if provider.probe.timeout.seconds <= 0:
+            yield f"{here}.probe.timeout", "must be longer than 0s"
 
 
 def _route_problems(config: Config, providers: set[str]) -> Iterator[Problem]:
@@ -116,8 +122,7 @@ def _model_problems(config: Config, providers: set[str]) -> Iterator[Problem]:
         if (entry.provider, entry.model) in seen:
             yield here, f"{entry.provider}/{entry.model} is listed twice"
         seen.add((entry.provider, entry.model))
-        prices = (entry.input_per_mtok, entry.output_per_mtok, entry.cached_input_per_mtok or 0)
-        if min(prices) < 0:
+        if min(prices(entry)) < 0:
             yield here, "prices must not be negative"
 
 

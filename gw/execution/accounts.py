@@ -30,7 +30,9 @@ from gw.config.units import Duration
 from gw.errors import GatewayError
 
 LOCKING_CODES = frozenset({"rate_limited", "upstream_auth_failed"})
-MAX_LOCKS = 10_000  # clients may address provider/any-model directly: keep it bounded
+# Clients may address provider/any-model directly: bounded, and small enough that the
+# per-request scan in fully_locked stays cheap.
+MAX_LOCKS = 1_000
 
 
 class AccountLock(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,7 +53,7 @@ class AccountBook:
     def __init__(self, config: HealthConfig) -> None:
         self._config = config
         self._locks: dict[tuple[str, str, str], AccountLock] = {}
-        self._turns: dict[tuple[str, str], int] = {}  # round-robin position per target
+        self._turns: dict[str, int] = {}  # round-robin position per provider
 
     def reconfigure(self, config: HealthConfig) -> None:
         self._config = config
@@ -72,9 +74,8 @@ class AccountBook:
         if not free:
             return [min(accounts, key=lambda a: self._until(provider.name, a.name, model))]
         if provider.account_selection == "round_robin" and len(free) > 1:
-            turn_key = (provider.name, model)
-            turn = self._turns.get(turn_key, 0)
-            self._turns[turn_key] = turn + 1
+            turn = self._turns.get(provider.name, 0)
+            self._turns[provider.name] = turn + 1
             start = turn % len(free)
             free = free[start:] + free[:start]
         return free
@@ -82,8 +83,13 @@ class AccountBook:
     def lock_after(
         self, provider: str, account: str, model: str, error: GatewayError, *, now: float
     ) -> AccountLock | None:
-        """Lock the account for the model when ``error`` says it cannot serve it now."""
+        """Lock the account for the model when ``error`` says it cannot serve it now.
+
+        A credential gw itself could not supply (an unset env variable: blame gateway) is
+        a config problem, not the upstream's verdict: it locks nothing."""
         if not self._config.lock_accounts or error.code not in LOCKING_CODES:
+            return None
+        if error.blame == "gateway":
             return None
         if error.code == "rate_limited":
             seconds = self._config.rate_limit_cooldown.seconds
@@ -95,12 +101,21 @@ class AccountBook:
             reason = f"the upstream refused its credentials; locked for {Duration(seconds)}"
         if len(self._locks) >= MAX_LOCKS:
             self._forget_expired(now)
+        key = (provider, account, model)
+        held = self._locks.get(key)
+        if held is not None and held.until > now + seconds:
+            return held  # a longer lock stands (an auth lock outlives a short 429)
         lock = AccountLock(
             provider=provider, account=account, model=model, until=now + seconds, reason=reason
         )
         if len(self._locks) < MAX_LOCKS:
-            self._locks[(provider, account, model)] = lock
+            self._locks[key] = lock
         return lock
+
+    def unlock(self, provider: str, account: str, model: str) -> None:
+        """The account answered for the model: whatever locked it no longer holds."""
+        if self._locks:
+            self._locks.pop((provider, account, model), None)
 
     def locks(self, *, now: float) -> list[AccountLock]:
         """Every lock still in force, soonest freed first (for ``gw health``)."""
@@ -114,14 +129,15 @@ class AccountBook:
         if not self._locks:
             return {}
         by_target: dict[tuple[str, str], list[AccountLock]] = {}
-        for lock in self.locks(now=now):
-            by_target.setdefault((lock.provider, lock.model), []).append(lock)
+        for lock in self._locks.values():
+            if lock.until > now:
+                by_target.setdefault((lock.provider, lock.model), []).append(lock)
         verdicts: dict[str, str] = {}
         for (provider, model), held in by_target.items():
             configured = accounts.get(provider, ())
             locked_names = {lock.account for lock in held}
             if configured and all(account.name in locked_names for account in configured):
-                soonest = held[0]
+                soonest = min(held, key=lambda lock: lock.until)
                 verdicts[f"{provider}/{model}"] = (
                     f"every account is locked ({soonest.account}: {soonest.reason}, "
                     f"{soonest.until - now:.1f}s more)"

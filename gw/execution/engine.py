@@ -33,7 +33,7 @@ from gw.execution.attempt_log import AttemptLog, PendingAttempt
 from gw.execution.backoff import backoff_delay
 from gw.execution.fallback import may_fall_back
 from gw.execution.health import HealthBook
-from gw.execution.hedging import HEDGE_LOST, hedged
+from gw.execution.hedging import HEDGE_LOST, HedgeLostError, hedged
 from gw.execution.idle_watch import IdleWatch
 from gw.execution.latency import LatencyBook
 from gw.ir import (
@@ -230,10 +230,9 @@ class Engine:
                 accept(response)
             return response
 
-        response, target, pending = await self._execute(
+        response, target = await self._execute(
             plan, log, call_for=_chat_calls(plan, stream=False), attempt=attempt
         )
-        log.finish(pending, "answered")
         return Answer(response=response, target=target, attempts=log.records)
 
     async def embed(
@@ -270,10 +269,7 @@ class Engine:
                 timeouts=timeouts,
             )
 
-        response, target, pending = await self._execute(
-            plan, log, call_for=call_for, attempt=attempt
-        )
-        log.finish(pending, "answered")
+        response, target = await self._execute(plan, log, call_for=call_for, attempt=attempt)
         return Answer(response=response, target=target, attempts=log.records)
 
     async def open_stream(self, plan: ExecutionPlan[ChatRequest], log: AttemptLog) -> OpenStream:
@@ -328,35 +324,46 @@ class Engine:
         *,
         call_for: CallFactory[CallT],
         attempt: Callable[[Upstream, CallT, PendingAttempt, float], Awaitable[T]],
-    ) -> tuple[T, TargetRef, PendingAttempt]:
-        """A whole answer: the chain in order, hedged when the policy asks for it."""
+    ) -> tuple[T, TargetRef]:
+        """A whole answer, its attempt closed: the chain in order, hedged when the policy
+        asks for it. With hedging, the first lane to answer closes its attempt as the
+        answer at once (so a client leaving meanwhile cannot lose it); a lane answering
+        after that closes its own as ``hedge_lost``."""
         deadline = self.deadline(plan)
         chain = plan.decision.chain
         after = plan.policy.hedge.after
-        if after is None or len(chain) < 2:
-            return await self._run(plan, log, deadline=deadline, call_for=call_for, attempt=attempt)
-        first = self._run(
-            plan,
-            log,
-            deadline=deadline,
-            call_for=call_for,
-            attempt=attempt,
-            chain=chain[:1],
-            continues=True,
-        )
+        won = False
 
-        def rest(hedge: bool) -> Awaitable[tuple[T, TargetRef, PendingAttempt]]:
-            return self._run(
+        async def lane(
+            part: Sequence[TargetRef], *, continues: bool, hedge: bool
+        ) -> tuple[T, TargetRef]:
+            nonlocal won
+            result, target, pending = await self._run(
                 plan,
                 log,
                 deadline=deadline,
                 call_for=call_for,
                 attempt=attempt,
-                chain=chain[1:],
+                chain=part,
+                continues=continues,
                 hedge=hedge,
             )
+            if won:
+                log.finish(pending, "hedge_lost")
+                raise HedgeLostError
+            won = True
+            log.finish(pending, "answered")
+            return result, target
 
-        return await hedged(first, rest, after.seconds, plan.policy.fallback)
+        if after is None or len(chain) < 2:
+            return await lane(chain, continues=False, hedge=False)
+        first = lane(chain[:1], continues=True, hedge=False)
+        return await hedged(
+            first,
+            lambda hedge: lane(chain[1:], continues=False, hedge=hedge),
+            after.seconds,
+            plan.policy.fallback,
+        )
 
     async def _run(
         self,
@@ -377,9 +384,9 @@ class Engine:
         says more targets follow outside it, so its last may fall back (the error is then
         raised for the caller to carry on); ``hedge`` marks the attempts as hedged.
 
-        ``retry.max_attempts`` bounds the calls to one target; moving to the next account
-        after one is locked (rate limited, credentials refused) is a fallback within the
-        target, so one target gets at most ``max_attempts + accounts - 1`` calls.
+        ``retry.max_attempts`` bounds the calls to one target, whichever account each went
+        to: moving to the next account after one is locked (rate limited, credentials
+        refused) takes one of them, as a retry would.
         """
         chain = plan.decision.chain if chain is None else chain
         policy = plan.policy
@@ -445,6 +452,8 @@ class Engine:
                         raise
                     self._record_health(target, None, trial=trial)
                     self._record_latency(target, pending)
+                    if self._accounts is not None:
+                        self._accounts.unlock(target.provider, account.name, target.model)
                     return result, target, pending
                 if fell_back:
                     break  # to the next target, not this target's next account
@@ -468,7 +477,10 @@ class Engine:
         """What follows a failed attempt: the next account when this one is now locked,
         a retry after a delay, the next target, or the end of the request."""
         self._record_health(target, error, trial=trial)
-        if self._lock_account(target, account, error) and more_accounts:
+        # Another account is a call to the same target: it counts toward max_attempts
+        # like a retry (DESIGN: max_attempts counts every call to one target).
+        locked = self._lock_account(target, account, error)
+        if locked and more_accounts and calls < plan.policy.retry.max_attempts:
             return "next_account", None
         # A failed trial has reopened the breaker: no second call to it.
         delay = None if trial else self._retry_delay(plan, error, calls, deadline)

@@ -224,7 +224,7 @@ class Gateway:
                 ctx, error, requested_model=request.model, stream=_streams(request)
             ) from None
         trials: frozenset[str] = frozenset()
-        if view:
+        if view and self._health is not None:
             decision, trials = self._claim_trials(decision, view)
         if not decision.chain:
             param = "messages" if isinstance(request, ChatRequest) else "input"
@@ -259,7 +259,7 @@ class Gateway:
     ) -> tuple[RouteDecision, frozenset[str]]:
         """Claim the half-open trial of each chain target that offers one; a target whose
         trial another request holds leaves the chain."""
-        assert self._health is not None  # noqa: S101 - a view comes only from a book
+        assert self._health is not None  # noqa: S101 - _plan checks
         now = self._clock.monotonic()
         chain: list[TargetRef] = []
         trials: set[str] = set()

@@ -25,6 +25,10 @@ R = TypeVar("R")
 HEDGE_LOST = "hedge lost"  # the cancel message for the lane that did not answer first
 
 
+class HedgeLostError(Exception):
+    """A lane answered after the other had: its answer is dropped (and traced so)."""
+
+
 async def hedged(
     first: Awaitable[R],
     rest: Callable[[bool], Awaitable[R]],
@@ -46,11 +50,13 @@ async def hedged(
         running.add(hedge)
         while running:
             done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for lane in _lead_first(done, lead):
-                if lane.exception() is None or (lane is lead and not _may_continue(lane, fallback)):
-                    await _cancel(running, HEDGE_LOST)
-                    running = set()
-                    return lane.result()
+            failures = {lane: lane.exception() for lane in done}  # each one retrieved
+            winner = next((lane for lane, failure in failures.items() if failure is None), None)
+            ended = lead in done and winner is None and not _may_continue(lead, fallback)
+            if winner is not None or ended:
+                await _cancel(running, HEDGE_LOST)
+                running = set()
+                return (winner or lead).result()
         # Both failed, the first with an error that may fall back: the rest's error is the
         # request's, as after a plain fallback.
         return hedge.result()
@@ -62,10 +68,6 @@ def _may_continue(lane: asyncio.Future[R], fallback: FallbackConfig) -> bool:
     """True when the lane's failure lets the request go on to the rest of the chain."""
     error = getattr(lane.exception(), "error", None)
     return error is not None and may_fall_back(error, fallback)
-
-
-def _lead_first(done: set[asyncio.Future[R]], lead: asyncio.Future[R]) -> list[asyncio.Future[R]]:
-    return sorted(done, key=lambda lane: lane is not lead)
 
 
 async def _cancel(lanes: set[asyncio.Future[R]], message: str | None) -> None:

@@ -16,6 +16,8 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+import msgspec
+
 from gw.config.schema import ProviderConfig
 from gw.config.snapshot import Snapshot
 from gw.errors import GatewayError
@@ -29,7 +31,9 @@ PROBE_MESSAGE = "ping"
 
 
 def probed_targets(snapshot: Snapshot) -> list[tuple[ProviderConfig, str]]:
-    """(provider, model) for each target to probe now, in config order, no repeats."""
+    """(provider, model) for each target to probe now, in config order, no repeats.
+
+    ``provider`` is the account a probe uses (the provider's first) merged over it."""
     targets: list[tuple[ProviderConfig, str]] = []
     routed: dict[str, list[str]] = {}
     for route in snapshot.routes.values():
@@ -41,8 +45,9 @@ def probed_targets(snapshot: Snapshot) -> list[tuple[ProviderConfig, str]]:
         if provider.probe is None:
             continue
         chosen = provider.probe.models
+        account = snapshot.accounts[provider.name][0]
         for model in chosen if chosen is not None else routed.get(provider.name, ()):
-            targets.append((provider, model))
+            targets.append((msgspec.structs.replace(account.provider, probe=provider.probe), model))
     return targets
 
 
@@ -72,7 +77,7 @@ class Prober:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(BaseException):  # a crashed loop must not stop shutdown
                 await self._task
 
     async def probe_due(self) -> float | None:
@@ -92,28 +97,31 @@ class Prober:
 
     async def _loop(self) -> None:
         while True:
-            wait = await self.probe_due()
+            try:
+                wait = await self.probe_due()
+            except Exception as exc:  # noqa: BLE001 -- the loop outlives any one round
+                logger.warning("a probe round failed: %s", type(exc).__name__)
+                wait = None
             await self._sleep(1.0 if wait is None else max(wait, 0.05))
 
     async def _probe(self, provider: ProviderConfig, model: str) -> None:
         assert provider.probe is not None  # noqa: S101 - only probed providers get here
-        account = self._snapshot().accounts[provider.name][0]
         budget = provider.probe.timeout.seconds
         call = UpstreamCall(
             request_id="probe",
-            provider=account.provider,
+            provider=provider,
             request=ChatRequest(
                 model=model,
                 messages=(UserMessage(content=(TextPart(text=PROBE_MESSAGE),)),),
                 max_tokens=1,
             ),
-            account=account.name,
+            account=None,
             timeouts=AttemptTimeouts(connect=budget, read=budget),
         )
         ok: bool | None
         try:
             async with asyncio.timeout(budget):
-                await self._upstreams.upstream_for(account.provider).complete(call)
+                await self._upstreams.upstream_for(provider).complete(call)
             ok = True
         except TimeoutError:
             ok = False

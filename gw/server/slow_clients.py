@@ -6,11 +6,12 @@ holds its connection forever (uvicorn's keep-alive timer is cancelled by any byt
 ``header_timeout_protocol`` returns uvicorn's httptools protocol with one more timer.
 
 Strategy: one loop timer per wait for headers, not per byte. It is armed when the
-connection opens and again when a response completes on a kept-alive connection with no
-pipelined request behind it, and cancelled when the headers are complete or the
-connection is lost. On expiry, a client that has begun a request gets a bare 408 and the
-connection is closed; an idle one is closed silently, as uvicorn's keep-alive timer does,
-since a client may already be reusing that connection for a request of its own.
+connection opens, again when a response completes on a kept-alive connection with no
+pipelined request behind it, and once more at a request's first byte; it is cancelled
+when the headers are complete or the connection is lost. On expiry, a client that has
+begun a request gets a bare 408 and the connection is closed; an idle one is closed
+silently, as uvicorn's keep-alive timer does, since a client may already be reusing that
+connection for a request of its own.
 
 The body is bounded elsewhere: gw reads it within server.body_timeout
 (``gw/server/ingress.py``).
@@ -42,6 +43,9 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._in_head = True
+        # The request's first byte: its headers get the whole budget, however long the
+        # connection sat idle before (that wait had its own, the same length).
+        self._arm_header_timer()
 
     def on_headers_complete(self) -> None:
         # Before super(): a WebSocket upgrade hands the transport to another protocol,

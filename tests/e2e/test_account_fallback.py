@@ -33,7 +33,8 @@ routes:
       - {{provider: pool, model: gpt-a, priority: 1}}
       - {{provider: spare, model: gpt-s, priority: 2}}
 policies:
-  - {{name: once, match: {{routes: ["*"]}}, retry: {{max_attempts: 1}}}}
+  # Two calls per target: the first account, then the next (a switch counts as a call).
+  - {{name: twice, match: {{routes: ["*"]}}, retry: {{max_attempts: 2}}}}
 health: {{rate_limit_cooldown: 10m, max_cooldown: 10m}}
 """
 ENV = {"POOL_KEY": "sk-east-0123456789", "POOL_WEST_KEY": "sk-west-0123456789"}

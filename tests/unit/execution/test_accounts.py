@@ -150,14 +150,14 @@ def test_a_rate_limited_account_hands_over_to_the_next_before_the_next_target() 
     assert [lock.account for lock in book.locks(now=1000.5)] == ["one"]
 
 
-def test_every_account_rate_limited_then_the_next_target() -> None:
+def test_the_next_account_counts_toward_max_attempts() -> None:
+    """DESIGN: max_attempts counts every call to one target, other accounts included."""
     limited = [RateLimitedError("429") for _ in range(3)]
     result, upstreams, _, _ = run(limited, [answer("b")])
     assert [(a.account, a.outcome) for a in result.attempts] == [
-        ("one", "next_account"), ("two", "next_account"), ("three", "fell_back"),
-        ("default", "answered"),
+        ("one", "next_account"), ("two", "fell_back"), ("default", "answered"),
     ]  # fmt: skip
-    assert len(upstreams["a"].calls) == 3
+    assert len(upstreams["a"].calls) == 2  # max_attempts: 2; account three is not reached
 
 
 def test_a_server_error_retries_the_same_account_and_does_not_lock() -> None:
@@ -170,16 +170,34 @@ def test_a_server_error_retries_the_same_account_and_does_not_lock() -> None:
 
 
 def test_calls_to_one_target_stay_bounded() -> None:
-    """max_attempts per target, plus one call per further account after a lock."""
-    steps = [UpstreamError("502"), RateLimitedError("429"), UpstreamError("502"), answer()]
+    """A retry and an account switch both count: max_attempts calls per target."""
+    steps = [UpstreamError("502"), RateLimitedError("429"), answer()]
     with pytest.raises(ExecutionFailedError) as failed:
         run(steps, [UpstreamError("b"), UpstreamError("b"), answer()])
-    # a: one (502, retried), one (429, locked) -> two (502): max_attempts=2 is spent -> b,
-    # which gets its two calls and fails the request.
     assert [(a.provider, a.account, a.outcome) for a in failed.value.attempts] == [
-        ("a", "one", "retried"), ("a", "one", "next_account"), ("a", "two", "fell_back"),
+        ("a", "one", "retried"), ("a", "one", "fell_back"),
         ("b", "default", "retried"), ("b", "default", "failed"),
     ]  # fmt: skip
+
+
+def test_an_answer_unlocks_the_account_and_a_gateway_side_auth_error_locks_nothing() -> None:
+    book = AccountBook(HealthConfig())
+    for name, wait in (("one", 5.0), ("two", 10.0), ("three", 10.0)):
+        book.lock_after("a", name, "m1", RateLimitedError("429", retry_after=wait), now=1000)
+    # Every account is locked: the one freed soonest is tried anyway, and answers.
+    result, *_ = run([answer()], [], book=book)
+    assert [(a.account, a.outcome) for a in result.attempts] == [("one", "answered")]
+    assert [lock.account for lock in book.locks(now=1000)] == ["two", "three"]
+    unset_env = UpstreamAuthFailedError("env:A_ONE is not set", blame="gateway")
+    assert book.lock_after("a", "one", "m1", unset_env, now=0) is None
+
+
+def test_a_longer_lock_is_not_shortened() -> None:
+    book = AccountBook(HealthConfig(auth_failure_cooldown=Duration(300)))
+    book.lock_after("a", "one", "m1", UpstreamAuthFailedError("401"), now=0)
+    lock = book.lock_after("a", "one", "m1", RateLimitedError("429", retry_after=1.0), now=0)
+    assert lock is not None
+    assert lock.until == 300
 
 
 def test_the_gateway_routes_around_a_fully_locked_target() -> None:

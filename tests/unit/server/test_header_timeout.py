@@ -115,13 +115,16 @@ def test_a_connection_gets_one_timer_not_one_per_byte() -> None:
     protocol, loop, _ = open_connection(2.5)
     for byte in PARTIAL_HEAD:
         protocol.data_received(bytes([byte]))
-    assert [timer.delay for timer in loop.timers] == [2.5]
+    # One at the open, re-armed once at the request's first byte; none per further byte.
+    assert [timer.delay for timer in loop.timers] == [2.5, 2.5]
+    assert len(loop.live()) == 1
 
 
 def test_headers_that_never_finish_get_a_bare_408_and_a_close() -> None:
     protocol, loop, transport = open_connection()
     protocol.data_received(PARTIAL_HEAD)
-    loop.timers[0].fire()
+    [timer] = loop.live()
+    timer.fire()
     assert transport.closed
     head, _, body = transport.written.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
@@ -153,7 +156,10 @@ def test_complete_headers_cancel_it_and_a_kept_alive_connection_rearms_it() -> N
         [rearmed] = loop.live()
         assert rearmed.delay == 2.5
         protocol.data_received(PARTIAL_HEAD)  # the next request, slowly
-        rearmed.fire()
+        [head_timer] = loop.live()  # its first byte re-armed the timer with a full budget
+        assert head_timer is not rearmed
+        assert rearmed.cancelled
+        head_timer.fire()
         assert transport.written.split(b"\r\n\r\nok", 1)[1].startswith(b"HTTP/1.1 408")
         assert transport.closed
         protocol.connection_lost(None)
@@ -166,9 +172,9 @@ def test_a_pipelined_request_is_not_timed_until_its_response_is_done() -> None:
         protocol, loop, transport = open_connection()
         protocol.data_received(GET + GET)
         await responses_written(transport, 2)
-        # Armed once at the open, once after the second response; not after the first,
-        # whose successor's headers had already arrived.
-        assert len(loop.timers) == 2
+        # Armed at the open, at each request's first byte, and after the second response;
+        # not after the first, whose successor's headers had already arrived.
+        assert len(loop.timers) == 4
         assert len(loop.live()) == 1
         protocol.connection_lost(None)
         assert loop.live() == []
