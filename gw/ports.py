@@ -13,7 +13,7 @@ import msgspec
 
 from gw.config.schema import ProviderConfig
 from gw.ir import ChatRequest, ChatResponse, EmbeddingRequest, EmbeddingResponse, StreamEvent
-from gw.record import TraceRecord
+from gw.record import TraceRecord, UsageSource
 
 
 class AttemptTimeouts(msgspec.Struct, frozen=True, kw_only=True):
@@ -84,6 +84,48 @@ class TraceSink(Protocol):
     """Takes a finished trace without blocking; may drop under pressure, counting drops."""
 
     def submit(self, trace: TraceRecord) -> None: ...
+
+
+class UsageRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One request in the usage ledger: who spent what, where (never content).
+
+    ``day`` and ``month`` are budget period labels (``gw.execution.periods``); ``route``
+    is the route routing resolved (``provider/model`` when addressed directly);
+    ``cost_usd`` is the trace's cost (``None``: price unknown); ``usage_source`` says
+    whether the token counts are the provider's or gw's estimate.
+    """
+
+    request_id: str
+    time: float
+    day: str
+    month: str
+    tenant: str | None
+    key_id: str | None
+    route: str
+    provider: str | None
+    model: str | None
+    status: int
+    error_code: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float | None = None
+    usage_source: UsageSource | None = None
+
+
+class UsageSink(Protocol):
+    """Takes one usage row per request and keeps it (invariant 8: usage is durable).
+
+    ``submit`` never blocks, raises or drops. Backpressure happens before a request
+    starts instead: ``wait_for_room`` returns at once while the sink has room, and while
+    it is full waits (for a bounded time) for its writer to catch up.
+    """
+
+    def submit(self, row: UsageRow) -> None: ...
+
+    async def wait_for_room(self) -> None: ...
 
 
 class Clock(Protocol):

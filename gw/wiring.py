@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
 import socket
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import uvicorn
@@ -20,8 +23,9 @@ from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
 from gw.adapters.directory import AdapterDirectory
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.httpx_transport import HttpxTransport, build_http_client
-from gw.adapters.secrets import SecretResolver
-from gw.config import Config, Snapshot, compile_snapshot, config_hash
+from gw.adapters.secrets import SecretResolver, vault_references
+from gw.config import Config, ConfigError, Snapshot, compile_snapshot, config_hash
+from gw.config.catalog import ShippedCatalog, parse_catalog
 from gw.environment import DATABASE_FILE_NAME, SERVER_FILE_NAME
 from gw.errors import GatewayError
 from gw.execution.accounts import AccountBook
@@ -29,16 +33,23 @@ from gw.execution.engine import Engine
 from gw.execution.gateway import Gateway
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
+from gw.execution.limits import TenantLimiter
+from gw.execution.periods import period_label
 from gw.execution.probes import Prober
 from gw.server.admission import Admission
 from gw.server.app import build_app
-from gw.server.auth import Authenticator, AuthMode, is_loopback, resolve_mode
+from gw.server.auth import Authenticator, AuthMode, exposure_problem, resolve_mode
+from gw.server.edges import edge_problem
+from gw.server.key_cache import KeyCache
 from gw.server.services import ServerServices
 from gw.server.slow_clients import header_timeout_protocol
 from gw.store.sqlite import SqliteStore
 from gw.telemetry.recorder import TraceRecorder
+from gw.telemetry.usage import UsageRecorder
+from gw.vault import Vault, VaultError
 
 log = logging.getLogger("gw")
+CATALOG_FILE = "catalog.yaml"
 
 
 class SystemClock:
@@ -74,15 +85,47 @@ def database_path(home: Path) -> Path:
     return home / DATABASE_FILE_NAME
 
 
-def auth_mode_for(plan: ServePlan) -> AuthMode:
-    host = plan.config.server.host
-    mode = resolve_mode(plan.config.auth.mode, host, keys_exist=False)
-    if mode == "open" and not is_loopback(host):
-        raise ServeError(
-            f"auth.mode is open but server.host {host} is not a loopback address; "
-            "open mode is for loopback only: set auth.mode: keys or bind 127.0.0.1"
-        )
-    return mode
+def check_exposure(plan: ServePlan, admin_key: str | None) -> None:
+    """Refuse to start beyond loopback in open mode, or without a strong admin key."""
+    problem = exposure_problem(plan.config.auth.mode, plan.config.server.host, admin_key)
+    if problem is not None:
+        raise ServeError(problem)
+
+
+def auth_mode_for(plan: ServePlan, *, keys_exist: bool) -> AuthMode:
+    """``auth.mode`` when set; else ``open`` on a loopback bind while no active API key
+    exists (provisional: see gw/server/auth.py), else ``keys``."""
+    return resolve_mode(plan.config.auth.mode, plan.config.server.host, keys_exist=keys_exist)
+
+
+def write_server_file(
+    path: Path, *, url: str, address: tuple[Any, ...], revision: int, auth_mode: AuthMode
+) -> None:
+    """``server.json``, through which CLI commands find the running server; rewritten when
+    an implicit ``open`` switches to ``keys``, so ``gw health`` knows to send a key."""
+    facts = {"url": url, "port": address[1], "pid": os.getpid(), "revision": revision}
+    path.write_text(json.dumps({**facts, "host": address[0], "auth_mode": auth_mode}))
+
+
+async def build_authenticator(
+    plan: ServePlan,
+    admin_key: str | None,
+    store: SqliteStore,
+    clock: SystemClock,
+    *,
+    on_keys_mode: Callable[[], None],
+) -> Authenticator:
+    """API keys from ``store`` through the ≤1 s cache; an implicit ``open`` stays open only
+    until a key exists, then ``on_keys_mode`` runs."""
+    mode = auth_mode_for(plan, keys_exist=await store.count_active_keys(now=clock.time()) > 0)
+    return Authenticator(
+        mode,
+        admin_key,
+        keys=KeyCache(store, clock),
+        clock=clock,
+        open_until_keys=mode == "open" and plan.config.auth.mode is None,
+        on_keys_mode=on_keys_mode,
+    )
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -99,54 +142,103 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def resolve_admin_key(config: Config, environ: Mapping[str, str]) -> str | None:
+def resolve_admin_key(
+    config: Config, environ: Mapping[str, str], vault: Mapping[str, str] | None = None
+) -> str | None:
     if config.auth.admin_key is None:
         return None
     try:
-        return SecretResolver(environ).resolve(config.auth.admin_key, field="auth.admin_key")
+        return SecretResolver(environ, vault).resolve(config.auth.admin_key, field="auth.admin_key")
     except GatewayError as error:
         raise ServeError(error.message) from None
 
 
+def load_vault(plan: ServePlan) -> Mapping[str, str] | None:
+    """The vault's secrets, read once at start when the config refers to any (``vault:``);
+    None when it refers to none, so such a gw never touches the vault or the keyring."""
+    references = vault_references(plan.config)
+    if not references:
+        return None
+    try:
+        return Vault(plan.home, plan.environ).read()
+    except VaultError as error:
+        fields = ", ".join(f"{field} is vault:{name}" for field, name in references.items())
+        raise ServeError(f"{fields}, but the vault cannot be opened: {error}") from None
+
+
+def check_edges(plan: ServePlan) -> None:
+    """Refuse CORS and proxy settings that are unsafe or unreadable (gw/server/edges.py)."""
+    server = plan.config.server
+    problem = edge_problem(server.host, server.cors_origins, server.trusted_proxies)
+    if problem is not None:
+        raise ServeError(problem)
+
+
 async def serve(plan: ServePlan) -> None:
     """Run gw until SIGINT/SIGTERM, then drain, flush traces and close the store."""
-    mode = auth_mode_for(plan)
-    admin_key = resolve_admin_key(plan.config, plan.environ)
+    vault = load_vault(plan)
+    admin_key = resolve_admin_key(plan.config, plan.environ, vault)
+    check_exposure(plan, admin_key)
+    check_edges(plan)
     server_config = plan.config.server
     sock = bind_socket(server_config.host, server_config.port)
     address = sock.getsockname()
     clock = SystemClock()
     store = await SqliteStore.open(database_path(plan.home))
+    authenticator = await build_authenticator(
+        plan, admin_key, store, clock, on_keys_mode=lambda: server_facts(auth_mode="keys")
+    )
     revision = await store.record_revision(
         config_hash=config_hash(plan.config), source=plan.source, time=clock.time()
     )
-    snapshots = SnapshotHolder(compile_snapshot(plan.config, revision=revision, source=plan.source))
+    snapshots = SnapshotHolder(
+        compile_snapshot(
+            plan.config, revision=revision, source=plan.source, shipped=shipped_catalog()
+        )
+    )
     recorder = TraceRecorder(store)
+    usage = UsageRecorder(store)  # the usage ledger: durable, flushed in close()
     transport = build_transport(server_config.upstream_transport)
     health, latency = HealthBook(plan.config.health), LatencyBook()
     accounts = AccountBook(plan.config.health)
-    directory = AdapterDirectory(transport, plan.environ)
+    limits = TenantLimiter()
+    wall = clock.time()
+    limits.seed(await store.tenant_spend(period_label("day", wall), period_label("month", wall)))
+    directory = AdapterDirectory(transport, plan.environ, vault)
     engine = Engine(
         directory, clock, asyncio.sleep, health=health, latency=latency, accounts=accounts
     )
     prober = Prober(directory, health, snapshots.get, clock, asyncio.sleep)
     services = ServerServices(
-        gateway=Gateway(engine, recorder, clock, health=health, latency=latency, accounts=accounts),
+        gateway=Gateway(
+            engine,
+            recorder,
+            clock,
+            health=health,
+            latency=latency,
+            accounts=accounts,
+            limits=limits,
+            usage=usage,
+        ),
         snapshot=snapshots.get,
         clock=clock,
         admission=Admission(server_config.max_concurrency, server_config.queue_timeout.seconds),
-        authenticator=Authenticator(mode, admin_key),
+        authenticator=authenticator,
         health=health,
         latency=latency,
         accounts=accounts,
+        usage=store,
     )
     server_file = plan.home / SERVER_FILE_NAME
     url = f"http://{_url_host(address[0])}:{address[1]}"
+    server_facts = functools.partial(
+        write_server_file, server_file, url=url, address=address, revision=revision
+    )
 
     async def announce() -> None:
-        facts = {"url": url, "port": address[1], "pid": os.getpid(), "revision": revision}
-        server_file.write_text(json.dumps({**facts, "host": address[0], "auth_mode": mode}))
-        print(f"gw listening on {url} (revision {revision}, auth {mode}, config {plan.source})")
+        server_facts(auth_mode=authenticator.mode)
+        auth = "open until an API key exists" if authenticator.provisional else authenticator.mode
+        print(f"gw listening on {url} (revision {revision}, auth {auth}, config {plan.source})")
         sys.stdout.flush()
 
     async def close() -> None:
@@ -158,11 +250,14 @@ async def serve(plan: ServePlan) -> None:
         await recorder.stop()
         if recorder.dropped:
             log.warning("%d traces were dropped (queue full or write errors)", recorder.dropped)
+        await usage.stop()  # every queued usage row is written before the store closes
         await transport.close()
         await store.close()
 
     app = build_app(
-        services, on_startup=[recorder.start, prober.start, announce], on_shutdown=[close]
+        services,
+        on_startup=[recorder.start, usage.start, prober.start, announce],
+        on_shutdown=[close],
     )
     config = uvicorn.Config(
         app,
@@ -175,11 +270,24 @@ async def serve(plan: ServePlan) -> None:
         access_log=False,
         timeout_keep_alive=15,
         timeout_graceful_shutdown=30,
+        # X-Forwarded-For only from configured proxies (gw/server/edges.py); none: ignored.
+        proxy_headers=bool(server_config.trusted_proxies),
+        forwarded_allow_ips=list(server_config.trusted_proxies),
     )
     try:
         await uvicorn.Server(config).serve(sockets=[sock])
     finally:
         sock.close()
+
+
+def shipped_catalog() -> ShippedCatalog:
+    """The model catalog gw ships (``gw/catalog.yaml``, package data): prices, windows
+    and capabilities by provider kind, under config's own ``models:`` entries."""
+    text = resources.files("gw").joinpath(CATALOG_FILE).read_text(encoding="utf-8")
+    try:
+        return parse_catalog(text, f"gw/{CATALOG_FILE}")
+    except ConfigError as error:  # pragma: no cover - a test parses the shipped file
+        raise ServeError(f"the shipped model catalog is broken (a gw bug): {error}") from None
 
 
 def build_transport(kind: str) -> HttpTransport:

@@ -20,8 +20,13 @@ OPENAI_KINDS = frozenset({"openai", "openai_compatible"})
 class AdapterDirectory:
     """Implements ``UpstreamDirectory``; stateful adapters (the mock's seed) live per provider."""
 
-    def __init__(self, transport: HttpTransport, environ: Mapping[str, str]) -> None:
-        self._secrets = SecretResolver(environ)
+    def __init__(
+        self,
+        transport: HttpTransport,
+        environ: Mapping[str, str],
+        vault: Mapping[str, str] | None = None,
+    ) -> None:
+        self._secrets = SecretResolver(environ, vault)
         self._openai = OpenAIUpstream(transport, self._secrets)
         self._azure = AzureOpenAIUpstream(transport, self._secrets)
         self._anthropic = AnthropicUpstream(transport, self._secrets)

@@ -1,19 +1,25 @@
-"""Resolve credential references (``env:NAME``) at call time; values never leave the caller."""
+"""Resolve credential references (``env:NAME``, ``vault:NAME``) at call time; values never
+leave the caller, and no error message ever carries one."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gw.config.schema import Config
 from gw.config.snapshot import DEFAULT_ACCOUNT
 from gw.errors import UpstreamAuthFailedError
 from gw.ports import EmbeddingCall, UpstreamCall
 
+VAULT_SCHEME = "vault"
+
 
 class SecretResolver:
-    """Looks references up in the environment it was given (the vault arrives later)."""
+    """Looks references up in the environment and the vault it was given. ``vault`` is the
+    vault's NAME -> secret, read once when gw starts; None when gw opened no vault."""
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
+    def __init__(self, environ: Mapping[str, str], vault: Mapping[str, str] | None = None) -> None:
         self._environ = environ
+        self._vault = vault
 
     def api_key(self, call: UpstreamCall | EmbeddingCall) -> str | None:
         """The key of the call's account, or None when it has none (keyless servers)."""
@@ -37,7 +43,41 @@ class SecretResolver:
                 "export it and restart gw",
                 blame="gateway",
             )
+        if scheme == VAULT_SCHEME:
+            return self._from_vault(name, field=field)
         raise UpstreamAuthFailedError(
-            f"{field}: {scheme}: references are not available in this version of gw; use env:NAME",
+            f"{field}: {scheme}: references are not available in this version of gw; "
+            "use env:NAME or vault:NAME",
             blame="gateway",
         )
+
+    def _from_vault(self, name: str, *, field: str) -> str:
+        if self._vault is None:
+            raise UpstreamAuthFailedError(
+                f"{field} is vault:{name}, and this gw opened no vault; run "
+                f"`gw vault init` and `gw vault set {name}`, then restart gw",
+                blame="gateway",
+            )
+        value = self._vault.get(name)
+        if value:
+            return value
+        raise UpstreamAuthFailedError(
+            f"{field} is vault:{name}, and the vault holds no secret named {name}; "
+            f"run `gw vault set {name}` and restart gw",
+            blame="gateway",
+        )
+
+
+def vault_references(config: Config) -> dict[str, str]:
+    """Each ``vault:NAME`` the config refers to, field -> NAME, in config order."""
+    fields: dict[str, str | None] = {"auth.admin_key": config.auth.admin_key}
+    for index, provider in enumerate(config.providers):
+        fields[f"providers[{index}].api_key"] = provider.api_key
+        for position, account in enumerate(provider.accounts):
+            fields[f"providers[{index}].accounts[{position}].api_key"] = account.api_key
+    prefix = f"{VAULT_SCHEME}:"
+    return {
+        field: reference.removeprefix(prefix)
+        for field, reference in fields.items()
+        if reference and reference.startswith(prefix)
+    }

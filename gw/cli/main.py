@@ -13,6 +13,7 @@ from gw.cli.config_cmd import config_app
 from gw.cli.console import fail, stdout
 from gw.cli.health_cmd import health_command
 from gw.cli.init_cmd import init_command
+from gw.cli.keys_cmd import keys_app
 from gw.cli.options import (
     ConfigOption,
     StateDirOption,
@@ -21,6 +22,8 @@ from gw.cli.options import (
     resolve_home,
 )
 from gw.cli.traces_cmd import explain_command, traces_command
+from gw.cli.usage_cmd import usage_command
+from gw.cli.vault_cmd import vault_app
 from gw.environment import process_environ
 from gw.store import StoreError
 from gw.wiring import ServeError, ServePlan
@@ -34,10 +37,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(config_app, name="config")
+app.add_typer(vault_app, name="vault")
+app.add_typer(keys_app, name="keys")
 app.command("init")(init_command)
 app.command("traces")(traces_command)
 app.command("explain")(explain_command)
 app.command("health")(health_command)
+app.command("usage")(usage_command)
 
 
 def _version_callback(value: bool) -> None:

@@ -32,6 +32,8 @@ class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
     max_body_bytes: ByteSize = ByteSize(8 * 1024 * 1024)
     body_timeout: Duration = Duration(30.0)
     header_timeout: Duration = Duration(10.0)
+    cors_origins: tuple[str, ...] = ()  # browser origins allowed to call gw (gw/server/edges.py)
+    trusted_proxies: tuple[str, ...] = ()  # IPs/CIDRs whose X-Forwarded-For is believed
     upstream_transport: UpstreamTransport = "aiohttp"
 
 
@@ -87,18 +89,33 @@ class ProviderConfig(ConfigStruct, frozen=True, kw_only=True):
     probe: ProbeConfig | None = None
 
 
-class ModelEntry(ConfigStruct, frozen=True, kw_only=True):
-    """A catalog entry: what one provider's model costs and can do."""
+class ModelFacts(ConfigStruct, frozen=True, kw_only=True):
+    """What a model costs (USD per million tokens) and can do, wherever it is served.
 
-    provider: str
-    model: str
+    Prices of the token kinds ``gw.ir.Usage`` tells apart; an unset one falls back:
+    ``cached_input_per_mtok`` (prompt-cache reads) and ``cache_write_per_mtok`` (tokens
+    written to a prompt cache) to the input price, ``reasoning_per_mtok`` to the output
+    price. Set the cache write price where a provider charges extra for it (Anthropic:
+    1.25x input for its default 5-minute cache, 2x for the 1-hour one).
+    """
+
     input_per_mtok: float = 0.0
     output_per_mtok: float = 0.0
     cached_input_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
+    reasoning_per_mtok: float | None = None
     context_window: int | None = None
     max_output_tokens: int | None = None
     capabilities: tuple[Capability, ...] = ()
     quality: float | None = None
+
+
+class ModelEntry(ModelFacts, frozen=True, kw_only=True):
+    """A catalog entry: what one provider's model costs and can do. One in config
+    replaces, whole, the entry the shipped catalog (``gw/catalog.yaml``) has for it."""
+
+    provider: str
+    model: str
 
 
 class TargetConfig(ConfigStruct, frozen=True, kw_only=True):

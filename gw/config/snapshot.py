@@ -6,6 +6,7 @@ import hashlib
 
 import msgspec
 
+from gw.config.catalog import EMPTY_CATALOG, ShippedCatalog, catalog_entries
 from gw.config.schema import (
     Config,
     ModelEntry,
@@ -13,6 +14,7 @@ from gw.config.schema import (
     ProviderConfig,
     RouteConfig,
     TargetConfig,
+    TenantConfig,
 )
 from gw.config.units import encode_unit
 from gw.errors import ModelNotFoundError
@@ -43,6 +45,7 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     catalog: dict[tuple[str, str], ModelEntry]
     routes: dict[str, RouteConfig]
     policies: tuple[PolicyConfig, ...]
+    tenants: dict[str, TenantConfig]
     # What routing derives from this snapshot once per client model name instead of once
     # per request (``gw.routing.plan``), filled on first use. Safe although it is filled
     # after compile: the rest of the snapshot never changes, each value is a pure function
@@ -106,7 +109,16 @@ def config_hash(config: Config) -> str:
     return hashlib.sha256(encoded).hexdigest()
 
 
-def compile_snapshot(config: Config, *, revision: int, source: str) -> Snapshot:
+def compile_snapshot(
+    config: Config, *, revision: int, source: str, shipped: ShippedCatalog = EMPTY_CATALOG
+) -> Snapshot:
+    """Build the lookup tables of ``config``.
+
+    ``shipped`` is the catalog gw ships (``gw/catalog.yaml``, read by the composition
+    root): its entries apply to every provider of their kind, under config's own
+    ``models:`` entries. Leave it empty (the default) for a snapshot of config alone;
+    a running gateway always passes it, reloads included.
+    """
     return Snapshot(
         revision=revision,
         source=source,
@@ -114,7 +126,8 @@ def compile_snapshot(config: Config, *, revision: int, source: str) -> Snapshot:
         config=config,
         providers={provider.name: provider for provider in config.providers},
         accounts={provider.name: provider_accounts(provider) for provider in config.providers},
-        catalog={(entry.provider, entry.model): entry for entry in config.models},
+        catalog=catalog_entries(config.providers, config.models, shipped),
         routes={route.name: route for route in config.routes},
         policies=config.policies,
+        tenants={tenant.name: tenant for tenant in config.tenants},
     )

@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
 import msgspec
 
 from gw.config.snapshot import Snapshot
-from gw.errors import ClientAbortedError, GatewayError
+from gw.errors import ClientAbortedError, GatewayError, PermissionDeniedError
 from gw.execution.accounts import AccountBook
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.cost import cost_usd
@@ -29,7 +30,9 @@ from gw.execution.engine import (
 )
 from gw.execution.health import HealthBook, TargetHealth
 from gw.execution.latency import LatencyBook
+from gw.execution.limits import TenantLimiter
 from gw.execution.usage_estimate import estimate_output_tokens, tokens_for_chars
+from gw.execution.usage_row import usage_row
 from gw.ir import (
     ChatRequest,
     ChatResponse,
@@ -42,10 +45,11 @@ from gw.ir import (
     Usage,
 )
 from gw.ir import UsageEvent as UsageEventIR
-from gw.ports import Clock, TraceSink
+from gw.ports import Clock, TraceSink, UsageSink
 from gw.record import AttemptRecord, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
 from gw.routing.estimate import estimate_embedding_tokens, estimate_input_tokens
+from gw.routing.filters import PROJECTED_OUTPUT_TOKENS
 from gw.routing.health import TargetVerdict, VerdictStatus
 from gw.routing.hints import RoutingHints
 from gw.routing.router import decide, no_candidate_error
@@ -98,7 +102,11 @@ class Gateway:
         health: HealthBook | None = None,
         latency: LatencyBook | None = None,
         accounts: AccountBook | None = None,
+        limits: TenantLimiter | None = None,
+        usage: UsageSink | None = None,
     ) -> None:
+        self._limits = limits
+        self._usage = usage  # one row per routed request (gw/execution/usage_row.py)
         self._engine = engine
         self._traces = traces
         self._clock = clock
@@ -121,6 +129,7 @@ class Gateway:
         accept: Callable[[ChatResponse], None] | None = None,
     ) -> Completed:
         """``accept`` vets each answer before it counts (see ``Engine.complete``)."""
+        await self._wait_for_usage_room()
         decision, plan = self._plan(ctx, request)
         log = AttemptLog(self._clock)
         work = self._engine.complete(plan, log, accept=accept)
@@ -134,6 +143,7 @@ class Gateway:
 
     async def embed(self, ctx: RequestContext, request: EmbeddingRequest) -> Embedded:
         """Route and run an embeddings request; usage is the upstream's, else estimated."""
+        await self._wait_for_usage_room()
         decision, plan = self._plan(ctx, request)
         log = AttemptLog(self._clock)
         answer = await self._attempt(ctx, request, decision, log, self._engine.embed(plan, log))
@@ -146,12 +156,19 @@ class Gateway:
 
     async def open_stream(self, ctx: RequestContext, request: ChatRequest) -> StreamSession:
         """Run attempts until one stream commits; failures before that raise as usual."""
+        await self._wait_for_usage_room()
         decision, plan = self._plan(ctx, request)
         log = AttemptLog(self._clock)
         opened = await self._attempt(
             ctx, request, decision, log, self._engine.open_stream(plan, log)
         )
         return StreamSession(self, ctx, request, decision, opened)
+
+    async def _wait_for_usage_room(self) -> None:
+        """Usage rows are never dropped: while the ledger's queue is full, a new request
+        waits (bounded, see ``UsageSink``) instead of adding to it."""
+        if self._usage is not None:
+            await self._usage.wait_for_room()
 
     async def _attempt(
         self,
@@ -230,6 +247,11 @@ class Gateway:
             param = "messages" if isinstance(request, ChatRequest) else "input"
             empty = no_candidate_error(decision, input_param=param)
             raise self._failed(ctx, request, decision, empty, [])
+        if ctx.tenant is not None:
+            try:
+                self._admit(ctx, decision)
+            except GatewayError as refused:
+                raise self._failed(ctx, request, decision, refused, []) from None
         plan = ExecutionPlan(
             request_id=ctx.request_id,
             request=request,
@@ -240,6 +262,30 @@ class Gateway:
             trials=trials,
         )
         return decision, plan
+
+    def _admit(self, ctx: RequestContext, decision: RouteDecision) -> None:
+        """The tenant's routes and limits, before any upstream call (gw/execution/limits.py)."""
+        assert ctx.tenant is not None  # noqa: S101 - the caller checks
+        tenant = ctx.snapshot.tenants.get(ctx.tenant)
+        if tenant is None:
+            raise PermissionDeniedError(
+                f"the key's tenant {ctx.tenant!r} is not in the config; add it under tenants"
+            )
+        allowed = tenant.allowed_routes
+        if allowed is not None and not any(fnmatchcase(decision.route, p) for p in allowed):
+            raise PermissionDeniedError(
+                f"tenant {tenant.name} may not use {decision.route!r}; its allowed_routes: "
+                + ", ".join(allowed)
+            )
+        if self._limits is not None:
+            self._limits.admit(
+                tenant,
+                ctx.request_id,
+                tokens=_projected_tokens(decision),
+                cost_usd=_projected_cost(decision),
+                now=self._clock.monotonic(),
+                wall=self._clock.time(),
+            )
 
     def _health_view(self, snapshot: Snapshot) -> dict[str, TargetVerdict]:
         """A verdict for each target that is not healthy (breaker, or every account
@@ -309,7 +355,11 @@ class Gateway:
         usage: Usage | None,
         output_chars: int,
     ) -> TraceRecord:
-        usage, source = _usage_or_estimate(usage, request, tokens_for_chars(output_chars))
+        estimate = tokens_for_chars(output_chars)
+        if opened.error is None:
+            usage, source = _usage_or_estimate(usage, request, estimate)
+        else:  # cut short (a failure after the commit, or the client left): counts are partial
+            usage, source = _cut_short(usage, request, estimate), "estimate"
         ttft = opened.attempts[-1].ttft_ms if opened.attempts else None
         return self._record(
             ctx,
@@ -371,7 +421,14 @@ class Gateway:
             cost_usd=cost_usd(entry, usage),
             committed=committed,
         )
+        if self._limits is not None:
+            tokens = usage.input_tokens + usage.output_tokens if usage else 0
+            self._limits.settle(ctx.request_id, tokens=tokens, cost_usd=trace.cost_usd)
         self._traces.submit(trace)
+        if self._usage is not None:
+            row = usage_row(trace)
+            if row is not None:
+                self._usage.submit(row)
         return trace
 
 
@@ -450,6 +507,35 @@ def _usage_or_estimate(
         return usage, "provider"
     estimate = Usage(input_tokens=estimate_input_tokens(request), output_tokens=output_estimate)
     return estimate, "estimate"
+
+
+def _projected_tokens(decision: RouteDecision) -> int:
+    """What a tenant's tokens-per-minute is charged up front: input plus max output."""
+    output = decision.max_output_tokens
+    return decision.estimated_input_tokens + (PROJECTED_OUTPUT_TOKENS if output is None else output)
+
+
+def _projected_cost(decision: RouteDecision) -> float:
+    """What a budget reserves: the dearest target the chain may reach (unknown: 0)."""
+    keys = {target.key for target in decision.chain}
+    costs = [
+        c.estimated_cost_usd
+        for c in decision.candidates
+        if f"{c.provider}/{c.model}" in keys and c.estimated_cost_usd is not None
+    ]
+    return max(costs, default=0.0)
+
+
+def _cut_short(usage: Usage | None, request: ChatRequest, output_estimate: int) -> Usage:
+    """A stream that ended early: what the provider reported so far (Anthropic reports
+    the input first), raised to gw's estimate of what was produced."""
+    if usage is None:
+        return Usage(input_tokens=estimate_input_tokens(request), output_tokens=output_estimate)
+    return msgspec.structs.replace(
+        usage,
+        input_tokens=usage.input_tokens or estimate_input_tokens(request),
+        output_tokens=max(usage.output_tokens, output_estimate),
+    )
 
 
 def _verdict(health: TargetHealth) -> TargetVerdict:

@@ -239,7 +239,7 @@ class HealthBook:
                 return health
             reason = (
                 f"degraded: {entry.consecutive} consecutive failures "
-                f"(degraded from {self._config.degraded_after}); ordered last"
+                f"(degraded from {self._config.degraded_after})"
             )
             return msgspec.structs.replace(health, status="degraded", reason=reason)
         return self._open_state(health, entry, entry.open_until, now)

@@ -129,12 +129,18 @@ def rank_by_latency(candidates: Sequence[Candidate], latency_ms: Mapping[str, fl
         value = latency_ms.get(_key(c))
         if value is None:
             unmeasured.append(_key(c))
-        scored.append((_unknown_last(value, c.priority), value, c))
+        # Unmeasured first (by priority): otherwise a target never tried would never be
+        # measured, and traffic could never move to it however fast it is.
+        key = (0, 0.0, c.priority) if value is None else (1, value, c.priority)
+        scored.append((key, value, c))
     notes: tuple[str, ...] = ()
     if candidates and len(unmeasured) == len(candidates):
         notes = (NO_LATENCY_NOTE,)
     elif unmeasured:
-        notes = (f"no latency observed for {', '.join(unmeasured)}; ordered last by priority",)
+        notes = (
+            f"no latency observed yet for {', '.join(unmeasured)}; "
+            "tried first, by priority, to measure it",
+        )
     return Ranking(ranked=_ranked(scored), notes=notes)
 
 

@@ -1,8 +1,9 @@
 """The admin API (``/admin/v1``): what this gateway observes about its upstreams.
 
 Admin scope: in ``open`` mode (loopback only) every caller has it; in ``keys`` mode a
-caller without a valid key gets 401 ``authentication_failed`` and one whose key is not the
-admin key (``auth.admin_key``) 403 ``permission_denied``. Errors take the OpenAI shape.
+caller without a valid key gets 401 ``authentication_failed`` and one whose key lacks the
+``admin`` scope (the admin key ``auth.admin_key`` and ``*`` keys hold it) 403
+``permission_denied``. Errors take the OpenAI shape.
 
 ``GET /admin/v1/health`` (what ``gw health`` shows)::
 
@@ -23,26 +24,33 @@ Targets are those of the snapshot's routes, in config order, then any other targ
 seen (addressed directly as ``provider/model``), by name. A target whose every account is
 locked reads ``unhealthy`` with the lock as its reason, as routing sees it. Only names,
 states and numbers are reported: never a key, a base URL or a header.
+
+``GET /admin/v1/usage?by=tenant|model|key|day|route|provider&since=7d&tenant=T`` (what
+``gw usage --json`` prints, same shape: ``gw/store/usage.py``): the usage ledger grouped
+by ``by`` (default ``model``), from ``since`` (a duration back from now or a date; default:
+all) on. It needs the ``usage:read`` scope (``admin`` holds it): an admin may filter by
+``tenant``; a key without ``admin`` reads only its own tenant's usage.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 from litestar import Response, get
 from litestar.handlers import HTTPRouteHandler
 
 from gw.config.snapshot import Snapshot
-from gw.errors import GatewayError, PermissionDeniedError
+from gw.errors import GatewayError, InvalidRequestError, PermissionDeniedError
 from gw.execution.accounts import AccountBook, AccountLock
 from gw.execution.health import BreakerState, HealthBook, HealthStatus, TargetHealth
 from gw.execution.latency import LatencyAverage, LatencyBook
-from gw.server.auth import AuthMode, Principal
+from gw.server.auth import Principal, require_scope
 from gw.server.responses import JSON, gw_headers, openai_error_response
 from gw.server.services import HttpRequest, ServerServices
+from gw.store.usage import USAGE_GROUPS, UsageGroup, UsageTotals, parse_since, report_json
 
-ADMIN_KEY_ID = "admin"  # the key id gw.server.auth gives the holder of auth.admin_key
+DEFAULT_USAGE_GROUP: UsageGroup = "model"
 
 
 class Now(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,9 +117,7 @@ def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     async def health(request: HttpRequest) -> Response[bytes]:
         ctx = services.begin(request, "admin.health")
         try:
-            check_admin_scope(
-                services.authenticator.authenticate(request.headers), services.authenticator.mode
-            )
+            require_scope(await services.authenticator.authenticate(request.headers), "admin")
         except GatewayError as error:
             failed = services.gateway.reject(ctx, error, stream=False)
             return openai_error_response(failed.error, failed.trace)
@@ -129,16 +135,56 @@ def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
             headers=gw_headers(ctx.request_id, "-", ctx.snapshot.revision),
         )
 
-    return [health]
+    @get("/admin/v1/usage", include_in_schema=False)
+    async def usage(request: HttpRequest) -> Response[bytes]:
+        ctx = services.begin(request, "admin.usage")
+        try:
+            principal = await services.authenticator.authenticate(request.headers)
+            require_scope(principal, "usage:read")
+            query = UsageQuery.parse(request.query_params, principal, now=services.clock.time())
+        except GatewayError as error:
+            failed = services.gateway.reject(ctx, error, stream=False)
+            return openai_error_response(failed.error, failed.trace)
+        totals: list[UsageTotals] = []
+        if services.usage is not None:
+            totals = await services.usage.usage_report(query.by, query.since, query.tenant)
+        return Response(
+            content=msgspec.json.encode(report_json(query.by, totals)),
+            media_type=JSON,
+            headers=gw_headers(ctx.request_id, "-", ctx.snapshot.revision),
+        )
+
+    return [health, usage]
 
 
-def check_admin_scope(principal: Principal, mode: AuthMode) -> None:
-    """Raise ``permission_denied`` unless ``principal`` may use the admin API."""
-    if mode == "open" or principal.key_id == ADMIN_KEY_ID:
-        return
-    raise PermissionDeniedError(
-        "this endpoint needs admin scope: send the admin key (auth.admin_key), not an API key"
-    )
+class UsageQuery(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``GET /admin/v1/usage`` was asked for, checked against who asks."""
+
+    by: UsageGroup
+    since: float | None
+    tenant: str | None
+
+    @classmethod
+    def parse(cls, params: Mapping[str, str], principal: Principal, *, now: float) -> UsageQuery:
+        asked = params.get("by") or DEFAULT_USAGE_GROUP
+        by = next((group for group in USAGE_GROUPS if group == asked), None)
+        if by is None:
+            raise InvalidRequestError(
+                f"by must be one of {', '.join(USAGE_GROUPS)}, not {asked!r}", param="by"
+            )
+        since = params.get("since")
+        try:
+            start = None if not since else parse_since(since, now=now)
+        except ValueError as exc:
+            raise InvalidRequestError(str(exc), param="since") from None
+        tenant = params.get("tenant") or None
+        if not principal.has_scope("admin"):
+            if tenant is not None and tenant != principal.tenant:
+                raise PermissionDeniedError(
+                    f"this API key reads only its own tenant's usage ({principal.tenant})"
+                )
+            tenant = principal.tenant
+        return cls(by=by, since=start, tenant=tenant)
 
 
 def health_report(

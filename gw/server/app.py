@@ -18,6 +18,7 @@ from gw.errors import (
 )
 from gw.server.admin import admin_handlers
 from gw.server.chat import chat_handlers
+from gw.server.edges import cors_config
 from gw.server.embeddings import embedding_handlers
 from gw.server.messages import message_handlers
 from gw.server.models import model_handlers
@@ -78,4 +79,5 @@ def build_app(
         request_max_body_size=None,  # read_body enforces server.max_body_bytes itself
         logging_config=None,
         openapi_config=None,
+        cors_config=cors_config(services.snapshot().config.server.cors_origins),
     )

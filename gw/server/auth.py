@@ -1,47 +1,159 @@
-"""Who is calling: ``open`` mode lets anyone on loopback in; ``keys`` mode needs a key.
+"""Who is calling, and what they may do.
 
-API keys and tenants arrive with their own issue; until then ``keys`` mode accepts only the
-admin key (``auth.admin_key``), so a gateway exposed beyond loopback is never open by accident.
+``open`` mode lets anyone in (any or no token; loopback only). ``keys`` mode needs a key:
+the admin key (``auth.admin_key``: every scope, no tenant) or an API key made by
+``gw keys create`` (its tenant, scopes and model list), sent as ``Authorization: Bearer``
+or ``x-api-key``. API keys are checked by digest through ``KeyCache``, so a new key or a
+revocation takes effect within a second; an expired or revoked key gets 401, a key without
+the scope an endpoint needs or outside its model list 403.
+
+The mode: ``auth.mode`` when set; else ``open`` on a loopback bind while no active key
+exists, else ``keys``. An ``open`` chosen that way is provisional: while it lasts, each
+request asks the key cache (fresh within a second) whether an active key exists now, and
+the first yes switches this process to ``keys`` for good: revoking every key later does not
+reopen it (a restart with no active key does). Start-up refuses a bind beyond loopback in
+``open`` mode, or without a strong admin key (``exposure_problem``).
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Mapping
-from typing import Literal
+import logging
+import re
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Final, Literal
 
 import msgspec
 
-from gw.errors import AuthenticationFailedError
+from gw.errors import AuthenticationFailedError, PermissionDeniedError
+from gw.ports import Clock
+from gw.server.key_cache import KeyCache
+from gw.store.api_keys import Scope, digest_of, grants, looks_like_key
 
 AuthMode = Literal["open", "keys"]
+ADMIN_KEY_ID: Final = "admin"  # the key id of whoever holds auth.admin_key
+MIN_ADMIN_KEY_CHARS: Final = 32
+
+log = logging.getLogger("gw.auth")
 
 
 class Principal(msgspec.Struct, frozen=True, kw_only=True):
+    """The caller: which key (None in open mode), its tenant, scopes and model list."""
+
     key_id: str | None = None
     tenant: str | None = None
+    scopes: tuple[str, ...] = ()  # none unless given: a forgotten field grants nothing
+    models: tuple[str, ...] | None = None  # None: any route or model
+
+    def has_scope(self, scope: Scope) -> bool:
+        return grants(self.scopes, scope)
 
 
-ANONYMOUS = Principal()
+ANONYMOUS = Principal(scopes=("*",))  # open mode: every scope (loopback only)
+ADMIN = Principal(key_id=ADMIN_KEY_ID, scopes=("*",))
 
 
 class Authenticator:
-    def __init__(self, mode: AuthMode, admin_key: str | None) -> None:
-        self.mode = mode
-        self._admin_key = admin_key
+    """Turns a request's headers into a ``Principal``, or raises ``authentication_failed``."""
 
-    def authenticate(self, headers: Mapping[str, str]) -> Principal:
-        if self.mode == "open":
-            return ANONYMOUS
+    def __init__(
+        self,
+        mode: AuthMode,
+        admin_key: str | None,
+        *,
+        keys: KeyCache | None = None,
+        clock: Clock | None = None,
+        open_until_keys: bool = False,
+        on_keys_mode: Callable[[], None] | None = None,
+    ) -> None:
+        """``keys``/``clock``: where API keys are looked up and the time that expires them
+        (without them only the admin key is accepted). ``open_until_keys``: ``mode`` is a
+        provisional ``open`` that turns ``keys`` once an active key exists, and then calls
+        ``on_keys_mode``."""
+        if keys is not None and clock is None:
+            raise ValueError("API keys need a clock to tell when they expire")
+        self._mode: AuthMode = mode
+        self._admin_digest = digest_of(admin_key) if admin_key else None
+        self._keys = keys
+        self._clock = clock
+        self._open_until_keys = open_until_keys and keys is not None
+        self._on_keys_mode = on_keys_mode
+
+    @property
+    def mode(self) -> AuthMode:
+        """The mode as of the last request."""
+        return self._mode
+
+    @property
+    def provisional(self) -> bool:
+        """Open now, but only until an active API key exists."""
+        return self._mode == "open" and self._open_until_keys
+
+    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        if self._mode == "open":
+            if not (self._open_until_keys and await self._key_exists()):
+                return ANONYMOUS
+            self._switch_to_keys()
         token = bearer_token(headers)
         if token is None:
             raise AuthenticationFailedError(
                 "no API key: send it as 'Authorization: Bearer <key>' or 'x-api-key'"
             )
-        if self._admin_key and hmac.compare_digest(token.encode(), self._admin_key.encode()):
-            return Principal(key_id="admin")
-        raise AuthenticationFailedError("the API key is not valid (unknown or revoked)")
+        digest = digest_of(token)
+        # Digests compared, not the keys: equal length, so the timing tells nothing.
+        if self._admin_digest is not None and hmac.compare_digest(digest, self._admin_digest):
+            return ADMIN
+        return await self._api_key(token, digest)
+
+    def _switch_to_keys(self) -> None:
+        if self._mode == "keys":  # a concurrent request switched while this one awaited
+            return
+        self._mode = "keys"
+        log.warning("an API key exists now: auth mode switched from open to keys")
+        if self._on_keys_mode is not None:
+            self._on_keys_mode()
+
+    async def _key_exists(self) -> bool:
+        return self._keys is not None and await self._keys.any_active()
+
+    async def _api_key(self, token: str, digest: str) -> Principal:
+        unknown = AuthenticationFailedError("the API key is not valid (unknown)")
+        if self._keys is None or self._clock is None or not looks_like_key(token):
+            raise unknown
+        key = await self._keys.find(digest)
+        if key is None or not hmac.compare_digest(key.digest, digest):
+            raise unknown
+        if key.revoked_at is not None:
+            raise AuthenticationFailedError(f"the API key {key.id} has been revoked")
+        if key.expires_at is not None and key.expired(self._clock.time()):
+            when = datetime.fromtimestamp(key.expires_at, UTC).isoformat(timespec="seconds")
+            raise AuthenticationFailedError(
+                f"the API key {key.id} expired at {when.replace('+00:00', 'Z')}"
+            )
+        return Principal(key_id=key.id, tenant=key.tenant, scopes=key.scopes, models=key.models)
+
+
+def require_scope(principal: Principal, scope: Scope) -> None:
+    """Raise ``permission_denied`` naming ``scope`` unless ``principal`` holds it."""
+    if principal.has_scope(scope):
+        return
+    held = ", ".join(principal.scopes) or "none"
+    raise PermissionDeniedError(
+        f"this endpoint needs the {scope!r} scope; this API key has: {held}"
+    )
+
+
+def require_model(principal: Principal, model: str) -> None:
+    """Raise ``permission_denied`` unless the key's model list allows ``model`` (the route
+    name or ``provider/model`` the client sent, matched exactly)."""
+    if principal.models is None or model in principal.models:
+        return
+    raise PermissionDeniedError(
+        f"this API key may not use model {model!r}; it is limited to: "
+        + ", ".join(principal.models)
+    )
 
 
 def bearer_token(headers: Mapping[str, str]) -> str | None:
@@ -66,3 +178,43 @@ def resolve_mode(configured: AuthMode | None, host: str, *, keys_exist: bool) ->
     if configured is not None:
         return configured
     return "open" if is_loopback(host) and not keys_exist else "keys"
+
+
+# Values people leave in configs and .env files instead of a real secret.
+_PLACEHOLDER = re.compile(
+    r"change.?me|replace.?me|your.?(admin.?)?(api.?)?(key|secret|token)|placeholder|example"
+    r"|dummy|fixme|todo|insert.?here|(^|[-_])x{3,}($|[-_])|\.\.\.|^<.*>$",
+    re.IGNORECASE,
+)
+_MIN_DISTINCT_CHARS: Final = 8
+
+
+def is_placeholder(secret: str) -> bool:
+    """An obvious stand-in (``changeme``, ``xxxx``, ``your-key-here``, ``aaaa...``)."""
+    return bool(_PLACEHOLDER.search(secret)) or len(set(secret)) < _MIN_DISTINCT_CHARS
+
+
+def exposure_problem(configured: AuthMode | None, host: str, admin_key: str | None) -> str | None:
+    """Why gw must not start bound to ``host`` with this auth, or None. Beyond loopback the
+    mode is ``keys`` and the admin key must be real: 32+ characters, not a placeholder."""
+    if is_loopback(host):
+        return None
+    if configured == "open":
+        return (
+            f"auth.mode is open but server.host {host} is not a loopback address; "
+            "open mode is for loopback only: set auth.mode: keys or bind 127.0.0.1"
+        )
+    fix = "e.g. admin_key: env:GW_ADMIN_KEY with GW_ADMIN_KEY=$(openssl rand -base64 32)"
+    if not admin_key:
+        return (
+            f"server.host {host} is not a loopback address, so auth is keys mode and needs "
+            f"an admin key; set auth.admin_key ({fix}), or bind 127.0.0.1"
+        )
+    if len(admin_key) < MIN_ADMIN_KEY_CHARS:
+        return (
+            f"auth.admin_key is {len(admin_key)} characters; beyond loopback it must have at "
+            f"least {MIN_ADMIN_KEY_CHARS} ({fix})"
+        )
+    if is_placeholder(admin_key):
+        return f"auth.admin_key looks like a placeholder, not a secret; set a random one ({fix})"
+    return None

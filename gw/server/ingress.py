@@ -20,6 +20,7 @@ from gw.execution.gateway import RequestContext, RequestFailedError, StreamSessi
 from gw.ir import ChatRequest, ChatResponse, ErrorEvent, StreamEvent
 from gw.record import TraceRecord
 from gw.server.admission import queue_header
+from gw.server.auth import require_model, require_scope
 from gw.server.body import read_body
 from gw.server.disconnect import ClientGoneError, ClientWatch
 from gw.server.hints import parse_hints
@@ -27,7 +28,15 @@ from gw.server.responses import JSON, gw_headers, trace_headers
 from gw.server.services import HttpRequest, ServerServices
 from gw.server.sse_stream import LastChunk, SSEStream
 
-DecodedT = TypeVar("DecodedT")
+
+class ModelRequest(Protocol):
+    @property
+    def model(self) -> str:
+        """What the client asked for: a route name or ``provider/model``."""
+        ...
+
+
+DecodedT = TypeVar("DecodedT", bound=ModelRequest)
 
 
 class StreamEncoder(Protocol):
@@ -84,7 +93,8 @@ async def read_request(
 ) -> tuple[RequestContext, DecodedT]:
     """``read_chat`` for any endpoint: ``decode`` turns the body into its request."""
     server = ctx.snapshot.config.server
-    principal = services.authenticator.authenticate(request.headers)
+    principal = await services.authenticator.authenticate(request.headers)
+    require_scope(principal, "inference")
     ctx = _with_principal(ctx, principal.key_id, principal.tenant)
     hints = parse_hints(request.headers)
     if hints is not None:
@@ -99,7 +109,9 @@ async def read_request(
         raise RequestTimeoutError(
             f"the request body did not arrive within server.body_timeout ({limit})"
         ) from None
-    return ctx, decode(body)
+    decoded = decode(body)
+    require_model(principal, decoded.model)
+    return ctx, decoded
 
 
 async def _serve(

@@ -10,6 +10,7 @@ from litestar import Response, get
 from litestar.handlers import HTTPRouteHandler
 
 from gw.errors import GatewayError
+from gw.server.auth import require_scope
 from gw.server.responses import JSON, gw_headers, openai_error_response
 from gw.server.services import HttpRequest, ServerServices
 
@@ -19,11 +20,13 @@ def model_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     async def list_models(request: HttpRequest) -> Response[bytes]:
         ctx = services.begin(request, "models.list")
         try:
-            services.authenticator.authenticate(request.headers)
+            principal = await services.authenticator.authenticate(request.headers)
+            require_scope(principal, "inference")
         except GatewayError as error:
             failed = services.gateway.reject(ctx, error, stream=False)
             return openai_error_response(failed.error, failed.trace)
-        names = list(ctx.snapshot.routes)
+        allowed = principal.models  # a key limited to some models sees only those routes
+        names = [name for name in ctx.snapshot.routes if allowed is None or name in allowed]
         now = services.clock.time()
         # The Anthropic SDK always sends anthropic-version: answer in its list shape.
         body = (

@@ -17,6 +17,7 @@ from gw.ports import Clock
 from gw.server.admission import Admission
 from gw.server.auth import Authenticator
 from gw.server.ids import new_request_id
+from gw.store.usage import UsageReader
 
 MAX_CLIENT_REQUEST_ID = 128
 HttpRequest = Request[Any, Any, State]
@@ -34,6 +35,7 @@ class ServerServices:
         health: HealthBook | None = None,
         latency: LatencyBook | None = None,
         accounts: AccountBook | None = None,
+        usage: UsageReader | None = None,
     ) -> None:
         self.gateway = gateway
         self.snapshot = snapshot
@@ -44,6 +46,7 @@ class ServerServices:
         self.health = health
         self.latency = latency
         self.accounts = accounts
+        self.usage = usage  # the usage ledger, for GET /admin/v1/usage
 
     def begin(self, request: HttpRequest, endpoint: str) -> RequestContext:
         """Give the request its id and pin the current snapshot for its whole life."""

@@ -14,7 +14,9 @@ thread, but two coroutines interleaving ``BEGIN`` ... ``COMMIT`` would collide.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import sqlite3
 import time as _time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -25,12 +27,22 @@ from typing import Final, Self
 import aiosqlite
 import msgspec
 
+from gw.ports import UsageRow
 from gw.record import TraceRecord
+from gw.store.api_keys import ApiKey
 from gw.store.migrations import (
     LATEST_VERSION,
     SCHEMA_VERSION_TABLE,
     StoreError,
     pending_migrations,
+)
+from gw.store.usage import (
+    INSERT_USAGE,
+    UsageGroup,
+    UsageTotals,
+    report_sql,
+    totals_from_row,
+    usage_batch,
 )
 
 logger = logging.getLogger("gw.store")
@@ -52,6 +64,17 @@ SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->
        value->>7, value->>8, value->>9, value->>10
 FROM json_each(?)
 """
+
+_INSERT_KEY: Final = """
+INSERT INTO api_keys (
+    id, digest, prefix, suffix, tenant, name, scopes, models, created_at, expires_at, revoked_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+_SELECT_KEYS: Final = """
+SELECT id, digest, prefix, suffix, tenant, name, scopes, models, created_at, expires_at, revoked_at
+FROM api_keys
+"""
+_NAMES: Final = msgspec.json.Decoder(tuple[str, ...])  # api_keys.scopes and .models
 
 
 class AmbiguousRequestIdError(StoreError):
@@ -248,12 +271,111 @@ class SqliteStore:
             for r in rows
         ]
 
+    # -- api keys -------------------------------------------------------------------------
+
+    async def create_key(self, key: ApiKey) -> None:
+        """Store a new key: its digest, display prefix and suffix, never the key itself."""
+        async with self._transaction():
+            await self._conn.execute(
+                _INSERT_KEY,
+                (
+                    key.id,
+                    key.digest,
+                    key.prefix,
+                    key.suffix,
+                    key.tenant,
+                    key.name,
+                    self._encoder.encode(key.scopes).decode(),
+                    None if key.models is None else self._encoder.encode(key.models).decode(),
+                    key.created_at,
+                    key.expires_at,
+                    key.revoked_at,
+                ),
+            )
+
+    async def list_keys(self) -> list[ApiKey]:
+        """Every key, revoked and expired ones included, oldest first."""
+        async with self._lock:
+            rows = await self._conn.execute_fetchall(_SELECT_KEYS + "ORDER BY created_at, id")
+        return [_key_from_row(row) for row in rows]
+
+    async def revoke_key(self, key_id: str, *, time: float) -> ApiKey | None:
+        """Mark a key revoked at ``time`` and return it; None when no key has this id.
+        Revoking a revoked key keeps its first ``revoked_at``."""
+        async with self._transaction():
+            await self._conn.execute(
+                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                (time, key_id),
+            )
+            rows = await self._conn.execute_fetchall(_SELECT_KEYS + "WHERE id = ?", (key_id,))
+        row = next(iter(rows), None)
+        return None if row is None else _key_from_row(row)
+
+    async def find_key_by_digest(self, digest: str) -> ApiKey | None:
+        """The key with this SHA-256 digest (the UNIQUE index finds it), revoked or not."""
+        async with self._lock:
+            rows = await self._conn.execute_fetchall(_SELECT_KEYS + "WHERE digest = ?", (digest,))
+        row = next(iter(rows), None)
+        return None if row is None else _key_from_row(row)
+
+    async def count_active_keys(self, *, now: float) -> int:
+        """Keys neither revoked nor expired at ``now``."""
+        async with self._lock:
+            rows = await self._conn.execute_fetchall(
+                "SELECT count(*) FROM api_keys"
+                " WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)",
+                (now,),
+            )
+        return int(next(iter(rows))[0])
+
+    # -- usage ledger ---------------------------------------------------------------------
+
+    async def write_usage(self, rows: Sequence[UsageRow]) -> None:
+        """Store usage rows in one transaction; a known request id keeps its first row."""
+        if not rows:
+            return
+        async with self._transaction():
+            await self._conn.execute(INSERT_USAGE, (usage_batch(rows),))
+
+    async def usage_report(
+        self, by: UsageGroup, since: float | None = None, tenant: str | None = None
+    ) -> list[UsageTotals]:
+        """Usage summed per ``by`` value, for rows at or after ``since`` (epoch seconds) and
+        of ``tenant`` when given; ordered as ``gw.store.usage`` documents."""
+        sql = report_sql(by, since=since is not None, tenant=tenant is not None)
+        params = tuple(value for value in (since, tenant) if value is not None)
+        async with self._lock:
+            rows = await self._conn.execute_fetchall(sql, params)
+        return [totals_from_row(by, row) for row in rows]
+
+    async def tenant_spend(self, day: str, month: str) -> list[tuple[str, str, float]]:
+        """(tenant, period label, USD) settled in the ``day`` and ``month`` periods (their
+        labels), to seed the tenant budgets at start-up."""
+        sql = (
+            "SELECT tenant, 'day', SUM(cost_usd) FROM usage WHERE tenant IS NOT NULL"
+            " AND day = ? GROUP BY tenant UNION ALL"
+            " SELECT tenant, 'month', SUM(cost_usd) FROM usage WHERE tenant IS NOT NULL"
+            " AND month = ? GROUP BY tenant"
+        )
+        async with self._lock:
+            rows = await self._conn.execute_fetchall(sql, (day, month))
+        labels = {"day": day, "month": month}
+        return [(tenant, labels[period], usd or 0.0) for tenant, period, usd in rows]
+
     # -- machinery ------------------------------------------------------------------------
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[None]:
         async with self._lock:
-            await self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                await self._conn.execute("BEGIN IMMEDIATE")
+            except asyncio.CancelledError:
+                # The statement runs on in aiosqlite's thread (waiting out a busy lock, say)
+                # and may yet open the transaction: end it, or every later write on this
+                # connection fails with "cannot start a transaction within a transaction".
+                with contextlib.suppress(sqlite3.Error):
+                    await self._conn.execute("ROLLBACK")
+                raise
             try:
                 yield
             except BaseException:
@@ -283,3 +405,21 @@ class SqliteStore:
             # PRAGMA takes no bound parameters; LATEST_VERSION is an int constant.
             await self._conn.execute(f"PRAGMA user_version = {LATEST_VERSION}")
             logger.info("migrated %s to schema version %d", self.path, LATEST_VERSION)
+
+
+def _key_from_row(row: sqlite3.Row) -> ApiKey:
+    """An ``api_keys`` row, columns in ``_SELECT_KEYS`` order, as an ``ApiKey``."""
+    (key_id, digest, prefix, suffix, tenant, name, scopes, models, created, expires, revoked) = row
+    return ApiKey(
+        id=key_id,
+        digest=digest,
+        prefix=prefix,
+        suffix=suffix,
+        tenant=tenant,
+        name=name,
+        scopes=_NAMES.decode(scopes),
+        models=None if models is None else _NAMES.decode(models),
+        created_at=created,
+        expires_at=expires,
+        revoked_at=revoked,
+    )

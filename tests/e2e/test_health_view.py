@@ -39,6 +39,8 @@ routes:
       - {{provider: pool, model: gpt-p}}
 policies:
   - {{name: once, match: {{routes: ["*"]}}, retry: {{max_attempts: 1}}}}
+  # Two calls: a rate-limited account hands over to the next (a switch counts as a call).
+  - {{name: pool, match: {{routes: [pooled]}}, retry: {{max_attempts: 2}}}}
 health:
   degraded_after: 3
   unhealthy_after: 3

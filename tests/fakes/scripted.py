@@ -80,6 +80,9 @@ class ScriptedFake(ABC, Generic[B, Q]):
         self.port = port  # 0 binds a free port; start() sets the bound one
         self.default = default
         self.count = 0  # requests that used a behavior, faulted ones included
+        # Answers cut short because the client closed the connection (a write failed):
+        # a fake that is sleeping notices at its next write.
+        self.disconnects = 0
         self._parse_query = parse_query
         self._record = record  # False keeps memory flat under a long benchmark
         self._lock = threading.Lock()
@@ -109,11 +112,13 @@ class ScriptedFake(ABC, Generic[B, Q]):
             self._script.extend(behaviors)
 
     def clear(self) -> None:
-        """Forget recorded requests, reset `count` and drop unused enqueued behaviors."""
+        """Forget recorded requests, reset `count` and `disconnects`, and drop unused
+        enqueued behaviors."""
         with self._lock:
             self._requests.clear()
             self._script.clear()
             self.count = 0
+            self.disconnects = 0
 
     def start(self) -> Self:
         if self._server is not None:
@@ -155,7 +160,12 @@ class ScriptedFake(ABC, Generic[B, Q]):
         if self._record:
             with self._lock:
                 self._requests.append(request)
-        await self._answer(request, responder)
+        try:
+            await self._answer(request, responder)
+        except ConnectionError:
+            with self._lock:
+                self.disconnects += 1
+            raise  # the server cuts the connection
 
     async def _next_behavior(self, responder: Responder) -> tuple[B, int] | None:
         """Take the next behavior and a serial number for its answer, then apply its

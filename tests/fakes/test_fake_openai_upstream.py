@@ -183,6 +183,24 @@ def test_drop_before_headers_and_mid_body(client: openai.OpenAI, fake: FakeOpenA
     assert client.chat.completions.create(model="m", messages=MESSAGES).choices
 
 
+def test_a_client_that_hangs_up_mid_stream_is_counted(fake: FakeOpenAI) -> None:
+    words = " ".join(f"w{i}" for i in range(50))
+    fake.enqueue(Behavior(text=words, delay_between_chunks=0.05), Behavior(text=words))
+    payload = {"model": "m", "messages": MESSAGES, "stream": True}
+    with httpx.Client(base_url=fake.base_url, timeout=10) as http:
+        with http.stream("POST", "/chat/completions", json=payload) as answer:
+            next(line for line in answer.iter_lines() if '"content":"w0"' in line)
+        whole = http.post("/chat/completions", json=payload)  # read to its end
+    assert whole.text.endswith("data: [DONE]\n\n")
+    for _ in range(500):  # the fake notices at its next write
+        if fake.disconnects:
+            break
+        time.sleep(0.01)
+    assert (fake.count, fake.disconnects) == (2, 1)
+    fake.clear()
+    assert fake.disconnects == 0
+
+
 def test_malformed_bodies_raise(client: openai.OpenAI, fake: FakeOpenAI) -> None:
     fake.enqueue(Behavior(malformed=True), Behavior(malformed=True))
     with pytest.raises(json.JSONDecodeError):

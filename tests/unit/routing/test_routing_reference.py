@@ -248,6 +248,30 @@ def _filter(
     return None, None
 
 
+def _rank_by_latency(
+    kept: list[Candidate], views: Mapping[str, float]
+) -> tuple[list[tuple[tuple[float, ...], float | None, Candidate]], tuple[str, ...]]:
+    """Unmeasured targets first (by priority), then by observed latency."""
+
+    def key(c: Candidate) -> str:
+        return f"{c.provider}/{c.model}"
+
+    def rank_key(value: float | None, c: Candidate) -> tuple[float, ...]:
+        return (0, 0.0, c.priority) if value is None else (1, value, c.priority)
+
+    unmeasured = [key(c) for c in kept if key(c) not in views]
+    scored = [(rank_key(views.get(key(c)), c), views.get(key(c)), c) for c in kept]
+    notes: tuple[str, ...] = ()
+    if kept and len(unmeasured) == len(kept):
+        notes = ("no latency observed yet; ordered by priority",)
+    elif unmeasured:
+        notes = (
+            f"no latency observed yet for {', '.join(unmeasured)}; "
+            "tried first, by priority, to measure it",
+        )
+    return scored, notes
+
+
 def _rank(
     strategy: str,
     kept: list[Candidate],
@@ -290,13 +314,7 @@ def _rank(
             value = None if entry is None else entry.quality
             scored.append((unknown_last(None if value is None else -value, c), value, c))
     else:
-        views = latency_ms or {}
-        unmeasured = [key(c) for c in kept if key(c) not in views]
-        scored = [(unknown_last(views.get(key(c)), c), views.get(key(c)), c) for c in kept]
-        if kept and len(unmeasured) == len(kept):
-            notes = ("no latency observed yet; ordered by priority",)
-        elif unmeasured:
-            notes = (f"no latency observed for {', '.join(unmeasured)}; ordered last by priority",)
+        scored, notes = _rank_by_latency(kept, latency_ms or {})
     scored.sort(key=lambda item: item[0])
     ranked = [
         msgspec.structs.replace(c, score=score, rank=position)

@@ -77,14 +77,16 @@ def test_lowest_latency_with_no_observations_is_priority_order() -> None:
     assert NO_LATENCY_NOTE == "no latency observed yet; ordered by priority"
 
 
-def test_lowest_latency_measured_first() -> None:
+def test_lowest_latency_tries_the_unmeasured_first_then_the_fastest() -> None:
     ranking = rank_by_latency(
-        [candidate("p/unmeasured", priority=0), candidate("p/slow"), candidate("p/fast")],
+        [candidate("p/slow"), candidate("p/unmeasured", priority=3), candidate("p/fast")],
         {"p/slow": 900.0, "p/fast": 120.0},
     )
-    assert names(ranking.ranked) == ["p/fast", "p/slow", "p/unmeasured"]
-    assert [c.score for c in ranking.ranked] == [120.0, 900.0, None]
-    assert ranking.notes == ("no latency observed for p/unmeasured; ordered last by priority",)
+    assert names(ranking.ranked) == ["p/unmeasured", "p/fast", "p/slow"]
+    assert [c.score for c in ranking.ranked] == [None, 120.0, 900.0]
+    assert ranking.notes == (
+        "no latency observed yet for p/unmeasured; tried first, by priority, to measure it",
+    )
 
 
 def test_weighted_is_fixed_by_the_request_id() -> None:

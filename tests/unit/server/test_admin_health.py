@@ -3,6 +3,8 @@ account, admin scope; built from real books driven with plain numbers."""
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 import pytest
 
@@ -13,8 +15,8 @@ from gw.errors import AuthenticationFailedError, PermissionDeniedError, RateLimi
 from gw.execution.accounts import AccountBook
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyAverage, LatencyBook
-from gw.server.admin import Now, check_admin_scope, health_report, target_routes
-from gw.server.auth import Authenticator, Principal
+from gw.server.admin import Now, health_report, target_routes
+from gw.server.auth import ANONYMOUS, Authenticator, Principal, require_scope
 
 CONFIG = """
 providers:
@@ -153,12 +155,11 @@ def test_the_report_carries_no_credential_url_or_header() -> None:
 
 
 def test_admin_scope() -> None:
-    check_admin_scope(Principal(), "open")  # open mode: everyone (loopback only)
+    require_scope(ANONYMOUS, "admin")  # open mode: everyone (loopback only)
     keys = Authenticator("keys", "adm1n")
-    check_admin_scope(keys.authenticate({"authorization": "Bearer adm1n"}), "keys")
+    require_scope(asyncio.run(keys.authenticate({"authorization": "Bearer adm1n"})), "admin")
     with pytest.raises(AuthenticationFailedError):
-        keys.authenticate({})
-    with pytest.raises(PermissionDeniedError):  # an API key that is not the admin key
-        check_admin_scope(Principal(key_id="key_123", tenant="team-a"), "keys")
-    with pytest.raises(PermissionDeniedError):
-        check_admin_scope(Principal(), "keys")
+        asyncio.run(keys.authenticate({}))
+    with pytest.raises(PermissionDeniedError, match="'admin' scope"):  # an app's API key
+        require_scope(Principal(key_id="key_123", tenant="team-a", scopes=("inference",)), "admin")
+    require_scope(Principal(key_id="key_123", tenant="team-a", scopes=("admin",)), "admin")

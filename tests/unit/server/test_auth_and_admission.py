@@ -27,14 +27,16 @@ def test_bearer_and_x_api_key() -> None:
     assert bearer_token({}) is None
 
 
-def test_keys_mode_accepts_only_the_admin_key() -> None:
+def test_keys_mode_without_a_key_store_accepts_only_the_admin_key() -> None:
     auth = Authenticator("keys", "s3cret")
-    assert auth.authenticate({"authorization": "Bearer s3cret"}).key_id == "admin"
+    assert asyncio.run(auth.authenticate({"authorization": "Bearer s3cret"})).key_id == "admin"
     with pytest.raises(AuthenticationFailedError):
-        auth.authenticate({"authorization": "Bearer wrong"})
+        asyncio.run(auth.authenticate({"authorization": "Bearer wrong"}))
     with pytest.raises(AuthenticationFailedError):
-        auth.authenticate({})
-    assert Authenticator("open", None).authenticate({}).key_id is None
+        asyncio.run(auth.authenticate({"authorization": "Bearer gw-looks-like-a-key"}))
+    with pytest.raises(AuthenticationFailedError):
+        asyncio.run(auth.authenticate({}))
+    assert asyncio.run(Authenticator("open", None).authenticate({})).key_id is None
 
 
 def test_admission_sheds_when_the_queue_wait_runs_out() -> None:

@@ -1,0 +1,181 @@
+"""``gw keys create | list | revoke``: API keys, written straight to the state database.
+
+The server reads the same SQLite file (WAL), so a key created or revoked here takes effect
+in a running ``gw serve`` within a second, with no restart and no admin API call. The key
+is printed once, by ``create``; gw stores only its SHA-256 digest (gw/store/api_keys.py).
+Without ``--json``, ``create`` prints the key alone on stdout (``KEY=$(gw keys create ...)``)
+and what it is on stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Final, TypeVar
+
+import typer
+
+from gw.cli.console import fail, print_json, stderr, stdout
+from gw.cli.keys_view import created_json, describe, key_json, keys_table
+from gw.cli.options import (
+    ConfigOption,
+    JsonOption,
+    StateDirOption,
+    load_or_fail,
+    resolve_config,
+    resolve_home,
+)
+from gw.config import Config
+from gw.store import SqliteStore, StoreError
+from gw.store.api_keys import new_key, parse_scopes
+from gw.wiring import database_path
+
+keys_app = typer.Typer(help="API keys: create (shown once), list, revoke.", no_args_is_help=True)
+
+ResultT = TypeVar("ResultT")
+_RELATIVE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
+_UNIT_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_expiry(text: str, now: float) -> float:
+    """``30d`` (s, m, h, d, w from now) or an ISO 8601 date or time (UTC unless it names a
+    zone; a date is its first instant) -> epoch seconds. ValueError says what to write."""
+    relative = _RELATIVE.match(text)
+    if relative is not None:
+        return now + float(relative.group(1)) * _UNIT_SECONDS[relative.group(2)]
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"--expires {text!r} is neither a duration (30d, 12h, 90m) nor an ISO date or"
+            " time (2026-12-31, 2026-12-31T18:00:00Z)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def parse_models(text: str | None, config: Config) -> tuple[str, ...] | None:
+    """``chat,openai/gpt-4o`` -> names a client may send: routes or ``provider/model``
+    with a configured provider. ValueError names one that is neither."""
+    if text is None:
+        return None
+    models = tuple(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
+    if not models:
+        raise ValueError("--models lists no model; leave it out to allow any")
+    routes = {route.name for route in config.routes}
+    providers = {provider.name for provider in config.providers}
+    for model in models:
+        provider, slash, _ = model.partition("/")
+        if model not in routes and not (slash and provider in providers):
+            known = ", ".join(sorted(routes)) or "none"
+            raise ValueError(
+                f"--models: {model!r} is neither a route (routes: {known}) nor"
+                " provider/model with a configured provider"
+            )
+    return models
+
+
+def _with_store(path: Path, work: Callable[[SqliteStore], Awaitable[ResultT]]) -> ResultT:
+    async def main() -> ResultT:
+        async with await SqliteStore.open(path) as store:
+            return await work(store)
+
+    try:
+        return asyncio.run(main())
+    except (StoreError, sqlite3.Error, OSError) as error:
+        fail(f"cannot use the key store {path}: {error}")
+
+
+@keys_app.command("create")
+def create_command(  # keyword-only: one parameter per flag, Typer passes them by name
+    *,
+    tenant: Annotated[str, typer.Option("--tenant", help="The tenant (from config) it bills.")],
+    name: Annotated[str | None, typer.Option("--name", help="A label, e.g. the app.")] = None,
+    scopes: Annotated[
+        str, typer.Option("--scopes", help="Comma-separated: inference, usage:read, admin, *.")
+    ] = "inference",
+    expires: Annotated[
+        str | None,
+        typer.Option("--expires", help="30d, 12h, ... from now, or an ISO date/time (UTC)."),
+    ] = None,
+    models: Annotated[
+        str | None,
+        typer.Option("--models", help="Comma-separated routes or provider/model (default any)."),
+    ] = None,
+    config: ConfigOption = None,
+    state_dir: StateDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create an API key for a tenant and print it, once."""
+    home = resolve_home(state_dir)
+    path, explicit = resolve_config(config, home)
+    loaded = load_or_fail(path, explicit=explicit)
+    tenants = [t.name for t in loaded.config.tenants]
+    if tenant not in tenants:
+        known = ", ".join(tenants) or "none"
+        fail(
+            f"tenant {tenant!r} is not in the config {loaded.source} (tenants: {known});"
+            f" add it under tenants: [{{name: {tenant}}}]"
+        )
+    now = time.time()
+    try:
+        key = new_key(
+            tenant=tenant,
+            name=name,
+            scopes=parse_scopes(scopes),
+            models=parse_models(models, loaded.config),
+            created_at=now,
+            expires_at=None if expires is None else parse_expiry(expires, now),
+        )
+    except ValueError as error:
+        fail(str(error))
+    _with_store(database_path(home), lambda store: store.create_key(key.key))
+    if key.key.expired(now):
+        stderr.print("warning: this key has already expired", highlight=False, markup=False)
+    if as_json:
+        print_json(created_json(key))
+        return
+    stderr.print(f"created {describe(key.key)}", highlight=False, markup=False)
+    stderr.print("this is the only time the key is shown: store it now", highlight=False)
+    typer.echo(key.plaintext)
+
+
+@keys_app.command("list")
+def list_command(state_dir: StateDirOption = None, as_json: JsonOption = False) -> None:
+    """List API keys (never the keys themselves): oldest first, revoked ones included."""
+    path = database_path(resolve_home(state_dir))
+    keys = _with_store(path, lambda store: store.list_keys()) if path.exists() else []
+    now = time.time()
+    if as_json:
+        print_json([key_json(key, now) for key in keys])
+        return
+    if not keys:
+        stdout.print(f"no API keys in {path}; `gw keys create --tenant T` makes one")
+        return
+    stdout.print(keys_table(keys, now))
+
+
+@keys_app.command("revoke")
+def revoke_command(
+    key_id: Annotated[str, typer.Argument(help="The key's id (key_...), from `gw keys list`.")],
+    state_dir: StateDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Revoke an API key; a running server refuses it within a second."""
+    path = database_path(resolve_home(state_dir))
+    now = time.time()
+    key = _with_store(path, lambda s: s.revoke_key(key_id, time=now)) if path.exists() else None
+    if key is None:
+        fail(f"no API key {key_id!r} in {path}; `gw keys list` shows them")
+    if as_json:
+        print_json(key_json(key, now))
+        return
+    already = key.revoked_at is not None and key.revoked_at < now
+    verb = "was already revoked" if already else "revoked"
+    stdout.print(f"{verb}: {describe(key)}", highlight=False, markup=False)

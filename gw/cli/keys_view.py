@@ -1,0 +1,105 @@
+"""``gw keys``: how a key is shown, as a table and as JSON. Pure rendering.
+
+``gw keys create --json`` prints the only copy of the key there will ever be::
+
+    {"id": "key_3f9a0c1b2d4e", "key": "gw-...", "tenant": "team-a", "name": "app" | null,
+     "scopes": ["inference"], "models": ["chat"] | null (any),
+     "prefix": "gw-AbCd", "suffix": "wxYz",
+     "created_at": "2026-03-15T14:02:03.120Z", "expires_at": ISO 8601 UTC | null}
+
+``gw keys list --json`` prints an array, oldest first, and ``gw keys revoke --json`` one
+item, each without the key::
+
+    {"id", "tenant", "name", "scopes", "models", "prefix", "suffix",
+     "created_at", "expires_at", "revoked_at" (ISO 8601 UTC | null),
+     "status": "active" | "expired" | "revoked"}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from rich.table import Table
+from rich.text import Text
+
+from gw.cli.traces_view import iso_utc, local_time
+from gw.store.api_keys import ApiKey, NewKey
+
+KeyStatus = Literal["active", "expired", "revoked"]
+STATUS_STYLES: dict[KeyStatus, str] = {"active": "green", "expired": "yellow", "revoked": "red"}
+
+
+def key_status(key: ApiKey, now: float) -> KeyStatus:
+    if key.revoked_at is not None:
+        return "revoked"
+    return "expired" if key.expired(now) else "active"
+
+
+def _iso(timestamp: float | None) -> str | None:
+    return None if timestamp is None else iso_utc(timestamp)
+
+
+def key_json(key: ApiKey, now: float) -> dict[str, object]:
+    """One stored key, never the key itself (gw does not have it)."""
+    return {
+        "id": key.id,
+        "tenant": key.tenant,
+        "name": key.name,
+        "scopes": list(key.scopes),
+        "models": None if key.models is None else list(key.models),
+        "prefix": key.prefix,
+        "suffix": key.suffix,
+        "created_at": iso_utc(key.created_at),
+        "expires_at": _iso(key.expires_at),
+        "revoked_at": _iso(key.revoked_at),
+        "status": key_status(key, now),
+    }
+
+
+def created_json(new: NewKey) -> dict[str, object]:
+    key = new.key
+    return {
+        "id": key.id,
+        "key": new.plaintext,
+        "tenant": key.tenant,
+        "name": key.name,
+        "scopes": list(key.scopes),
+        "models": None if key.models is None else list(key.models),
+        "prefix": key.prefix,
+        "suffix": key.suffix,
+        "created_at": iso_utc(key.created_at),
+        "expires_at": _iso(key.expires_at),
+    }
+
+
+def describe(key: ApiKey) -> str:
+    """``key_… (gw-AbCd…wxYz) for tenant team-a, scopes inference, models any, ...``"""
+    models = ", ".join(key.models) if key.models is not None else "any"
+    expires = "never" if key.expires_at is None else local_time(key.expires_at)
+    return (
+        f"{key.id} ({key.display}) for tenant {key.tenant}, scopes {', '.join(key.scopes)}, "
+        f"models {models}, expires {expires}"
+    )
+
+
+def keys_table(keys: Sequence[ApiKey], now: float) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("id", "key", "tenant", "name", "scopes", "models", "created", "expires"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    for key in keys:
+        status = key_status(key, now)
+        label = status if key.revoked_at is None else f"revoked {local_time(key.revoked_at)}"
+        table.add_row(
+            key.id,
+            key.display,
+            key.tenant,
+            key.name or "-",
+            ",".join(key.scopes),
+            "any" if key.models is None else ",".join(key.models),
+            local_time(key.created_at),
+            "never" if key.expires_at is None else local_time(key.expires_at),
+            Text(label, style=STATUS_STYLES[status]),
+        )
+    return table

@@ -1,0 +1,196 @@
+"""Tenant limits, checked after routing and before any upstream spend. No I/O.
+
+Per tenant (``tenants[].limits`` and ``tenants[].budget``):
+
+- ``requests_per_minute`` and ``tokens_per_minute``: token buckets holding a minute's
+  allowance and refilling continuously; over either -> 429 ``rate_limited`` with the
+  seconds until enough has refilled as retry-after. A request takes its *projected*
+  tokens (estimated input + its max output, or ``PROJECTED_OUTPUT_TOKENS`` when it sets
+  none) and settles to the actual count when it ends.
+- ``max_concurrency``: requests in flight; over -> 429 ``concurrency_limited``.
+- ``daily_usd`` / ``monthly_usd``: settled spend plus what requests in flight have
+  reserved (their projected cost: the dearest target left in their chain) must stay
+  within the budget, else 402 ``budget_exceeded``. Settling replaces the reservation with
+  the actual cost. Requests racing for the last cents therefore cannot overspend by more
+  than the amount by which the actual costs of the requests in flight exceed their
+  projections (a request without ``max_tokens`` is projected at 1,024 output tokens;
+  send ``max_tokens`` for an exact ceiling). A target with an unknown price projects 0.
+
+All checks run before anything is taken, so a refused request holds nothing. Periods are
+UTC days and months, labelled by ``period_label`` (invariant 10); the spend of the current
+periods is seeded from the usage ledger at start-up (``seed``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+from gw.config.schema import TenantConfig
+from gw.errors import BudgetExceededError, ConcurrencyLimitedError, GatewayError, RateLimitedError
+from gw.execution.periods import Period, period_label
+
+
+class Ticket(msgspec.Struct, kw_only=True):
+    """What one admitted request holds until it settles."""
+
+    tenant: str
+    tokens: int
+    cost_usd: float
+    labels: tuple[str, ...]
+
+
+class _Bucket:
+    __slots__ = ("level", "per_second", "size", "updated")
+
+    def __init__(self, per_minute: int, now: float) -> None:
+        self.size = float(per_minute)
+        self.per_second = per_minute / 60.0
+        self.level = self.size
+        self.updated = now
+
+    def refill(self, per_minute: int, now: float) -> None:
+        if per_minute != self.size:  # the config changed: keep the level within the new size
+            self.size, self.per_second = float(per_minute), per_minute / 60.0
+        self.level = min(self.size, self.level + (now - self.updated) * self.per_second)
+        self.updated = now
+
+    def wait_for(self, amount: float) -> float:
+        """Seconds until ``amount`` is available (0: now)."""
+        return max(0.0, (amount - self.level) / self.per_second)
+
+
+class _TenantState:
+    __slots__ = ("in_flight", "requests", "tokens")
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.requests: _Bucket | None = None
+        self.tokens: _Bucket | None = None
+
+
+class TenantLimiter:
+    def __init__(self) -> None:
+        self._tenants: dict[str, _TenantState] = {}
+        self._spent: dict[tuple[str, str], float] = {}  # (tenant, period label) -> USD
+        self._reserved: dict[tuple[str, str], float] = {}
+        self._tickets: dict[str, Ticket] = {}  # by request id
+
+    def seed(self, spend: Iterable[tuple[str, str, float]]) -> None:
+        """Settled spend from the ledger: (tenant, period label, USD) rows."""
+        for tenant, label, usd in spend:
+            self._spent[(tenant, label)] = self._spent.get((tenant, label), 0.0) + usd
+
+    def spent(self, tenant: str, label: str) -> float:
+        return self._spent.get((tenant, label), 0.0)
+
+    def admit(
+        self,
+        tenant: TenantConfig,
+        request_id: str,
+        *,
+        tokens: int,
+        cost_usd: float,
+        now: float,
+        wall: float,
+    ) -> None:
+        """Take the request's share of every limit, or raise without taking anything."""
+        state = self._tenants.setdefault(tenant.name, _TenantState())
+        limits = tenant.limits
+        if limits.max_concurrency is not None and state.in_flight >= limits.max_concurrency:
+            raise ConcurrencyLimitedError(
+                f"tenant {tenant.name} already has {state.in_flight} requests in flight "
+                f"(limits.max_concurrency {limits.max_concurrency}); retry when one ends"
+            )
+        budgets = _budgets(tenant, wall)
+        for period, label, budget in budgets:
+            self._check_budget(tenant.name, period, label, budget, cost_usd)
+        state.requests = _refilled(state.requests, limits.requests_per_minute, now)
+        state.tokens = _refilled(state.tokens, limits.tokens_per_minute, now)
+        _check_rate(tenant.name, "requests_per_minute", state.requests, 1)
+        _check_rate(tenant.name, "tokens_per_minute", state.tokens, tokens)
+        # Every check passed: take.
+        state.in_flight += 1
+        if state.requests is not None:
+            state.requests.level -= 1
+        if state.tokens is not None:
+            state.tokens.level -= tokens
+        labels = tuple(label for _, label, _ in budgets)
+        for label in labels:
+            key = (tenant.name, label)
+            self._reserved[key] = self._reserved.get(key, 0.0) + cost_usd
+        self._tickets[request_id] = Ticket(
+            tenant=tenant.name, tokens=tokens, cost_usd=cost_usd, labels=labels
+        )
+
+    def settle(self, request_id: str, *, tokens: int, cost_usd: float | None) -> None:
+        """The request ended: its actual tokens and cost replace what it reserved."""
+        ticket = self._tickets.pop(request_id, None)
+        if ticket is None:
+            return
+        state = self._tenants.get(ticket.tenant)
+        if state is not None:
+            state.in_flight = max(0, state.in_flight - 1)
+            if state.tokens is not None:  # may go below zero: later requests wait longer
+                state.tokens.level += ticket.tokens - tokens
+        for label in ticket.labels:
+            key = (ticket.tenant, label)
+            self._reserved[key] = max(0.0, self._reserved.get(key, 0.0) - ticket.cost_usd)
+            if cost_usd:
+                self._spent[key] = self._spent.get(key, 0.0) + cost_usd
+
+    def in_flight(self, tenant: str) -> int:
+        state = self._tenants.get(tenant)
+        return 0 if state is None else state.in_flight
+
+    def _check_budget(
+        self, tenant: str, period: Period, label: str, budget: float, cost_usd: float
+    ) -> None:
+        key = (tenant, label)
+        spent, reserved = self._spent.get(key, 0.0), self._reserved.get(key, 0.0)
+        if spent + reserved + cost_usd > budget or spent >= budget:
+            detail = f"; ${reserved:.6f} is reserved by requests in flight" if reserved else ""
+            raise BudgetExceededError(
+                f"tenant {tenant} has spent ${spent:.6f} of its {_NAMES[period]} budget of "
+                f"${budget:.2f} ({label[2:]}){detail}, and this request may cost up to "
+                f"${cost_usd:.6f}; raise tenants[].budget or wait for the next {period}"
+            )
+
+
+_NAMES: Mapping[Period, str] = {"day": "daily", "month": "monthly"}
+
+
+def _budgets(tenant: TenantConfig, wall: float) -> list[tuple[Period, str, float]]:
+    budget = tenant.budget
+    periods: list[tuple[Period, float | None]] = [
+        ("day", budget.daily_usd),
+        ("month", budget.monthly_usd),
+    ]
+    return [(p, period_label(p, wall), usd) for p, usd in periods if usd is not None]
+
+
+def _refilled(bucket: _Bucket | None, per_minute: int | None, now: float) -> _Bucket | None:
+    if per_minute is None:
+        return None
+    if bucket is None:
+        return _Bucket(per_minute, now)
+    bucket.refill(per_minute, now)
+    return bucket
+
+
+def _check_rate(tenant: str, field: str, bucket: _Bucket | None, amount: int) -> None:
+    if bucket is None:
+        return
+    if amount > bucket.size:
+        raise RateLimitedError(
+            f"this request may use {amount} tokens, more than tenant {tenant}'s whole "
+            f"limits.{field} ({bucket.size:.0f}); lower max_tokens or raise the limit"
+        )
+    wait = bucket.wait_for(amount)
+    if wait > 0:
+        error: GatewayError = RateLimitedError(
+            f"tenant {tenant} is over limits.{field} ({bucket.size:.0f}); retry in {wait:.1f}s",
+            retry_after=max(1.0, round(wait, 1)),
+        )
+        raise error

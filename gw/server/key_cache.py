@@ -1,0 +1,100 @@
+"""API key lookups for the request path, cached in-process for at most a second.
+
+Strategy: an answer from the store (a key, or "no such key") is kept for ``ttl`` seconds,
+counted from *before* the read, so no answer outlives the data it was read from by more than
+``ttl``: a key created or revoked by ``gw keys`` (another process, same database) takes
+effect here within ``ttl`` (1 s at most), and within it a request costs no database read.
+Concurrent misses for one digest share one read. Unknown tokens are cached too (so a client
+retrying a bad key does not hammer the database), in a bounded table: a flood of random
+tokens evicts the oldest entries instead of growing memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Final, Generic, Protocol, TypeVar
+
+from gw.ports import Clock
+from gw.store.api_keys import ApiKey
+
+MAX_TTL: Final = 1.0  # the promise: a revocation takes effect within a second
+MAX_ENTRIES: Final = 10_000
+
+ValueT = TypeVar("ValueT")
+
+
+class KeySource(Protocol):
+    """What the cache reads (``SqliteStore`` provides both)."""
+
+    async def find_key_by_digest(self, digest: str) -> ApiKey | None: ...
+
+    async def count_active_keys(self, *, now: float) -> int: ...
+
+
+class TtlMemo(Generic[ValueT]):
+    """``load(name)`` remembered for ``ttl`` seconds of ``monotonic`` time, per name."""
+
+    def __init__(
+        self,
+        load: Callable[[str], Awaitable[ValueT]],
+        monotonic: Callable[[], float],
+        *,
+        ttl: float,
+        max_entries: int = MAX_ENTRIES,
+    ) -> None:
+        self._load = load
+        self._monotonic = monotonic
+        self._ttl = ttl
+        self._max_entries = max_entries
+        self._entries: dict[str, tuple[ValueT, float]] = {}  # name -> (value, fresh until)
+        self._pending: dict[str, asyncio.Future[ValueT]] = {}
+
+    async def get(self, name: str) -> ValueT:
+        now = self._monotonic()
+        entry = self._entries.get(name)
+        if entry is not None and now < entry[1]:
+            return entry[0]
+        pending = self._pending.get(name)
+        if pending is None:
+            pending = asyncio.ensure_future(self._refresh(name, read_at=now))
+            self._pending[name] = pending
+            pending.add_done_callback(lambda done: self._settled(name, done))
+        # Shielded: a client that hangs up must not cancel the read others wait for.
+        return await asyncio.shield(pending)
+
+    async def _refresh(self, name: str, *, read_at: float) -> ValueT:
+        value = await self._load(name)
+        self._entries.pop(name, None)  # re-inserted last: the oldest entries go first
+        self._entries[name] = (value, read_at + self._ttl)
+        while len(self._entries) > self._max_entries:
+            del self._entries[next(iter(self._entries))]
+        return value
+
+    def _settled(self, name: str, done: asyncio.Future[ValueT]) -> None:
+        self._pending.pop(name, None)
+        if not done.cancelled():
+            done.exception()  # retrieved here: when every waiter left, nobody else would
+
+
+class KeyCache:
+    """Keys by digest, and whether any active key exists, each fresh within ``ttl``."""
+
+    def __init__(self, source: KeySource, clock: Clock, *, ttl: float = MAX_TTL) -> None:
+        if not 0 <= ttl <= MAX_TTL:
+            raise ValueError(f"the key cache ttl must be between 0 and {MAX_TTL} s")
+        self._source = source
+        self._clock = clock
+        self._keys = TtlMemo(source.find_key_by_digest, clock.monotonic, ttl=ttl)
+        self._active = TtlMemo(self._any_active, clock.monotonic, ttl=ttl, max_entries=1)
+
+    async def find(self, digest: str) -> ApiKey | None:
+        """The key with this digest (revoked and expired ones too), or None."""
+        return await self._keys.get(digest)
+
+    async def any_active(self) -> bool:
+        """Whether some key is neither revoked nor expired."""
+        return await self._active.get("")
+
+    async def _any_active(self, _name: str) -> bool:
+        return await self._source.count_active_keys(now=self._clock.time()) > 0

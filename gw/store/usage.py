@@ -1,0 +1,152 @@
+"""The usage ledger in SQL: writing rows, the grouped report, and the ``--since`` syntax.
+
+Rows go in as one JSON array bound to one parameter (as traces do, see ``sqlite.py``);
+``INSERT OR IGNORE`` on the request id keeps the first row of a request, so a batch
+written twice (a retry after an unclear failure) counts once.
+
+The report groups rows by one key and sums them.
+
+``gw usage --json`` and ``GET /admin/v1/usage`` print the same array, one object per
+group, the biggest spender first (by day: oldest first)::
+
+    [{"model": "gpt-4o-mini",        // the grouping key: tenant, model, key, day, route
+                                     //   or provider; null where the row has none
+      "requests": 12,                // routed requests (see gw/execution/usage_row.py)
+      "errors": 1,                   // ... of which ended with an error code
+      "input_tokens": 3400,          // every prompt token, cached ones included
+      "cached_input_tokens": 1024,
+      "output_tokens": 560,          // every answer token, reasoning included
+      "reasoning_tokens": 128,
+      "cost_usd": 0.0041,            // the sum of the requests' costs, as traced
+      "unpriced": 0,                 // requests with tokens but no catalog price
+      "estimated": 2}]               // requests whose counts are gw's estimate
+
+``day`` is a UTC date (``2026-03-15``), ``key`` an API key id.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from typing import Any, Final, Literal, Protocol, get_args
+
+import msgspec
+
+from gw.ports import UsageRow
+
+UsageGroup = Literal["tenant", "model", "key", "day", "route", "provider"]
+USAGE_GROUPS: Final[tuple[UsageGroup, ...]] = get_args(UsageGroup)
+
+# Group -> column of the ``usage`` table (gw/store/migrations.py, version 2).
+_COLUMNS: Final[dict[UsageGroup, str]] = {
+    "tenant": "tenant",
+    "model": "model",
+    "key": "key_id",
+    "day": "day",
+    "route": "route",
+    "provider": "provider",
+}
+_DAY_PREFIX: Final = "d:"  # gw.execution.periods renders day labels as d:YYYY-MM-DD
+_SINCE = re.compile(r"^(\d+)([mhdw])$")
+_SECONDS: Final = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+COST_DIGITS: Final = 10
+
+_FIELDS: Final = UsageRow.__struct_fields__
+INSERT_USAGE: Final = (
+    f"INSERT OR IGNORE INTO usage ({', '.join(_FIELDS)}) SELECT "  # noqa: S608 - fixed names
+    + ", ".join(f"value->>{index}" for index in range(len(_FIELDS)))
+    + " FROM json_each(?)"
+)
+
+
+def usage_batch(rows: Sequence[UsageRow]) -> bytes:
+    """``rows`` as the JSON array ``INSERT_USAGE`` reads (one array per row, field order)."""
+    return msgspec.json.encode([msgspec.structs.astuple(row) for row in rows])
+
+
+class UsageTotals(msgspec.Struct, frozen=True, kw_only=True):
+    """One group of the report; ``key`` is the group's value (``None``: rows without one)."""
+
+    key: str | None
+    requests: int
+    errors: int
+    input_tokens: int
+    cached_input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+    cost_usd: float
+    unpriced: int
+    estimated: int
+
+
+class UsageReader(Protocol):
+    """Reads the ledger; ``SqliteStore`` is one."""
+
+    async def usage_report(
+        self, by: UsageGroup, since: float | None = None, tenant: str | None = None
+    ) -> list[UsageTotals]: ...
+
+
+def report_sql(by: UsageGroup, *, since: bool, tenant: bool) -> str:
+    """The grouping query; its parameters are ``since`` then ``tenant``, where asked for."""
+    column = _COLUMNS[by]
+    where = [clause for clause, on in (("time >= ?", since), ("tenant = ?", tenant)) if on]
+    order = "k" if by == "day" else "cost DESC, requests DESC, k IS NULL, k"
+    # ``column`` comes from the fixed table above, never from the caller's text.
+    return (
+        f"SELECT {column} AS k, COUNT(*) AS requests,"  # noqa: S608 - column from _COLUMNS
+        " SUM(error_code IS NOT NULL), SUM(input_tokens), SUM(cached_input_tokens),"
+        " SUM(output_tokens), SUM(reasoning_tokens), TOTAL(cost_usd) AS cost,"
+        " SUM(cost_usd IS NULL AND input_tokens + output_tokens > 0),"
+        " SUM(usage_source = 'estimate')"
+        " FROM usage"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + f" GROUP BY k ORDER BY {order}"
+    )
+
+
+def totals_from_row(by: UsageGroup, row: Sequence[Any]) -> UsageTotals:
+    key = None if row[0] is None else str(row[0])
+    if by == "day" and key is not None:
+        key = key.removeprefix(_DAY_PREFIX)
+    return UsageTotals(
+        key=key,
+        requests=int(row[1]),
+        errors=int(row[2] or 0),
+        input_tokens=int(row[3] or 0),
+        cached_input_tokens=int(row[4] or 0),
+        output_tokens=int(row[5] or 0),
+        reasoning_tokens=int(row[6] or 0),
+        cost_usd=round(float(row[7] or 0.0), COST_DIGITS),
+        unpriced=int(row[8] or 0),
+        estimated=int(row[9] or 0),
+    )
+
+
+def report_json(by: UsageGroup, totals: Sequence[UsageTotals]) -> list[dict[str, Any]]:
+    """The documented JSON array (see the module docstring)."""
+    rows: list[dict[str, Any]] = []
+    for group in totals:
+        fields = msgspec.structs.asdict(group)
+        key = fields.pop("key")
+        rows.append({by: key, **fields})
+    return rows
+
+
+def parse_since(text: str, *, now: float) -> float:
+    """``30m``, ``24h``, ``7d``, ``2w`` before ``now``, or a UTC date (``2026-03-01``) or
+    ISO time, as epoch seconds. Raises ``ValueError`` with what is accepted."""
+    text = text.strip()
+    match = _SINCE.match(text)
+    if match:
+        return now - int(match.group(1)) * _SECONDS[match.group(2)]
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"--since {text!r}: give a duration (30m, 24h, 7d, 2w) or a date (2026-03-01)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.timestamp()

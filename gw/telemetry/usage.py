@@ -1,0 +1,208 @@
+"""UsageRecorder: the usage ledger's queue, written in batches by one task, never lossy.
+
+Strategy: usage rows are durable (invariant 8), so unlike traces nothing is dropped for
+being inconvenient. ``submit`` appends to a queue and returns (no I/O on the hot path);
+one task writes what is queued in batches of up to ``batch_size``, lingering
+``flush_interval`` for more. A failed write keeps its rows and is retried with backoff
+(the store ignores a request id it already has, so a retry never counts twice).
+
+Bounded by backpressure, not by loss: ``maxsize`` rows may wait. While that many are
+queued, ``wait_for_room`` (which the gateway awaits before routing a request) holds new
+requests until the writer makes room, for at most ``room_timeout`` each; a request that
+waited that long goes ahead anyway, and its row is queued beyond ``maxsize``
+(``overflowed`` counts them). Only past ``hard_limit`` rows, when the store has been
+failing for a long while, is a row let go, counted in ``lost`` and logged as an error: an
+out-of-memory crash would lose every queued row, not just the newest.
+
+``stop`` writes everything queued (retrying failed writes) for at most its timeout; rows
+still queued then are counted in ``lost`` and logged. At quiescence
+``submitted == written + lost + queued``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Sequence
+from itertools import islice
+from typing import Final, Protocol
+
+from gw.ports import UsageRow
+
+logger = logging.getLogger("gw.telemetry")
+
+ERROR_LOG_INTERVAL_S: Final = 60.0
+"""After one warning, further ones of the same kind are logged at most this often."""
+
+
+class UsageWriter(Protocol):
+    """Where batches go; ``SqliteStore`` is one."""
+
+    async def write_usage(self, rows: Sequence[UsageRow]) -> None: ...
+
+
+class UsageRecorder:
+    """A ``UsageSink`` that queues rows and writes them in batches with a ``UsageWriter``.
+
+    Counters (plain ints, read them for metrics): ``submitted``, ``written``,
+    ``write_errors`` (failed write calls, each retried), ``waited`` (requests that waited
+    for room), ``overflowed`` (rows queued beyond ``maxsize``) and ``lost``.
+    """
+
+    def __init__(
+        self,
+        writer: UsageWriter,
+        *,
+        maxsize: int = 10_000,
+        batch_size: int = 1024,
+        flush_interval: float = 0.05,
+        room_timeout: float = 1.0,
+        retry_backoff: float = 0.1,
+        max_retry_backoff: float = 5.0,
+        hard_limit: int | None = None,
+    ) -> None:
+        if maxsize < 1 or batch_size < 1:
+            raise ValueError("maxsize and batch_size must be >= 1")
+        self._writer = writer
+        self._rows: deque[UsageRow] = deque()
+        self._maxsize = maxsize
+        self._hard_limit = max(hard_limit or 10 * maxsize, maxsize)
+        self._batch_size = batch_size
+        self._flush_interval = flush_interval
+        self._room_timeout = room_timeout
+        self._retry_backoff = retry_backoff
+        self._max_retry_backoff = max_retry_backoff
+        self._arrived = asyncio.Event()  # rows were queued: wake the writer
+        self._room = asyncio.Event()  # the writer made room: wake waiting requests
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._closed = False
+        self._last_log: dict[str, float] = {}
+        self.submitted = 0
+        self.written = 0
+        self.write_errors = 0
+        self.waited = 0
+        self.overflowed = 0
+        self.lost = 0
+
+    @property
+    def queued(self) -> int:
+        return len(self._rows)
+
+    def submit(self, row: UsageRow) -> None:
+        """Queue a row; never blocks, never raises (see the module docstring for limits)."""
+        self.submitted += 1
+        if self._closed or len(self._rows) >= self._hard_limit:
+            self.lost += 1
+            why = "after the recorder stopped" if self._closed else "past its hard limit"
+            message = f"usage row not recorded: submitted {why} (lost: {self.lost})"
+            self._warn("lost", message, level=logging.ERROR)
+            return
+        if len(self._rows) >= self._maxsize:
+            self.overflowed += 1
+        self._rows.append(row)
+        self._arrived.set()
+
+    async def wait_for_room(self) -> None:
+        """Return once fewer than ``maxsize`` rows are queued, or after ``room_timeout``."""
+        if len(self._rows) < self._maxsize or self._closed:
+            return
+        self.waited += 1
+        try:
+            async with asyncio.timeout(self._room_timeout):
+                while len(self._rows) >= self._maxsize and not self._closed:
+                    self._room.clear()
+                    await self._room.wait()
+        except TimeoutError:
+            self._warn("full", f"usage queue full ({len(self._rows)} rows): the store is slow")
+
+    async def start(self) -> None:
+        """Start the writer task (call from the event loop that will submit)."""
+        if self._task is None and not self._closed:
+            self._task = asyncio.create_task(self._run(), name="gw-usage-recorder")
+
+    async def stop(self, timeout: float = 15.0) -> None:  # noqa: ASYNC109 -- rows left when the time runs out are counted as lost, which a caller's asyncio.timeout could not do
+        """Write everything queued (for at most ``timeout`` seconds), then stop."""
+        if self._closed:
+            return
+        self._stopping = True
+        self._arrived.set()
+        if self._rows and self.write_errors:
+            logger.warning(
+                "usage recorder stopping with %d rows queued after %d failed writes:"
+                " flushing for up to %.0f s",
+                len(self._rows),
+                self.write_errors,
+                timeout,
+            )
+        if self._task is None:  # never started: drain now, so stop() always flushes
+            self._task = asyncio.create_task(self._run(), name="gw-usage-recorder")
+        task = self._task
+        _done, pending = await asyncio.wait({task}, timeout=timeout)
+        if pending:
+            task.cancel()
+            await asyncio.wait({task})
+        self._closed = True
+        self._task = None
+        self._room.set()
+        if self._rows:
+            self.lost += len(self._rows)
+            logger.error(
+                "usage recorder stopped with %d rows unwritten (write errors: %d)",
+                len(self._rows),
+                self.write_errors,
+            )
+            self._rows.clear()
+
+    async def _run(self) -> None:
+        backoff = self._retry_backoff
+        while True:
+            if not self._rows:
+                if self._stopping:
+                    return
+                self._arrived.clear()
+                await self._arrived.wait()
+                continue
+            if len(self._rows) < self._batch_size and not self._stopping:
+                await asyncio.sleep(self._flush_interval)  # linger: fewer, larger writes
+            if await self._write_batch():
+                backoff = self._retry_backoff
+            else:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self._max_retry_backoff)
+
+    async def _write_batch(self) -> bool:
+        """Write the oldest rows; they leave the queue only once written."""
+        batch = list(islice(self._rows, self._batch_size))
+        try:
+            await self._writer.write_usage(batch)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- any writer error is counted, logged and retried: the rows stay queued
+            self.write_errors += 1
+            self._warn("write", f"usage write failed: {_kind(exc)}; {len(self._rows)} rows kept")
+            return False
+        for _ in batch:
+            self._rows.popleft()
+        self.written += len(batch)
+        if len(self._rows) < self._maxsize:
+            self._room.set()
+        return True
+
+    def _warn(self, kind: str, message: str, *, level: int = logging.WARNING) -> None:
+        # Only counts and error types are logged, never a row (invariant 9).
+        now = time.monotonic()
+        last = self._last_log.get(kind)
+        if last is not None and now - last < ERROR_LOG_INTERVAL_S:
+            return
+        self._last_log[kind] = now
+        logger.log(level, "%s", message)
+
+
+def _kind(exc: Exception) -> str:
+    """The error's type, and SQLite's error name when it has one (not its message)."""
+    kind = type(exc).__name__
+    sqlite_name = getattr(exc, "sqlite_errorname", None)
+    return f"{kind} ({sqlite_name})" if isinstance(sqlite_name, str) else kind

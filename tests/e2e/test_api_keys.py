@@ -1,0 +1,213 @@
+"""API keys against a real gw: created with the CLI while the server runs, used through the
+openai SDK, scoped, limited to models, revoked and expired; start-up beyond loopback refused.
+
+Waits are bounded polls (a change must show within a second; the polls allow far more on a
+slow machine), never timed assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from e2e.gw_process import GwServer, run_cli
+
+CONFIG = """
+providers: [{name: mock, kind: mock}]
+routes:
+  - {name: mock, targets: [{provider: mock, model: mock-1}]}
+  - {name: other, targets: [{provider: mock, model: mock-2}]}
+tenants: [{name: team-a}]
+"""
+HI = [{"role": "user", "content": "hi"}]
+POLL_S = 15.0  # generous bound for a slow shared machine; the promise is one second
+
+
+def wait_until(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + POLL_S
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {POLL_S}s: {what}")
+        time.sleep(0.05)
+
+
+def sdk(gw: GwServer, key: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=gw.base_url, api_key=key, max_retries=0)
+
+
+def status_with(gw: GwServer, headers: dict[str, str], path: str = "/v1/chat/completions") -> int:
+    with gw.client() as http:
+        if path.startswith("/admin"):
+            return http.get(path, headers=headers).status_code
+        body = {"model": "mock", "messages": HI}
+        return http.post(path, json=body, headers=headers).status_code
+
+
+def server_auth_mode(gw: GwServer) -> str:
+    mode: str = json.loads((gw.state_dir / "server.json").read_text())["auth_mode"]
+    return mode
+
+
+@pytest.fixture
+def keys_gw(tmp_path: Path) -> Iterator[GwServer]:
+    config = tmp_path / "gw.yaml"
+    config.write_text(CONFIG)
+    with GwServer(tmp_path / "state", config) as server:
+        yield server
+
+
+def create(gw: GwServer, *args: str) -> dict[str, Any]:
+    assert gw.config is not None
+    made: dict[str, Any] = gw.cli_json("keys", "create", "--config", str(gw.config), *args)
+    return made
+
+
+def test_keys_created_while_serving_switch_auth_on_and_are_enforced(keys_gw: GwServer) -> None:
+    gw = keys_gw
+    # No key yet, loopback bind: open mode, no token needed.
+    assert status_with(gw, {}) == 200
+    assert server_auth_mode(gw) == "open"
+
+    app = create(gw, "--tenant", "team-a", "--name", "app")
+    assert app["key"].startswith("gw-")
+    assert app["tenant"] == "team-a"
+    assert app["scopes"] == ["inference"]
+    assert app["id"].startswith("key_")
+    # Auth switches to keys by itself: a request without a key is now refused.
+    wait_until(lambda: status_with(gw, {}) == 401, "a request without a key is refused")
+    assert server_auth_mode(gw) == "keys"  # so `gw health` knows to send a key
+
+    answer = sdk(gw, app["key"]).chat.completions.with_raw_response.create(
+        model="mock", messages=HI
+    )
+    assert answer.parse().choices[0].message.content
+    assert status_with(gw, {"x-api-key": app["key"]}) == 200
+    with pytest.raises(openai.AuthenticationError) as unknown:
+        sdk(gw, "gw-" + "A" * 43).chat.completions.create(model="mock", messages=HI)
+    assert unknown.value.code == "authentication_failed"
+
+    # Scopes: an inference key may not read the admin API; an admin key may.
+    with gw.client() as http:
+        denied = http.get("/admin/v1/health", headers={"authorization": f"Bearer {app['key']}"})
+    assert denied.status_code == 403
+    assert denied.json()["error"]["code"] == "permission_denied"
+    assert "'admin' scope" in denied.json()["error"]["message"]
+    admin = create(gw, "--tenant", "team-a", "--scopes", "admin")
+    wait_until(
+        lambda: status_with(gw, {"x-api-key": admin["key"]}, "/admin/v1/health") == 200,
+        "an admin key reads /admin/v1/health",
+    )
+    assert status_with(gw, {"x-api-key": admin["key"]}) == 403  # admin is not inference
+
+    # A key limited to one route.
+    limited = create(gw, "--tenant", "team-a", "--models", "mock")
+    wait_until(lambda: status_with(gw, {"x-api-key": limited["key"]}) == 200, "limited key works")
+    with pytest.raises(openai.PermissionDeniedError) as outside:
+        sdk(gw, limited["key"]).chat.completions.create(model="other", messages=HI)
+    assert outside.value.code == "permission_denied"
+    assert "'other'" in str(outside.value)
+    listed = sdk(gw, limited["key"]).models.list()
+    assert [m.id for m in listed.data] == ["mock"]
+
+    # Revocation: rejected within a second.
+    revoked = gw.cli_json("keys", "revoke", app["id"])
+    assert revoked["status"] == "revoked"
+    assert "key" not in revoked
+    wait_until(
+        lambda: status_with(gw, {"authorization": f"Bearer {app['key']}"}) == 401,
+        "a revoked key is refused",
+    )
+    with pytest.raises(openai.AuthenticationError) as gone:
+        sdk(gw, app["key"]).chat.completions.create(model="mock", messages=HI)
+    assert "revoked" in str(gone.value)
+
+    # Expiry.
+    brief = create(gw, "--tenant", "team-a", "--expires", "1s")
+    assert brief["expires_at"] is not None
+    wait_until(lambda: status_with(gw, {"x-api-key": brief["key"]}) == 401, "expired key refused")
+    with pytest.raises(openai.AuthenticationError) as expired:
+        sdk(gw, brief["key"]).chat.completions.create(model="mock", messages=HI)
+    assert "expired" in str(expired.value)
+
+    listing = gw.cli_json("keys", "list")
+    assert {k["id"]: k["status"] for k in listing} == {
+        app["id"]: "revoked",
+        admin["id"]: "active",
+        limited["id"]: "active",
+        brief["id"]: "expired",
+    }
+    shown = gw.cli("keys", "list").stdout
+    assert f"{app['prefix']}…{app['suffix']}" in shown
+
+    # The plaintext of a key appears nowhere but in the create output.
+    secrets = [k["key"] for k in (app, admin, limited, brief)]
+    database = b"".join(p.read_bytes() for p in gw.state_dir.glob("gw.db*"))
+    gw.stop()
+    log = gw.log()
+    assert "switched from open to keys" in log
+    for secret in secrets:
+        assert secret not in log
+        assert secret.encode() not in database
+        assert secret not in shown
+
+
+def test_an_unknown_tenant_is_refused_by_name(tmp_path: Path) -> None:
+    config = tmp_path / "gw.yaml"
+    config.write_text(CONFIG)
+    done = run_cli(
+        "keys", "create", "--tenant", "nope", "--config", str(config),
+        "--state-dir", str(tmp_path / "state"), check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    said = " ".join(done.stderr.split())
+    assert "tenant 'nope' is not in the config" in said
+    assert "team-a" in said
+    assert done.stdout == ""
+
+
+def serve_refusal(tmp_path: Path, config_text: str, env: dict[str, str] | None = None) -> str:
+    config = tmp_path / "gw.yaml"
+    config.write_text(config_text)
+    done = run_cli(
+        "serve", "--host", "0.0.0.0", "--port", "0", "--config", str(config),
+        "--state-dir", str(tmp_path / "state"), env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert not (tmp_path / "state" / "server.json").exists()
+    return " ".join(done.stderr.split())
+
+
+def test_open_mode_beyond_loopback_is_refused_at_start_up(tmp_path: Path) -> None:
+    said = serve_refusal(tmp_path, CONFIG + "auth: {mode: open}\n")
+    assert "auth.mode is open but server.host 0.0.0.0 is not a loopback address" in said
+
+
+def test_keys_mode_beyond_loopback_needs_a_strong_admin_key(tmp_path: Path) -> None:
+    assert "needs an admin key" in serve_refusal(tmp_path, CONFIG)
+    with_key = CONFIG + "auth: {admin_key: env:GW_TEST_ADMIN}\n"
+    short = serve_refusal(tmp_path, with_key, env={"GW_TEST_ADMIN": "s3cret-but-short"})
+    assert "at least 32" in short
+    assert "s3cret-but-short" not in short
+    placeholder = "changeme-changeme-changeme-changeme"
+    said = serve_refusal(tmp_path, with_key, env={"GW_TEST_ADMIN": placeholder})
+    assert "placeholder" in said
+    assert placeholder not in said
+
+
+def test_an_admin_key_is_still_accepted_next_to_api_keys(tmp_path: Path) -> None:
+    config = tmp_path / "gw.yaml"
+    config.write_text(CONFIG + "auth: {mode: keys, admin_key: env:GW_TEST_ADMIN}\n")
+    admin = "gw-admin-test-0123456789abcdefghij"
+    with GwServer(tmp_path / "state", config, env={"GW_TEST_ADMIN": admin}) as gw:
+        assert status_with(gw, {}) == 401
+        assert status_with(gw, {"x-api-key": admin}) == 200
+        assert status_with(gw, {"x-api-key": admin}, "/admin/v1/health") == 200
+        with httpx.Client(base_url=gw.url) as http:
+            assert http.get("/livez").status_code == 200

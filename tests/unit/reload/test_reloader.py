@@ -1,0 +1,115 @@
+"""The reloader against a real file: valid, invalid, unchanged and watched edits."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from gw.config import Snapshot, compile_snapshot, load_config
+from gw.reload import Reloader
+
+GOOD = """
+providers: [{name: mock, kind: mock}]
+routes: [{name: chat, targets: [{provider: mock, model: m1}]}]
+"""
+BETTER = GOOD.replace("m1", "m2")
+BROKEN = GOOD.replace("provider: mock", "provider: ghost")
+
+
+class Harness:
+    def __init__(self, path: Path) -> None:
+        self.snapshot = compile_snapshot(load_config(GOOD, str(path)), revision=1, source="t")
+        self.revisions: list[tuple[str, str]] = []
+        self.reloader = Reloader(
+            path=path,
+            explicit=True,
+            overrides={},
+            current=lambda: self.snapshot,
+            apply=self.apply,
+            record_revision=self.record,
+            now=lambda: 1000.0,
+        )
+
+    def apply(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+
+    async def record(self, digest: str, source: str) -> int:
+        self.revisions.append((digest, source))
+        return len(self.revisions) + 1
+
+
+def harness(tmp_path: Path, text: str = GOOD) -> tuple[Harness, Path]:
+    path = tmp_path / "gw.yaml"
+    path.write_text(text)
+    return Harness(path), path
+
+
+def model_of(snapshot: Any) -> str:
+    return snapshot.routes["chat"].targets[0].model
+
+
+def test_a_valid_edit_becomes_the_next_revision(tmp_path: Path) -> None:
+    h, path = harness(tmp_path)
+    path.write_text(BETTER)
+    applied = asyncio.run(h.reloader.reload())
+    assert applied is not None
+    assert (applied.revision, model_of(h.snapshot)) == (2, "m2")
+    assert h.revisions[0][1] == "file"
+    assert (h.reloader.status.revision, h.reloader.status.reloads) == (2, 1)
+
+
+def test_an_unchanged_config_applies_nothing(tmp_path: Path) -> None:
+    h, path = harness(tmp_path)
+    path.write_text(GOOD + "\n# only a comment\n")
+    assert asyncio.run(h.reloader.reload()) is None
+    assert h.revisions == []
+
+
+def test_an_invalid_edit_keeps_service_and_says_why_until_fixed(tmp_path: Path) -> None:
+    h, path = harness(tmp_path)
+    path.write_text(BROKEN)
+    assert asyncio.run(h.reloader.reload()) is None
+    assert model_of(h.snapshot) == "m1"
+    error = h.reloader.status.error
+    assert error is not None
+    assert str(path) in error
+    assert "routes[0].targets[0].provider" in error
+    assert "ghost" in error
+    path.write_text(BETTER)
+    asyncio.run(h.reloader.reload())
+    assert h.reloader.status.error is None
+    assert model_of(h.snapshot) == "m2"
+
+
+def test_the_watch_sees_saves_by_rename_and_in_place_writes(tmp_path: Path) -> None:
+    h, path = harness(tmp_path)
+
+    async def go() -> None:
+        watch = asyncio.create_task(h.reloader.watch())
+        await asyncio.sleep(0.3)  # let the watcher start; not an assertion on time
+        try:
+            # Save by rename, as many editors do.
+            temp = tmp_path / ".gw.yaml.swp"
+            temp.write_text(BETTER)
+            os.replace(temp, path)
+            await until(lambda: model_of(h.snapshot) == "m2")
+            # In place, in several quick writes: the last one wins.
+            with path.open("w") as file:
+                file.write(GOOD[:20])
+                file.flush()
+                file.write(GOOD[20:].replace("m1", "m3"))
+            await until(lambda: model_of(h.snapshot) == "m3")
+        finally:
+            watch.cancel()
+
+    asyncio.run(go())
+
+
+async def until(condition: Any) -> None:
+    for _ in range(300):  # bounded: up to ~30 s on a slow machine
+        if condition():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the change was never applied")
