@@ -87,7 +87,7 @@ def database_path(home: Path) -> Path:
 
 def check_exposure(plan: ServePlan, admin_key: str | None) -> None:
     """Refuse to start beyond loopback in open mode, or without a strong admin key."""
-    problem = exposure_problem(plan.config.auth.mode, plan.config.server.host, admin_key)
+    problem = exposure_problem(plan.config.auth.mode, reachable_as(plan), admin_key)
     if problem is not None:
         raise ServeError(problem)
 
@@ -95,7 +95,16 @@ def check_exposure(plan: ServePlan, admin_key: str | None) -> None:
 def auth_mode_for(plan: ServePlan, *, keys_exist: bool) -> AuthMode:
     """``auth.mode`` when set; else ``open`` on a loopback bind while no active API key
     exists (provisional: see gw/server/auth.py), else ``keys``."""
-    return resolve_mode(plan.config.auth.mode, plan.config.server.host, keys_exist=keys_exist)
+    return resolve_mode(plan.config.auth.mode, reachable_as(plan), keys_exist=keys_exist)
+
+
+def reachable_as(plan: ServePlan) -> str:
+    """The bind address, as far as exposure goes: behind a trusted reverse proxy even a
+    loopback bind serves whoever the proxy lets in, so it counts as exposed."""
+    server = plan.config.server
+    if server.trusted_proxies:
+        return f"{server.host} behind server.trusted_proxies"
+    return server.host
 
 
 def write_server_file(
@@ -169,7 +178,9 @@ def load_vault(plan: ServePlan) -> Mapping[str, str] | None:
 def check_edges(plan: ServePlan) -> None:
     """Refuse CORS and proxy settings that are unsafe or unreadable (gw/server/edges.py)."""
     server = plan.config.server
-    problem = edge_problem(server.host, server.cors_origins, server.trusted_proxies)
+    problem = edge_problem(
+        reachable_as(plan), server.cors_origins, server.trusted_proxies, plan.config.auth.mode
+    )
     if problem is not None:
         raise ServeError(problem)
 
@@ -178,8 +189,8 @@ async def serve(plan: ServePlan) -> None:
     """Run gw until SIGINT/SIGTERM, then drain, flush traces and close the store."""
     vault = load_vault(plan)
     admin_key = resolve_admin_key(plan.config, plan.environ, vault)
-    check_exposure(plan, admin_key)
     check_edges(plan)
+    check_exposure(plan, admin_key)
     server_config = plan.config.server
     sock = bind_socket(server_config.host, server_config.port)
     address = sock.getsockname()

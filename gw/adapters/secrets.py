@@ -45,9 +45,9 @@ class SecretResolver:
             )
         if scheme == VAULT_SCHEME:
             return self._from_vault(name, field=field)
-        raise UpstreamAuthFailedError(
-            f"{field}: {scheme}: references are not available in this version of gw; "
-            "use env:NAME or vault:NAME",
+        raise UpstreamAuthFailedError(  # never the value: it may be a pasted secret
+            f"{field} is not an env:NAME or vault:NAME reference; put the secret in the "
+            "environment or the vault and refer to it",
             blame="gateway",
         )
 

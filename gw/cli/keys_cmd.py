@@ -42,22 +42,29 @@ _RELATIVE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNIT_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
+MAX_EXPIRES = datetime(9000, 1, 1, tzinfo=UTC).timestamp()
+
+
 def parse_expiry(text: str, now: float) -> float:
     """``30d`` (s, m, h, d, w from now) or an ISO 8601 date or time (UTC unless it names a
     zone; a date is its first instant) -> epoch seconds. ValueError says what to write."""
     relative = _RELATIVE.match(text)
     if relative is not None:
-        return now + float(relative.group(1)) * _UNIT_SECONDS[relative.group(2)]
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError(
-            f"--expires {text!r} is neither a duration (30d, 12h, 90m) nor an ISO date or"
-            " time (2026-12-31, 2026-12-31T18:00:00Z)"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+        expires = now + float(relative.group(1)) * _UNIT_SECONDS[relative.group(2)]
+    else:
+        try:
+            moment = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise ValueError(
+                f"--expires {text!r} is neither a duration (30d, 12h, 90m) nor an ISO date or"
+                " time (2026-12-31, 2026-12-31T18:00:00Z)"
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        expires = moment.timestamp()
+    if expires > MAX_EXPIRES:  # later dates cannot be shown (year 10000); none is needed
+        raise ValueError(f"--expires {text!r} is past the year 9000; leave it out for no expiry")
+    return expires
 
 
 def parse_models(text: str | None, config: Config) -> tuple[str, ...] | None:

@@ -158,6 +158,7 @@ def _tenant_problems(config: Config) -> Iterator[Problem]:
 
 
 def _server_problems(config: Config) -> Iterator[Problem]:
+    yield from _secret_reference("auth.admin_key", config.auth.admin_key)
     server = config.server
     if not 0 <= server.port <= 65535:
         yield "server.port", "must be between 0 and 65535"

@@ -240,6 +240,12 @@ class Gateway:
             raise self.reject(
                 ctx, error, requested_model=request.model, stream=_streams(request)
             ) from None
+        if ctx.tenant is not None and decision.chain:
+            # Before any trial is claimed: a refused request must not hold a breaker's trial.
+            try:
+                self._admit(ctx, decision)
+            except GatewayError as refused:
+                raise self._failed(ctx, request, decision, refused, []) from None
         trials: frozenset[str] = frozenset()
         if view and self._health is not None:
             decision, trials = self._claim_trials(decision, view)
@@ -247,11 +253,6 @@ class Gateway:
             param = "messages" if isinstance(request, ChatRequest) else "input"
             empty = no_candidate_error(decision, input_param=param)
             raise self._failed(ctx, request, decision, empty, [])
-        if ctx.tenant is not None:
-            try:
-                self._admit(ctx, decision)
-            except GatewayError as refused:
-                raise self._failed(ctx, request, decision, refused, []) from None
         plan = ExecutionPlan(
             request_id=ctx.request_id,
             request=request,
@@ -277,6 +278,8 @@ class Gateway:
                 f"tenant {tenant.name} may not use {decision.route!r}; its allowed_routes: "
                 + ", ".join(allowed)
             )
+        if tenant.budget.daily_usd is not None or tenant.budget.monthly_usd is not None:
+            _refuse_unpriced(tenant.name, decision)
         if self._limits is not None:
             self._limits.admit(
                 tenant,
@@ -458,15 +461,17 @@ class StreamSession:
         if self._started:
             return
         self._started = True
-        await self._opened.abandon()
-        self._gateway.finish_stream(
-            ctx=self._ctx,
-            request=self._request,
-            decision=self._decision,
-            opened=self._opened,
-            usage=None,
-            output_chars=0,
-        )
+        try:
+            await self._opened.abandon()
+        finally:  # traced and settled even if a cancellation lands in abandon()
+            self._gateway.finish_stream(
+                ctx=self._ctx,
+                request=self._request,
+                decision=self._decision,
+                opened=self._opened,
+                usage=None,
+                output_chars=0,
+            )
 
     async def events(self) -> AsyncGenerator[StreamEvent, None]:
         """The stream's events; a failure after the commit raises ``GatewayError``."""
@@ -513,6 +518,21 @@ def _projected_tokens(decision: RouteDecision) -> int:
     """What a tenant's tokens-per-minute is charged up front: input plus max output."""
     output = decision.max_output_tokens
     return decision.estimated_input_tokens + (PROJECTED_OUTPUT_TOKENS if output is None else output)
+
+
+def _refuse_unpriced(tenant: str, decision: RouteDecision) -> None:
+    """A budget cannot guard a target whose price gw does not know: refuse it up front."""
+    keys = {target.key for target in decision.chain}
+    unpriced = sorted(
+        f"{c.provider}/{c.model}"
+        for c in decision.candidates
+        if f"{c.provider}/{c.model}" in keys and c.estimated_cost_usd is None
+    )
+    if unpriced:
+        raise PermissionDeniedError(
+            f"tenant {tenant} has a budget, and gw knows no price for {', '.join(unpriced)}; "
+            "add its prices under models (input_per_mtok, output_per_mtok) to use it"
+        )
 
 
 def _projected_cost(decision: RouteDecision) -> float:

@@ -14,7 +14,9 @@ Per tenant (``tenants[].limits`` and ``tenants[].budget``):
   the actual cost. Requests racing for the last cents therefore cannot overspend by more
   than the amount by which the actual costs of the requests in flight exceed their
   projections (a request without ``max_tokens`` is projected at 1,024 output tokens;
-  send ``max_tokens`` for an exact ceiling). A target with an unknown price projects 0.
+  send ``max_tokens`` for an exact ceiling). A tenant with a budget may not use a target
+  whose price is unknown (403). Calls gw cannot measure are not counted: an attempt cut
+  off by a timeout, or the losing lane of a hedge, may still be billed by the provider.
 
 All checks run before anything is taken, so a refused request holds nothing. Periods are
 UTC days and months, labelled by ``period_label`` (invariant 10); the spend of the current
@@ -28,7 +30,13 @@ from collections.abc import Iterable, Mapping
 import msgspec
 
 from gw.config.schema import TenantConfig
-from gw.errors import BudgetExceededError, ConcurrencyLimitedError, GatewayError, RateLimitedError
+from gw.errors import (
+    BudgetExceededError,
+    ConcurrencyLimitedError,
+    GatewayError,
+    InvalidRequestError,
+    RateLimitedError,
+)
 from gw.execution.periods import Period, period_label
 
 
@@ -182,8 +190,8 @@ def _refilled(bucket: _Bucket | None, per_minute: int | None, now: float) -> _Bu
 def _check_rate(tenant: str, field: str, bucket: _Bucket | None, amount: int) -> None:
     if bucket is None:
         return
-    if amount > bucket.size:
-        raise RateLimitedError(
+    if amount > bucket.size:  # can never pass: a 400, which clients do not retry
+        raise InvalidRequestError(
             f"this request may use {amount} tokens, more than tenant {tenant}'s whole "
             f"limits.{field} ({bucket.size:.0f}); lower max_tokens or raise the limit"
         )

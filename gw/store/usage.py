@@ -139,7 +139,7 @@ def parse_since(text: str, *, now: float) -> float:
     ISO time, as epoch seconds. Raises ``ValueError`` with what is accepted."""
     text = text.strip()
     match = _SINCE.match(text)
-    if match:
+    if match and len(match.group(1)) <= 9:  # longer is no real window (and overflows)
         return now - int(match.group(1)) * _SECONDS[match.group(2)]
     try:
         moment = dt.datetime.fromisoformat(text)

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from gw.config.schema import TenantBudget, TenantConfig, TenantLimits
-from gw.errors import BudgetExceededError, ConcurrencyLimitedError, RateLimitedError
+from gw.errors import (
+    BudgetExceededError,
+    ConcurrencyLimitedError,
+    InvalidRequestError,
+    RateLimitedError,
+)
 from gw.execution.limits import TenantLimiter
 from gw.execution.periods import period_label
 
@@ -44,7 +49,7 @@ def test_tokens_per_minute_charge_the_projection_and_settle_to_the_actual() -> N
 
 def test_a_request_larger_than_the_whole_minute_is_refused_with_advice() -> None:
     limiter = TenantLimiter()
-    with pytest.raises(RateLimitedError, match="lower max_tokens"):
+    with pytest.raises(InvalidRequestError, match="lower max_tokens"):
         limiter.admit(tenant(tokens_per_minute=100), "a", tokens=101, cost_usd=0, now=0, wall=DAY)
 
 
