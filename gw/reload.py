@@ -18,14 +18,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+import signal
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 import watchfiles
 
-from gw.config import ConfigError, Snapshot, compile_snapshot, config_hash
+from gw.config import Config, ConfigError, Snapshot, config_hash
 from gw.environment import read_config
 
 log = logging.getLogger("gw.reload")
@@ -57,6 +58,7 @@ class Reloader:
         current: Callable[[], Snapshot],
         apply: Callable[[Snapshot], None],
         record_revision: Callable[[str, str], Awaitable[int]],
+        compile_config: Callable[[Config, int, str], Snapshot],
         now: Callable[[], float],
     ) -> None:
         self._path = path
@@ -65,6 +67,7 @@ class Reloader:
         self._current = current
         self._apply = apply
         self._record_revision = record_revision  # (hash, source) -> the new revision
+        self._compile = compile_config  # (config, revision, source) -> snapshot, as at start
         self._now = now
         self._lock = asyncio.Lock()
         self.status = ReloadStatus(path=str(path), revision=current().revision)
@@ -86,7 +89,7 @@ class Reloader:
             if digest == self._current().config_hash:
                 return None
             revision = await self._record_revision(digest, source)
-            snapshot = compile_snapshot(loaded.config, revision=revision, source=loaded.source)
+            snapshot = self._compile(loaded.config, revision, loaded.source)
             self._apply(snapshot)
             self.status.revision, self.status.applied_at = revision, self._now()
             self.status.reloads += 1
@@ -113,17 +116,30 @@ class Reloader:
 
 
 class WatchTask:
-    """``Reloader.watch`` as a background task, started and stopped with the server."""
+    """``Reloader.watch`` as a background task, started and stopped with the server; SIGHUP
+    forces a reload (source ``signal``) whatever the watch saw."""
 
     def __init__(self, reloader: Reloader) -> None:
         self._reloader = reloader
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._reloader.watch())
+        self._spawn(self._reloader.watch())
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop = asyncio.get_running_loop()  # not on Windows, nor off the main thread
+            loop.add_signal_handler(signal.SIGHUP, self._on_hangup)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _on_hangup(self) -> None:
+        self._spawn(self._reloader.reload("signal"))
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)  # a reference until done: the loop keeps only weak ones
+        task.add_done_callback(self._tasks.discard)

@@ -26,6 +26,7 @@ from gw.adapters.httpx_transport import HttpxTransport, build_http_client
 from gw.adapters.secrets import SecretResolver, vault_references
 from gw.config import Config, ConfigError, Snapshot, compile_snapshot, config_hash
 from gw.config.catalog import ShippedCatalog, parse_catalog
+from gw.config.schema import ServerConfig
 from gw.environment import DATABASE_FILE_NAME, SERVER_FILE_NAME
 from gw.errors import GatewayError
 from gw.execution.accounts import AccountBook
@@ -36,10 +37,12 @@ from gw.execution.latency import LatencyBook
 from gw.execution.limits import TenantLimiter
 from gw.execution.periods import period_label
 from gw.execution.probes import Prober
+from gw.reload import Reloader, WatchTask
 from gw.server.admission import Admission
 from gw.server.app import build_app
 from gw.server.auth import Authenticator, AuthMode, exposure_problem, resolve_mode
 from gw.server.edges import edge_problem
+from gw.server.graceful import GracefulServer
 from gw.server.key_cache import KeyCache
 from gw.server.services import ServerServices
 from gw.server.slow_clients import header_timeout_protocol
@@ -69,6 +72,11 @@ class ServePlan(msgspec.Struct, frozen=True, kw_only=True):
     config: Config
     source: str
     environ: Mapping[str, str]
+    # Where the config came from, to reload it (None: the built-in default, not watched)
+    # with the same GW_* variables and flags on top.
+    config_path: Path | None = None
+    explicit: bool = False
+    overrides: Mapping[str, Any] = msgspec.field(default_factory=dict)
 
 
 class SnapshotHolder:
@@ -185,12 +193,25 @@ def check_edges(plan: ServePlan) -> None:
         raise ServeError(problem)
 
 
-async def serve(plan: ServePlan) -> None:
-    """Run gw until SIGINT/SIGTERM, then drain, flush traces and close the store."""
+async def seeded_limiter(store: SqliteStore, clock: SystemClock) -> TenantLimiter:
+    """Tenant limits, with today's and this month's spend read back from the ledger."""
+    limits, wall = TenantLimiter(), clock.time()
+    limits.seed(await store.tenant_spend(period_label("day", wall), period_label("month", wall)))
+    return limits
+
+
+def checked_secrets(plan: ServePlan) -> tuple[Mapping[str, str] | None, str | None]:
+    """The vault and the admin key, once the settings that would expose gw are refused."""
     vault = load_vault(plan)
     admin_key = resolve_admin_key(plan.config, plan.environ, vault)
     check_edges(plan)
     check_exposure(plan, admin_key)
+    return vault, admin_key
+
+
+async def serve(plan: ServePlan) -> None:
+    """Run gw until SIGINT/SIGTERM, then drain, flush traces and close the store."""
+    vault, admin_key = checked_secrets(plan)
     server_config = plan.config.server
     sock = bind_socket(server_config.host, server_config.port)
     address = sock.getsockname()
@@ -202,24 +223,30 @@ async def serve(plan: ServePlan) -> None:
     revision = await store.record_revision(
         config_hash=config_hash(plan.config), source=plan.source, time=clock.time()
     )
+    shipped = shipped_catalog()
     snapshots = SnapshotHolder(
-        compile_snapshot(
-            plan.config, revision=revision, source=plan.source, shipped=shipped_catalog()
-        )
+        compile_snapshot(plan.config, revision=revision, source=plan.source, shipped=shipped)
     )
     recorder = TraceRecorder(store)
     usage = UsageRecorder(store)  # the usage ledger: durable, flushed in close()
     transport = build_transport(server_config.upstream_transport)
     health, latency = HealthBook(plan.config.health), LatencyBook()
     accounts = AccountBook(plan.config.health)
-    limits = TenantLimiter()
-    wall = clock.time()
-    limits.seed(await store.tenant_spend(period_label("day", wall), period_label("month", wall)))
+    limits = await seeded_limiter(store, clock)
     directory = AdapterDirectory(transport, plan.environ, vault)
     engine = Engine(
         directory, clock, asyncio.sleep, health=health, latency=latency, accounts=accounts
     )
     prober = Prober(directory, health, snapshots.get, clock, asyncio.sleep)
+    reloader = build_reloader(
+        plan,
+        snapshots,
+        store=store,
+        clock=clock,
+        shipped=shipped,
+        health=health,
+        accounts=accounts,
+    )
     services = ServerServices(
         gateway=Gateway(
             engine,
@@ -239,6 +266,8 @@ async def serve(plan: ServePlan) -> None:
         latency=latency,
         accounts=accounts,
         usage=store,
+        reloader=reloader,
+        ready=store.ping,
     )
     server_file = plan.home / SERVER_FILE_NAME
     url = f"http://{_url_host(address[0])}:{address[1]}"
@@ -257,6 +286,7 @@ async def serve(plan: ServePlan) -> None:
         # signal once serve() returns, so cleanup placed after serve() would never run.
         with contextlib.suppress(FileNotFoundError):
             server_file.unlink()
+        await watch.stop()
         await prober.stop()
         await recorder.stop()
         if recorder.dropped:
@@ -265,12 +295,21 @@ async def serve(plan: ServePlan) -> None:
         await transport.close()
         await store.close()
 
+    watch = WatchTask(reloader)
     app = build_app(
         services,
-        on_startup=[recorder.start, usage.start, prober.start, announce],
+        on_startup=[recorder.start, usage.start, prober.start, watch.start, announce],
         on_shutdown=[close],
     )
-    config = uvicorn.Config(
+    config = uvicorn_config(app, server_config)
+    try:
+        await GracefulServer(config).serve(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def uvicorn_config(app: Any, server_config: ServerConfig) -> uvicorn.Config:
+    return uvicorn.Config(
         app,
         loop="none",
         # httptools plus a header-read deadline (gw/server/slow_clients.py), which also
@@ -280,15 +319,52 @@ async def serve(plan: ServePlan) -> None:
         log_level="warning",
         access_log=False,
         timeout_keep_alive=15,
-        timeout_graceful_shutdown=30,
+        timeout_graceful_shutdown=int(server_config.drain_timeout.seconds),
         # X-Forwarded-For only from configured proxies (gw/server/edges.py); none: ignored.
         proxy_headers=bool(server_config.trusted_proxies),
         forwarded_allow_ips=list(server_config.trusted_proxies),
     )
-    try:
-        await uvicorn.Server(config).serve(sockets=[sock])
-    finally:
-        sock.close()
+
+
+def build_reloader(
+    plan: ServePlan,
+    snapshots: SnapshotHolder,
+    *,
+    store: SqliteStore,
+    clock: SystemClock,
+    shipped: ShippedCatalog,
+    health: HealthBook,
+    accounts: AccountBook,
+) -> Reloader:
+    """Reloads of the config file into new snapshots; health, latency and account locks
+    carry over for the targets that remain (the books live outside the snapshot)."""
+
+    def apply(snapshot: Snapshot) -> None:
+        snapshots.current = snapshot  # one assignment: requests pinned the old one
+        health.reconfigure(snapshot.config.health)
+        health.retain(route_target_keys(snapshot))
+        accounts.reconfigure(snapshot.config.health)
+
+    async def record(digest: str, source: str) -> int:
+        return await store.record_revision(config_hash=digest, source=source, time=clock.time())
+
+    def compile_config(config: Config, revision: int, source: str) -> Snapshot:
+        return compile_snapshot(config, revision=revision, source=source, shipped=shipped)
+
+    return Reloader(
+        path=plan.config_path or plan.home / "gw.yaml",
+        explicit=plan.explicit,
+        overrides=plan.overrides,
+        current=snapshots.get,
+        apply=apply,
+        record_revision=record,
+        compile_config=compile_config,
+        now=clock.time,
+    )
+
+
+def route_target_keys(snapshot: Snapshot) -> set[str]:
+    return {f"{t.provider}/{t.model}" for route in snapshot.routes.values() for t in route.targets}
 
 
 def shipped_catalog() -> ShippedCatalog:

@@ -24,7 +24,7 @@ from gw.cli.options import (
 from gw.cli.traces_cmd import explain_command, traces_command
 from gw.cli.usage_cmd import usage_command
 from gw.cli.vault_cmd import vault_app
-from gw.environment import process_environ
+from gw.environment import env_overrides, process_environ
 from gw.store import StoreError
 from gw.wiring import ServeError, ServePlan
 from gw.wiring import run as run_server
@@ -99,8 +99,15 @@ def serve_command(
         if value is not None
     }
     loaded = load_or_fail(path, explicit=explicit, flags=flags)
+    environ = process_environ()
     plan = ServePlan(
-        home=home, config=loaded.config, source=loaded.source, environ=process_environ()
+        home=home,
+        config=loaded.config,
+        source=loaded.source,
+        environ=environ,
+        config_path=path,
+        explicit=explicit,
+        overrides={**env_overrides(environ), **flags},
     )
     try:
         home.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,7 @@ class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
     max_body_bytes: ByteSize = ByteSize(8 * 1024 * 1024)
     body_timeout: Duration = Duration(30.0)
     header_timeout: Duration = Duration(10.0)
+    drain_timeout: Duration = Duration(30.0)  # on SIGTERM: in-flight work may finish this long
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call gw (gw/server/edges.py)
     trusted_proxies: tuple[str, ...] = ()  # IPs/CIDRs whose X-Forwarded-For is believed
     upstream_transport: UpstreamTransport = "aiohttp"

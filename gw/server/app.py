@@ -6,6 +6,7 @@ import logging
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 
+import msgspec
 from litestar import Litestar, Response, get
 from litestar.exceptions import HTTPException
 
@@ -35,6 +36,18 @@ def build_app(
     @get("/livez", include_in_schema=False)
     async def livez() -> Response[bytes]:
         return Response(content=b'{"status":"ok"}', media_type=JSON)
+
+    @get("/readyz", include_in_schema=False)
+    async def readyz() -> Response[bytes]:
+        """Ready when a snapshot is loaded (always, once serving) and the store answers."""
+        try:
+            if services.ready is not None:
+                await services.ready()
+        except Exception as exc:  # noqa: BLE001 -- any failure means not ready; say which
+            body = {"status": "unavailable", "reason": f"the state store: {type(exc).__name__}"}
+            return Response(content=msgspec.json.encode(body), media_type=JSON, status_code=503)
+        ready = {"status": "ready", "revision": services.snapshot().revision}
+        return Response(content=msgspec.json.encode(ready), media_type=JSON)
 
     def render(request: HttpRequest, error: GatewayError) -> Response[bytes]:
         """Errors raised outside the handlers: same shape, headers and trace as the rest;
@@ -72,6 +85,7 @@ def build_app(
             *model_handlers(services),
             *admin_handlers(services),
             livez,
+            readyz,
         ],
         exception_handlers={HTTPException: framework_error, Exception: internal_error},
         on_startup=list(on_startup),

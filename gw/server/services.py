@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from litestar import Request
 from litestar.datastructures import State
@@ -20,6 +20,27 @@ from gw.server.ids import new_request_id
 from gw.store.usage import UsageReader
 
 MAX_CLIENT_REQUEST_ID = 128
+
+
+class ReloadStatusView(Protocol):
+    path: str
+    revision: int
+    applied_at: float | None
+    error: str | None
+    error_at: float | None
+    reloads: int
+    failures: int
+
+
+class ConfigReloads(Protocol):
+    """What the server may ask of the reloader (gw/reload.py, a layer above)."""
+
+    @property
+    def status(self) -> ReloadStatusView: ...
+
+    async def reload(self, source: Any = "admin") -> Snapshot | None: ...
+
+
 HttpRequest = Request[Any, Any, State]
 
 
@@ -36,6 +57,8 @@ class ServerServices:
         latency: LatencyBook | None = None,
         accounts: AccountBook | None = None,
         usage: UsageReader | None = None,
+        reloader: ConfigReloads | None = None,
+        ready: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.gateway = gateway
         self.snapshot = snapshot
@@ -47,6 +70,8 @@ class ServerServices:
         self.latency = latency
         self.accounts = accounts
         self.usage = usage  # the usage ledger, for GET /admin/v1/usage
+        self.reloader = reloader  # config reloads and their status (gw/reload.py)
+        self.ready = ready  # raises when the store cannot be reached (/readyz)
 
     def begin(self, request: HttpRequest, endpoint: str) -> RequestContext:
         """Give the request its id and pin the current snapshot for its whole life."""

@@ -348,6 +348,11 @@ class SqliteStore:
             rows = await self._conn.execute_fetchall(sql, params)
         return [totals_from_row(by, row) for row in rows]
 
+    async def ping(self) -> None:
+        """Raise unless the database answers a trivial query (for /readyz)."""
+        async with self._lock:
+            await self._conn.execute_fetchall("SELECT 1")
+
     async def tenant_spend(self, day: str, month: str) -> list[tuple[str, str, float]]:
         """(tenant, period label, USD) settled in the ``day`` and ``month`` periods (their
         labels), to seed the tenant budgets at start-up."""
