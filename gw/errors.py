@@ -17,6 +17,8 @@ target, and who is to ``blame``. The server renders errors from these attributes
     │   ├── EndpointNotFoundError          endpoint_not_found          404
     │   ├── MethodNotAllowedError          method_not_allowed          405
     │   ├── RequestTimeoutError            request_timeout             408
+    │   ├── ConflictError                  conflict                    409  (admin writes)
+    │   ├── PreconditionFailedError        precondition_failed         412  (admin writes)
     │   ├── RequestTooLargeError           request_too_large           413
     │   ├── RateLimitedError               rate_limited                429  (also upstream)
     │   ├── ConcurrencyLimitedError        concurrency_limited         429
@@ -232,3 +234,22 @@ def error_for_code(code: str, message: str, *, blame: Blame | None = None) -> Ga
     """Build the error whose stable code is ``code`` (internal_error when unknown)."""
     cls = ERRORS_BY_CODE.get(code, InternalError)
     return cls(message, blame=blame)
+
+
+# Admin API write errors (/admin/v1 config writes). Kept out of ALL_ERRORS: no client of
+# /v1 meets them, and a trace never records them; their OpenAI ``error.type`` falls back
+# by status (invalid_request_error).
+
+
+class ConflictError(ClientError):
+    """A guarded create hit an existing name, or the config cannot be written (no file)."""
+
+    code = "conflict"
+    status = 409
+
+
+class PreconditionFailedError(ClientError):
+    """``If-Match`` named a revision other than the current one."""
+
+    code = "precondition_failed"
+    status = 412

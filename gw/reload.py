@@ -11,6 +11,12 @@ The watch is on the file's directory, not the file (an editor's save by rename r
 the file, and a watch on the old inode goes silent; DESIGN "Known traps"); events for
 other files are ignored. Bursts (several quick writes, truncate-and-write) are debounced
 by watchfiles, and a reload re-reads the file, so the last write always wins.
+
+Every applied revision is recorded with its source (``RevisionSource``): ``start`` (the
+config gw started with), ``file`` (the watch saw an edit), ``admin`` (an admin API write
+or ``POST /admin/v1/reload``), ``rollback`` (``POST /admin/v1/config/rollback``) or
+``signal`` (SIGHUP). The record keeps the file's text exactly as it was read, so a
+rollback restores it comments and all.
 """
 
 from __future__ import annotations
@@ -26,12 +32,38 @@ from typing import Any, Literal
 import msgspec
 import watchfiles
 
-from gw.config import Config, ConfigError, Snapshot, config_hash
-from gw.environment import read_config
+from gw.config import Config, ConfigError, Snapshot, config_hash, load_config
+from gw.environment import LoadedConfig, read_config, replace_file
+from gw.errors import ConflictError, InvalidRequestError
+from gw.store.sqlite import StoredRevision
 
 log = logging.getLogger("gw.reload")
 DEBOUNCE_MS = 50  # a burst of writes closer than this is one change
-RevisionSource = Literal["file", "admin", "rollback", "signal"]
+RevisionSource = Literal["start", "file", "admin", "rollback", "signal"]
+
+
+class AppliedConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """What a new revision records."""
+
+    config: Config
+    hash: str
+    source: RevisionSource
+    text: str | None  # the file's text as read and applied; None: the built-in default
+
+
+def read_applied(
+    path: Path, *, explicit: bool, overrides: Mapping[str, Any]
+) -> tuple[LoadedConfig, str | None]:
+    """``read_config``, plus the exact text it loaded (None for the built-in default):
+    the file is read once, so the text recorded is the text applied."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return read_config(path, explicit=explicit, overrides=overrides), None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(path), "", f"cannot read the file: {exc}") from None
+    config = load_config(text, str(path), overrides)
+    return LoadedConfig(config=config, source=str(path), path=path, exists=True), text
 
 
 class ReloadStatus(msgspec.Struct, kw_only=True):
@@ -57,16 +89,18 @@ class Reloader:
         overrides: Mapping[str, Any],
         current: Callable[[], Snapshot],
         apply: Callable[[Snapshot], None],
-        record_revision: Callable[[str, str], Awaitable[int]],
+        record_revision: Callable[[AppliedConfig], Awaitable[int]],
         compile_config: Callable[[Config, int, str], Snapshot],
         now: Callable[[], float],
+        stored_revision: Callable[[int], Awaitable[StoredRevision | None]] | None = None,
     ) -> None:
         self._path = path
         self._explicit = explicit
         self._overrides = dict(overrides)
         self._current = current
         self._apply = apply
-        self._record_revision = record_revision  # (hash, source) -> the new revision
+        self._record_revision = record_revision  # -> the new revision number
+        self._stored_revision = stored_revision  # for rollback; None: no rollback
         self._compile = compile_config  # (config, revision, source) -> snapshot, as at start
         self._now = now
         self._lock = asyncio.Lock()
@@ -76,25 +110,63 @@ class Reloader:
         """Apply the file as it is now; the new snapshot, or None when nothing changed
         or the edit is invalid (then ``status.error`` says why)."""
         async with self._lock:
+            return await self._reload(source)
+
+    async def rollback(self, revision: int) -> Snapshot | None:
+        """Write revision ``revision``'s stored file text back to the config file and apply
+        it as a new revision (source ``rollback``); None when it hashes the same as the
+        running config. Raises ``InvalidRequestError`` for an unknown revision and
+        ``ConflictError`` when it has no stored text or no longer loads (an environment
+        variable it reads changed, say); the file is untouched then."""
+        if self._stored_revision is None:
+            raise ConflictError("this gateway keeps no config revisions to roll back to")
+        stored = await self._stored_revision(revision)
+        if stored is None:
+            raise InvalidRequestError(
+                f"there is no config revision {revision}; `gw config history` lists them",
+                param="revision",
+            )
+        if stored.content is None:
+            raise ConflictError(
+                f"revision {revision} has no stored file text (the built-in default, or "
+                "recorded by an older gw), so it cannot be restored; edit the config file "
+                "by hand (`gw config diff` shows what changed)",
+                param="revision",
+            )
+        async with self._lock:
             try:
-                loaded = read_config(self._path, explicit=self._explicit, overrides=self._overrides)
+                load_config(stored.content, str(self._path), self._overrides)
             except ConfigError as error:
-                self.status.error, self.status.error_at = str(error), self._now()
-                self.status.failures += 1
-                log.warning("config edit not applied, still serving revision %d: %s",
-                            self._current().revision, error)  # fmt: skip
-                return None
-            self.status.error = self.status.error_at = None
-            digest = config_hash(loaded.config)
-            if digest == self._current().config_hash:
-                return None
-            revision = await self._record_revision(digest, source)
-            snapshot = self._compile(loaded.config, revision, loaded.source)
-            self._apply(snapshot)
-            self.status.revision, self.status.applied_at = revision, self._now()
-            self.status.reloads += 1
-            log.info("config revision %d applied (%s)", revision, source)
-            return snapshot
+                raise ConflictError(
+                    f"revision {revision} no longer loads, the file is unchanged: {error}",
+                    param="revision",
+                ) from None
+            await asyncio.to_thread(replace_file, self._path, stored.content)
+            return await self._reload("rollback")
+
+    async def _reload(self, source: RevisionSource) -> Snapshot | None:
+        try:
+            loaded, text = read_applied(
+                self._path, explicit=self._explicit, overrides=self._overrides
+            )
+        except ConfigError as error:
+            self.status.error, self.status.error_at = str(error), self._now()
+            self.status.failures += 1
+            log.warning("config edit not applied, still serving revision %d: %s",
+                        self._current().revision, error)  # fmt: skip
+            return None
+        self.status.error = self.status.error_at = None
+        digest = config_hash(loaded.config)
+        if digest == self._current().config_hash:
+            return None
+        applied = AppliedConfig(config=loaded.config, hash=digest, source=source, text=text)
+        revision = await self._record_revision(applied)
+        snapshot = self._compile(loaded.config, revision, loaded.source)
+        self._apply(snapshot)
+        self.status.revision, self.status.applied_at = revision, self._now()
+        self.status.reloads += 1
+        log.info("config revision %d applied (%s)", revision, source)
+        return snapshot
 
     async def watch(self) -> None:
         """Reload on every change to the file, until cancelled."""

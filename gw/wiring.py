@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 import uvicorn
 
+from gw import __version__
 from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
 from gw.adapters.directory import AdapterDirectory
 from gw.adapters.http_transport import HttpTransport
@@ -26,6 +27,7 @@ from gw.adapters.httpx_transport import HttpxTransport, build_http_client
 from gw.adapters.secrets import SecretResolver, vault_references
 from gw.config import Config, ConfigError, Snapshot, compile_snapshot, config_hash
 from gw.config.catalog import ShippedCatalog, parse_catalog
+from gw.config.redact import redacted
 from gw.config.schema import ServerConfig
 from gw.environment import DATABASE_FILE_NAME, SERVER_FILE_NAME
 from gw.errors import GatewayError
@@ -37,7 +39,7 @@ from gw.execution.latency import LatencyBook
 from gw.execution.limits import TenantLimiter
 from gw.execution.periods import period_label
 from gw.execution.probes import Prober
-from gw.reload import Reloader, WatchTask
+from gw.reload import AppliedConfig, Reloader, WatchTask, read_applied
 from gw.server.admission import Admission
 from gw.server.app import build_app
 from gw.server.auth import Authenticator, AuthMode, exposure_problem, resolve_mode
@@ -46,10 +48,12 @@ from gw.server.graceful import GracefulServer
 from gw.server.key_cache import KeyCache
 from gw.server.services import ServerServices
 from gw.server.slow_clients import header_timeout_protocol
+from gw.server.status import RequestCounts, ServerFacts
 from gw.store.sqlite import SqliteStore
+from gw.telemetry.pruner import TracePruner
 from gw.telemetry.recorder import TraceRecorder
 from gw.telemetry.usage import UsageRecorder
-from gw.vault import Vault, VaultError
+from gw.vault import VAULT_FILE_NAME, Vault, VaultError
 
 log = logging.getLogger("gw")
 CATALOG_FILE = "catalog.yaml"
@@ -220,9 +224,7 @@ async def serve(plan: ServePlan) -> None:
     authenticator = await build_authenticator(
         plan, admin_key, store, clock, on_keys_mode=lambda: server_facts(auth_mode="keys")
     )
-    revision = await store.record_revision(
-        config_hash=config_hash(plan.config), source=plan.source, time=clock.time()
-    )
+    revision = await record_start(plan, store, clock)
     shipped = shipped_catalog()
     snapshots = SnapshotHolder(
         compile_snapshot(plan.config, revision=revision, source=plan.source, shipped=shipped)
@@ -232,12 +234,13 @@ async def serve(plan: ServePlan) -> None:
     transport = build_transport(server_config.upstream_transport)
     health, latency = HealthBook(plan.config.health), LatencyBook()
     accounts = AccountBook(plan.config.health)
-    limits = await seeded_limiter(store, clock)
     directory = AdapterDirectory(transport, plan.environ, vault)
     engine = Engine(
         directory, clock, asyncio.sleep, health=health, latency=latency, accounts=accounts
     )
     prober = Prober(directory, health, snapshots.get, clock, asyncio.sleep)
+    # Old traces are deleted in the background; the limits follow config reloads.
+    pruner = TracePruner(store, lambda: snapshots.get().config.state, clock, asyncio.sleep)
     reloader = build_reloader(
         plan,
         snapshots,
@@ -247,15 +250,16 @@ async def serve(plan: ServePlan) -> None:
         health=health,
         accounts=accounts,
     )
+    counts = RequestCounts(recorder)  # for GET /admin/v1/status
     services = ServerServices(
         gateway=Gateway(
             engine,
-            recorder,
+            counts,
             clock,
             health=health,
             latency=latency,
             accounts=accounts,
-            limits=limits,
+            limits=await seeded_limiter(store, clock),
             usage=usage,
         ),
         snapshot=snapshots.get,
@@ -268,6 +272,7 @@ async def serve(plan: ServePlan) -> None:
         usage=store,
         reloader=reloader,
         ready=store.ping,
+        facts=status_facts(plan, store, clock, address, counts),
     )
     server_file = plan.home / SERVER_FILE_NAME
     url = f"http://{_url_host(address[0])}:{address[1]}"
@@ -287,7 +292,7 @@ async def serve(plan: ServePlan) -> None:
         with contextlib.suppress(FileNotFoundError):
             server_file.unlink()
         await watch.stop()
-        await prober.stop()
+        await asyncio.gather(prober.stop(), pruner.stop())
         await recorder.stop()
         if recorder.dropped:
             log.warning("%d traces were dropped (queue full or write errors)", recorder.dropped)
@@ -298,7 +303,7 @@ async def serve(plan: ServePlan) -> None:
     watch = WatchTask(reloader)
     app = build_app(
         services,
-        on_startup=[recorder.start, usage.start, prober.start, watch.start, announce],
+        on_startup=[recorder.start, usage.start, prober.start, pruner.start, watch.start, announce],
         on_shutdown=[close],
     )
     config = uvicorn_config(app, server_config)
@@ -306,6 +311,29 @@ async def serve(plan: ServePlan) -> None:
         await GracefulServer(config).serve(sockets=[sock])
     finally:
         sock.close()
+
+
+def status_facts(
+    plan: ServePlan,
+    store: SqliteStore,
+    clock: SystemClock,
+    address: tuple[Any, ...],
+    counts: RequestCounts,
+) -> ServerFacts:
+    """What ``GET /admin/v1/status`` reports beside the snapshot and the reloader."""
+    return ServerFacts(
+        url=f"http://{_url_host(address[0])}:{address[1]}",
+        host=str(address[0]),
+        port=int(address[1]),
+        pid=os.getpid(),
+        version=__version__,
+        started_at=clock.time(),
+        started_mono=clock.monotonic(),
+        database=store.path,
+        vault_file=plan.home / VAULT_FILE_NAME,
+        schema_version=store.schema_version,
+        counts=counts,
+    )
 
 
 def uvicorn_config(app: Any, server_config: ServerConfig) -> uvicorn.Config:
@@ -345,8 +373,14 @@ def build_reloader(
         health.retain(route_target_keys(snapshot))
         accounts.reconfigure(snapshot.config.health)
 
-    async def record(digest: str, source: str) -> int:
-        return await store.record_revision(config_hash=digest, source=source, time=clock.time())
+    async def record(applied: AppliedConfig) -> int:
+        return await store.record_revision(
+            config_hash=applied.hash,
+            source=applied.source,
+            time=clock.time(),
+            content=applied.text,
+            redacted=redacted_json(applied.config),
+        )
 
     def compile_config(config: Config, revision: int, source: str) -> Snapshot:
         return compile_snapshot(config, revision=revision, source=source, shipped=shipped)
@@ -360,7 +394,34 @@ def build_reloader(
         record_revision=record,
         compile_config=compile_config,
         now=clock.time,
+        stored_revision=store.get_revision,
     )
+
+
+async def record_start(plan: ServePlan, store: SqliteStore, clock: SystemClock) -> int:
+    """The revision gw starts at (source ``start``), with the file's text as it is now
+    when that still loads to the config being started (None: the built-in default, or
+    the file changed since ``gw serve`` read it; the watch records that edit next)."""
+    digest, text = config_hash(plan.config), None
+    if plan.config_path is not None:
+        with contextlib.suppress(ConfigError):
+            loaded, text = read_applied(
+                plan.config_path, explicit=plan.explicit, overrides=plan.overrides
+            )
+            if config_hash(loaded.config) != digest:
+                text = None
+    return await store.record_revision(
+        config_hash=digest,
+        source="start",
+        time=clock.time(),
+        content=text,
+        redacted=redacted_json(plan.config),
+    )
+
+
+def redacted_json(config: Config) -> str:
+    """The config as stored beside each revision: redacted (gw/config/redact.py), JSON."""
+    return msgspec.json.encode(redacted(config)).decode()
 
 
 def route_target_keys(snapshot: Snapshot) -> set[str]:

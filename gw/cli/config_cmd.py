@@ -1,14 +1,35 @@
-"""``gw config show`` and ``gw config validate``."""
+"""``gw config show``, ``validate``, ``history``, ``diff`` and ``rollback``.
+
+``history`` and ``diff`` read the database in the state dir (the server may be stopped);
+``rollback`` asks the running server (``POST /admin/v1/config/rollback``), which writes
+the revision's stored file text back to the config file and applies it.
+
+``gw config history --json``: an array, newest first, of
+``{"revision", "time" (epoch seconds), "source", "hash"}``; ``source`` is ``start``,
+``file``, ``admin``, ``rollback`` or ``signal`` (gw/reload.py). ``gw config diff A B
+--json``: ``{"from", "to", "diff"}`` (a unified diff of the redacted configs as YAML,
+empty when they are the same). ``gw config rollback N --json``: the server's answer,
+``{"revision", "rolled_back_to", "applied"}``.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import datetime
+import difflib
+import json
+import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, TypeVar
 
 import msgspec
 import typer
 import yaml
+from rich.table import Table
+from rich.text import Text
 
+from gw.cli.admin_client import NoServerError, admin_call, answer_json
 from gw.cli.console import fail, print_json, stdout
 from gw.cli.options import (
     ConfigOption,
@@ -19,22 +40,19 @@ from gw.cli.options import (
     resolve_config,
     resolve_home,
 )
-from gw.config import Config, ConfigError
-from gw.config.units import encode_unit
+from gw.config import ConfigError
+from gw.config.redact import REDACTED, redacted
+from gw.store import SqliteStore, StoreError
+from gw.store.sqlite import RevisionRow, StoredRevision
+from gw.wiring import database_path
 
-config_app = typer.Typer(help="Show or check the config.", no_args_is_help=True)
-REDACTED = "***"
+__all__ = ["REDACTED", "config_app", "redacted"]
 
-
-def redacted(config: Config) -> dict[str, Any]:
-    """The config as plain data; header values are hidden (they may hold credentials).
-
-    ``api_key`` and ``admin_key`` are references (env:NAME), never secrets, so they show.
-    """
-    data: dict[str, Any] = msgspec.to_builtins(config, enc_hook=encode_unit)
-    for provider in data.get("providers", []):
-        provider["headers"] = dict.fromkeys(provider.get("headers", {}), REDACTED)
-    return data
+config_app = typer.Typer(
+    help="Show, check, list, compare or roll back the config.", no_args_is_help=True
+)
+ROLLBACK_PATH = "/admin/v1/config/rollback"
+T = TypeVar("T")
 
 
 @config_app.command("show")
@@ -88,3 +106,124 @@ def validate_command(
         f"{summary['policies']} policies, {summary['models']} catalog entries",
         highlight=False,
     )
+
+
+def read_store(home: Path, read: Callable[[SqliteStore], Awaitable[T]], empty: T) -> T:
+    """``read`` against the state dir's database; ``empty`` when there is none yet."""
+    path = database_path(home)
+    if not path.exists():
+        return empty
+
+    async def run() -> T:
+        async with await SqliteStore.open(path) as store:
+            return await read(store)
+
+    try:
+        return asyncio.run(run())
+    except (StoreError, sqlite3.Error, OSError) as error:
+        fail(f"cannot read {path}: {error}")
+
+
+@config_app.command("history")
+def history_command(
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", min=1, help="How many, newest first.")
+    ] = None,
+    state_dir: StateDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List applied config revisions, newest first, with who made each (its source)."""
+    home = resolve_home(state_dir)
+    empty: list[RevisionRow] = []
+    rows = read_store(home, lambda store: store.list_revisions(limit=limit), empty)
+    if as_json:
+        print_json(msgspec.to_builtins(rows))
+        return
+    if not rows:
+        stdout.print(f"no config revision recorded yet in {database_path(home)}", highlight=False)
+        return
+    table = Table(title="Config revisions", title_justify="left")
+    for column in ("revision", "time", "source", "hash"):
+        table.add_column(column, justify="right" if column == "revision" else "left")
+    for row in rows:
+        when = datetime.datetime.fromtimestamp(row.time).astimezone().isoformat(timespec="seconds")
+        table.add_row(Text(str(row.revision)), Text(when), Text(row.source), Text(row.hash[:12]))
+    stdout.print(table)
+
+
+@config_app.command("diff")
+def diff_command(
+    first: Annotated[int, typer.Argument(metavar="A", help="The older revision.")],
+    second: Annotated[int, typer.Argument(metavar="B", help="The newer revision.")],
+    state_dir: StateDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show what changed from revision A to B: a unified diff of the resolved configs
+    (secrets redacted), as YAML."""
+    home = resolve_home(state_dir)
+
+    async def both(store: SqliteStore) -> tuple[StoredRevision | None, StoredRevision | None]:
+        return await store.get_revision(first), await store.get_revision(second)
+
+    nothing: tuple[StoredRevision | None, StoredRevision | None] = (None, None)
+    older, newer = read_store(home, both, nothing)
+    texts = [revision_yaml(first, older), revision_yaml(second, newer)]
+    diff = "".join(
+        difflib.unified_diff(
+            texts[0].splitlines(keepends=True),
+            texts[1].splitlines(keepends=True),
+            fromfile=f"revision {first}",
+            tofile=f"revision {second}",
+        )
+    )
+    if as_json:
+        print_json({"from": first, "to": second, "diff": diff})
+        return
+    if not diff:
+        stdout.print(f"revisions {first} and {second} are the same config", highlight=False)
+        return
+    stdout.print(diff, highlight=False, markup=False, end="")
+
+
+def revision_yaml(number: int, stored: StoredRevision | None) -> str:
+    """A revision's redacted config as YAML; fails for an unknown or uncopied revision."""
+    if stored is None:
+        fail(f"there is no config revision {number}; `gw config history` lists them")
+    if stored.redacted is None:
+        fail(
+            f"revision {number} was recorded by an older gw, which kept no copy of the config "
+            "to compare"
+        )
+    return yaml.safe_dump(json.loads(stored.redacted), sort_keys=False)
+
+
+@config_app.command("rollback")
+def rollback_command(
+    revision: Annotated[int, typer.Argument(metavar="N", help="The revision to go back to.")],
+    config: ConfigOption = None,
+    state_dir: StateDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Restore revision N's config file (comments included) on the running server; it
+    applies as a new revision, source ``rollback``."""
+    try:
+        answer = admin_call(
+            resolve_home(state_dir), config, "POST", ROLLBACK_PATH, {"revision": revision}
+        )
+    except NoServerError as error:
+        fail(f"{error} (a rollback needs the running server)")
+    body = answer_json(answer, ROLLBACK_PATH)
+    if as_json:
+        print_json(body)
+        return
+    if body.get("applied"):
+        stdout.print(
+            f"rolled back to revision {revision}: now running revision {body['revision']}",
+            highlight=False,
+        )
+    else:
+        stdout.print(
+            f"revision {revision} is the config already running (revision {body['revision']});"
+            " the file now holds its text",
+            highlight=False,
+        )

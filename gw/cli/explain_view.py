@@ -63,9 +63,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from gw.cli.traces_view import format_cost, format_ms, iso_utc, local_time, status_text
+from gw.cli.traces_view import format_cost, format_ms, local_time, status_text
 from gw.record import AttemptRecord, TraceRecord
 from gw.routing.decision import Candidate, RouteDecision
+from gw.telemetry.explain import iso_utc
 
 
 def explain_renderables(trace: TraceRecord, *, tz: tzinfo | None = None) -> list[RenderableType]:
@@ -96,45 +97,6 @@ def candidate_status(decision: RouteDecision, candidate: Candidate) -> str:
     if candidate.relaxed:
         status += f" (relaxed: {why})" if candidate.rejected is not None else " (relaxed)"
     return status
-
-
-def explain_json(trace: TraceRecord) -> dict[str, object]:
-    """``gw explain --json`` (shape in the module docstring)."""
-    usage = trace.usage
-    return {
-        "request_id": trace.request_id,
-        "time": iso_utc(trace.time),
-        "client_request_id": trace.client_request_id,
-        "endpoint": trace.endpoint,
-        "requested_model": trace.requested_model,
-        "stream": trace.stream,
-        "status": trace.status,
-        "error": (
-            None
-            if trace.error_code is None
-            else {"code": trace.error_code, "message": trace.error_message}
-        ),
-        "revision": trace.revision,
-        "latency_ms": trace.latency_ms,
-        "ttft_ms": trace.ttft_ms,
-        "answered_by": (
-            {"provider": trace.provider, "model": trace.model} if trace.answered else None
-        ),
-        "decision": None if trace.decision is None else _decision_json(trace.decision),
-        "attempts": [_attempt_json(attempt) for attempt in trace.attempts],
-        "usage": (
-            None
-            if usage is None
-            else {
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "cached_input_tokens": usage.cached_input_tokens,
-                "reasoning_tokens": usage.reasoning_tokens,
-                "source": trace.usage_source,
-            }
-        ),
-        "cost_usd": trace.cost_usd,
-    }
 
 
 # -- rendering ----------------------------------------------------------------------------
@@ -325,58 +287,3 @@ def _duration(ms: float) -> str:
 
 def _ttft_suffix(ttft_ms: float | None) -> str:
     return "" if ttft_ms is None else f", first token after {_duration(ttft_ms)}"
-
-
-# -- JSON ---------------------------------------------------------------------------------
-
-
-def _decision_json(decision: RouteDecision) -> dict[str, object]:
-    return {
-        "route": decision.route,
-        "direct": decision.direct,
-        "policy": decision.policy,
-        "strategy": decision.strategy,
-        "degraded": decision.degraded,
-        "degraded_reasons": list(decision.degraded_reasons),
-        "notes": list(decision.notes),
-        "estimated_input_tokens": decision.estimated_input_tokens,
-        "max_output_tokens": decision.max_output_tokens,
-        "chain": [target.key for target in decision.chain],
-        "candidates": [
-            {
-                "provider": c.provider,
-                "model": c.model,
-                "priority": c.priority,
-                "weight": c.weight,
-                "rank": c.rank,
-                "score": c.score,
-                "estimated_cost_usd": c.estimated_cost_usd,
-                "rejected": c.rejected,
-                "detail": c.detail,
-                "relaxed": c.relaxed,
-            }
-            for c in decision.candidates
-        ],
-    }
-
-
-def _attempt_json(attempt: AttemptRecord) -> dict[str, object]:
-    return {
-        "number": attempt.number,
-        "provider": attempt.provider,
-        "model": attempt.model,
-        "account": attempt.account,
-        "started_at": iso_utc(attempt.started_at),
-        "latency_ms": attempt.latency_ms,
-        "ttft_ms": attempt.ttft_ms,
-        "outcome": attempt.outcome,
-        "upstream_status": attempt.upstream_status,
-        "error_code": attempt.error_code,
-        "error_message": attempt.error_message,
-        "blame": attempt.blame,
-        "retry_after_s": attempt.retry_after_s,
-        "backoff_ms": attempt.backoff_ms,
-        "provider_kind": attempt.provider_kind,
-        "translation_notes": list(attempt.translation_notes),
-        "hedge": attempt.hedge,
-    }

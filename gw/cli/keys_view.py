@@ -23,8 +23,9 @@ from typing import Literal
 from rich.table import Table
 from rich.text import Text
 
-from gw.cli.traces_view import iso_utc, local_time
+from gw.cli.traces_view import local_time
 from gw.store.api_keys import ApiKey, NewKey
+from gw.telemetry.explain import iso_utc
 
 KeyStatus = Literal["active", "expired", "revoked"]
 STATUS_STYLES: dict[KeyStatus, str] = {"active": "green", "expired": "yellow", "revoked": "red"}

@@ -21,6 +21,9 @@ from gw.cli.options import (
     resolve_config,
     resolve_home,
 )
+from gw.cli.route_preview_cmd import route_preview_command
+from gw.cli.state_cmd import state_app
+from gw.cli.status_cmd import status_command
 from gw.cli.traces_cmd import explain_command, traces_command
 from gw.cli.usage_cmd import usage_command
 from gw.cli.vault_cmd import vault_app
@@ -39,11 +42,14 @@ app = typer.Typer(
 app.add_typer(config_app, name="config")
 app.add_typer(vault_app, name="vault")
 app.add_typer(keys_app, name="keys")
+app.add_typer(state_app, name="state")
 app.command("init")(init_command)
 app.command("traces")(traces_command)
 app.command("explain")(explain_command)
 app.command("health")(health_command)
+app.command("status")(status_command)
 app.command("usage")(usage_command)
+app.command("route-preview")(route_preview_command)
 
 
 def _version_callback(value: bool) -> None:

@@ -10,11 +10,12 @@ from typing import Annotated
 import typer
 
 from gw.cli.console import fail, print_json, stdout
-from gw.cli.explain_view import explain_json, explain_renderables
+from gw.cli.explain_view import explain_renderables
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
 from gw.cli.traces_view import traces_json, traces_table
 from gw.record import TraceRecord
 from gw.store import SqliteStore, StoreError
+from gw.telemetry.explain import explain_json
 from gw.wiring import database_path
 
 

@@ -30,12 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gw.record import TraceRecord
-
-
-def iso_utc(timestamp: float) -> str:
-    """``2026-03-15T14:02:03.120Z``: the time format of every ``--json`` output."""
-    moment = datetime.fromtimestamp(timestamp, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+from gw.telemetry.explain import iso_utc  # one format for every --json
 
 
 def local_time(timestamp: float, tz: tzinfo | None = None) -> str:

@@ -227,6 +227,16 @@ class HealthConfig(ConfigStruct, frozen=True, kw_only=True):
     auth_failure_cooldown: Duration = Duration(300.0)
 
 
+class StateConfig(ConfigStruct, frozen=True, kw_only=True):
+    """What the state database keeps (``gw/telemetry/pruner.py``): every ``prune_interval``
+    traces older than ``trace_max_age`` are deleted, then the oldest ones until the traces
+    take at most ``trace_max_bytes``. Usage rows and config revisions are never pruned."""
+
+    trace_max_age: Duration = Duration(7 * 86_400.0)
+    trace_max_bytes: ByteSize = ByteSize(256 * 1024 * 1024)
+    prune_interval: Duration = Duration(300.0)
+
+
 class Config(ConfigStruct, frozen=True, kw_only=True):
     server: ServerConfig = ServerConfig()
     auth: AuthConfig = AuthConfig()
@@ -236,3 +246,4 @@ class Config(ConfigStruct, frozen=True, kw_only=True):
     policies: tuple[PolicyConfig, ...] = ()
     tenants: tuple[TenantConfig, ...] = ()
     health: HealthConfig = HealthConfig()
+    state: StateConfig = StateConfig()

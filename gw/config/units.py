@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_DURATION_FACTORS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_DURATION_FACTORS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KB|KiB|MB|MiB|GB|GiB)?\s*$")
 _SIZE_FACTORS = {
     None: 1,
@@ -38,11 +38,11 @@ class Duration:
             return cls(float(value))
         if isinstance(value, str) and (match := _DURATION.match(value)):
             return cls(float(match.group(1)) * _DURATION_FACTORS[match.group(2)])
-        raise ValueError(f"{value!r} is not a duration; write e.g. 150ms, 2s, 10m or 1h")
+        raise ValueError(f"{value!r} is not a duration; write e.g. 150ms, 2s, 10m, 1h or 7d")
 
     def __str__(self) -> str:
         ms = round(self.seconds * 1000)
-        for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
             if ms >= size and ms % size == 0:
                 return f"{ms // size}{unit}"
         return f"{ms}ms"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from gw.config.catalog import prices
-from gw.config.schema import Config, HealthConfig, PolicyConfig, ProviderConfig
+from gw.config.schema import Config, HealthConfig, PolicyConfig, ProviderConfig, StateConfig
 from gw.errors import ERRORS_BY_CODE
 
 Problem = tuple[str, str]  # (field path, reason)
@@ -30,6 +30,7 @@ def find_problems(config: Config) -> list[Problem]:
         *_tenant_problems(config),
         *_server_problems(config),
         *_health_problems(config.health),
+        *_state_problems(config.state),
     ]
 
 
@@ -196,3 +197,13 @@ def _health_problems(health: HealthConfig) -> Iterator[Problem]:
             "health.max_cooldown",
             f"must be at least cooldown ({health.cooldown}), the first and shortest wait",
         )
+
+
+def _state_problems(state: StateConfig) -> Iterator[Problem]:
+    # trace_max_bytes is a ByteSize, positive by construction.
+    for field, span in (
+        ("trace_max_age", state.trace_max_age),
+        ("prune_interval", state.prune_interval),
+    ):
+        if span.seconds <= 0:
+            yield f"state.{field}", "must be longer than 0s"

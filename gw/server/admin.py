@@ -25,6 +25,17 @@ seen (addressed directly as ``provider/model``), by name. A target whose every a
 locked reads ``unhealthy`` with the lock as its reason, as routing sees it. Only names,
 states and numbers are reported: never a key, a base URL or a header.
 
+``GET /admin/v1/status`` (what ``gw status`` shows): address, pid, version, uptime, auth
+mode, the config file's state (last error included), store, vault and request counts;
+shape in gw/server/status.py.
+
+``POST /admin/v1/config/rollback`` ``{"revision": N}``: writes revision N's stored file
+text back to the config file (atomically) and applies it as a new revision, source
+``rollback``; answers ``{"revision" (now running), "rolled_back_to", "applied"}``
+(``applied`` false when N is the config already running). An unknown N is 400
+``invalid_request``; a revision without stored text (the built-in default, or recorded by
+an older gw) or one that no longer loads is 409 ``conflict``, the file untouched.
+
 ``GET /admin/v1/usage?by=tenant|model|key|day|route|provider&since=7d&tenant=T`` (what
 ``gw usage --json`` prints, same shape: ``gw/store/usage.py``): the usage ledger grouped
 by ``by`` (default ``model``), from ``since`` (a duration back from now or a date; default:
@@ -37,17 +48,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
-from litestar import Response, get
+from litestar import Response, get, post
 from litestar.handlers import HTTPRouteHandler
 
 from gw.config.snapshot import Snapshot
-from gw.errors import GatewayError, InvalidRequestError, PermissionDeniedError
+from gw.errors import ConflictError, GatewayError, InvalidRequestError, PermissionDeniedError
 from gw.execution.accounts import AccountBook, AccountLock
 from gw.execution.health import BreakerState, HealthBook, HealthStatus, TargetHealth
 from gw.execution.latency import LatencyAverage, LatencyBook
 from gw.server.auth import Principal, require_scope
+from gw.server.body import read_body
 from gw.server.responses import JSON, gw_headers, openai_error_response
 from gw.server.services import HttpRequest, ServerServices
+from gw.server.status import status_report
 from gw.store.usage import USAGE_GROUPS, UsageGroup, UsageTotals, parse_since, report_json
 
 DEFAULT_USAGE_GROUP: UsageGroup = "model"
@@ -154,7 +167,73 @@ def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
             headers=gw_headers(ctx.request_id, "-", ctx.snapshot.revision),
         )
 
-    return [health, usage]
+    @get("/admin/v1/status", include_in_schema=False)
+    async def status(request: HttpRequest) -> Response[bytes]:
+        ctx = services.begin(request, "admin.status")
+        try:
+            require_scope(await services.authenticator.authenticate(request.headers), "admin")
+            if services.facts is None:
+                raise ConflictError("this gateway keeps no status facts")
+        except GatewayError as error:
+            failed = services.gateway.reject(ctx, error, stream=False)
+            return openai_error_response(failed.error, failed.trace)
+        report = await status_report(
+            services.facts,
+            ctx.snapshot,
+            reload=services.reloader.status if services.reloader is not None else None,
+            auth_mode=services.authenticator.mode,
+            now=services.clock.time(),
+            mono=services.clock.monotonic(),
+        )
+        return Response(
+            content=msgspec.json.encode(report),
+            media_type=JSON,
+            headers=gw_headers(ctx.request_id, "-", ctx.snapshot.revision),
+        )
+
+    @post("/admin/v1/config/rollback", status_code=200, include_in_schema=False)
+    async def rollback(request: HttpRequest) -> Response[bytes]:
+        ctx = services.begin(request, "admin.rollback")
+        try:
+            require_scope(await services.authenticator.authenticate(request.headers), "admin")
+            target = RollbackRequest.decode(await read_body(request, MAX_ROLLBACK_BODY))
+            if services.reloader is None:
+                raise ConflictError("this gateway does not reload its config")
+            async with services.config_lock:  # not while an admin write edits the file
+                applied = await services.reloader.rollback(target.revision)
+        except GatewayError as error:
+            failed = services.gateway.reject(ctx, error, stream=False)
+            response = openai_error_response(failed.error, failed.trace)
+            response.headers["x-gw-revision"] = str(services.snapshot().revision)
+            return response
+        revision = services.snapshot().revision
+        body = {"revision": revision, "rolled_back_to": target.revision, "applied": bool(applied)}
+        return Response(
+            content=msgspec.json.encode(body),
+            media_type=JSON,
+            headers=gw_headers(ctx.request_id, "-", revision),
+        )
+
+    return [health, usage, status, rollback]
+
+
+MAX_ROLLBACK_BODY = 4096
+
+
+class RollbackRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The body of ``POST /admin/v1/config/rollback``."""
+
+    revision: int
+
+    @classmethod
+    def decode(cls, body: bytes) -> RollbackRequest:
+        try:
+            return msgspec.json.decode(body, type=cls, strict=True)
+        except msgspec.DecodeError:
+            raise InvalidRequestError(
+                'the body must be {"revision": N}, N an applied config revision',
+                param="revision",
+            ) from None
 
 
 class UsageQuery(msgspec.Struct, frozen=True, kw_only=True):

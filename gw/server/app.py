@@ -18,11 +18,14 @@ from gw.errors import (
     MethodNotAllowedError,
 )
 from gw.server.admin import admin_handlers
+from gw.server.admin_config import config_handlers
+from gw.server.admin_inspect import inspect_handlers
 from gw.server.chat import chat_handlers
 from gw.server.edges import cors_config
 from gw.server.embeddings import embedding_handlers
 from gw.server.messages import message_handlers
 from gw.server.models import model_handlers
+from gw.server.openapi_doc import openapi_handlers
 from gw.server.responses import JSON, anthropic_error_response, openai_error_response
 from gw.server.services import HttpRequest, ServerServices
 
@@ -84,6 +87,9 @@ def build_app(
             *message_handlers(services),
             *model_handlers(services),
             *admin_handlers(services),
+            *config_handlers(services),
+            *inspect_handlers(services),
+            *openapi_handlers(),
             livez,
             readyz,
         ],
@@ -92,6 +98,6 @@ def build_app(
         on_shutdown=list(on_shutdown),
         request_max_body_size=None,  # read_body enforces server.max_body_bytes itself
         logging_config=None,
-        openapi_config=None,
+        openapi_config=None,  # /openapi.json is hand-written: gw/server/openapi_doc.py
         cors_config=cors_config(services.snapshot().config.server.cors_origins),
     )

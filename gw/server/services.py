@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -17,6 +18,7 @@ from gw.ports import Clock
 from gw.server.admission import Admission
 from gw.server.auth import Authenticator
 from gw.server.ids import new_request_id
+from gw.server.status import ServerFacts
 from gw.store.usage import UsageReader
 
 MAX_CLIENT_REQUEST_ID = 128
@@ -40,6 +42,8 @@ class ConfigReloads(Protocol):
 
     async def reload(self, source: Any = "admin") -> Snapshot | None: ...
 
+    async def rollback(self, revision: int) -> Snapshot | None: ...
+
 
 HttpRequest = Request[Any, Any, State]
 
@@ -59,6 +63,7 @@ class ServerServices:
         usage: UsageReader | None = None,
         reloader: ConfigReloads | None = None,
         ready: Callable[[], Awaitable[None]] | None = None,
+        facts: ServerFacts | None = None,
     ) -> None:
         self.gateway = gateway
         self.snapshot = snapshot
@@ -71,7 +76,10 @@ class ServerServices:
         self.accounts = accounts
         self.usage = usage  # the usage ledger, for GET /admin/v1/usage
         self.reloader = reloader  # config reloads and their status (gw/reload.py)
+        # Writers of the config file (admin routes/policies, rollback): one at a time.
+        self.config_lock = asyncio.Lock()
         self.ready = ready  # raises when the store cannot be reached (/readyz)
+        self.facts = facts  # for GET /admin/v1/status (gw/server/status.py)
 
     def begin(self, request: HttpRequest, endpoint: str) -> RequestContext:
         """Give the request its id and pin the current snapshot for its whole life."""

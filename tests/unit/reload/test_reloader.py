@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gw.config import Snapshot, compile_snapshot, load_config
-from gw.reload import Reloader
+from gw.reload import AppliedConfig, Reloader
 
 GOOD = """
 providers: [{name: mock, kind: mock}]
@@ -38,8 +38,8 @@ class Harness:
     def apply(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
 
-    async def record(self, digest: str, source: str) -> int:
-        self.revisions.append((digest, source))
+    async def record(self, applied: AppliedConfig) -> int:
+        self.revisions.append((applied.hash, applied.source))
         return len(self.revisions) + 1
 
 

@@ -1,0 +1,97 @@
+"""``gw state backup`` and ``gw state restore``: whole-database copies of the state dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+import typer
+
+from gw.cli.console import fail, print_json, stdout
+from gw.cli.options import JsonOption, StateDirOption, resolve_home
+from gw.environment import SERVER_FILE_NAME
+from gw.store import StoreError
+from gw.store.backup import DatabaseSummary, backup, restore
+from gw.wiring import database_path
+
+state_app = typer.Typer(
+    help="Back up and restore gw's state database (traces, usage, config history, keys).",
+    no_args_is_help=True,
+)
+
+PathArgument = Annotated[Path, typer.Argument(help="The backup file.")]
+
+
+def running_server_pid(home: Path) -> int | None:
+    """The pid of a gw server running on ``home`` (from its server.json), or None."""
+    try:
+        pid = int(json.loads((home / SERVER_FILE_NAME).read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(pid, 0)  # signal 0: only checks that the process exists
+    except ProcessLookupError:
+        return None  # a stale file from a server that did not stop cleanly
+    except PermissionError:
+        return pid  # alive, under another user
+    return pid
+
+
+def _describe(summary: DatabaseSummary) -> str:
+    return (
+        f"{summary.bytes:,} bytes, schema version {summary.schema_version}: {summary.traces}"
+        f" traces, {summary.usage} usage rows, {summary.config_revisions} config revisions"
+    )
+
+
+@state_app.command("backup")
+def backup_command(
+    path: PathArgument,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite PATH if it exists.")] = False,
+    state_dir: StateDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Copy the state database to PATH; safe while the server runs (a consistent snapshot)."""
+    source = database_path(resolve_home(state_dir))
+    try:
+        summary = backup(source, path.expanduser(), force=force)
+    except (StoreError, sqlite3.Error, OSError) as error:
+        fail(f"backup failed: {error}")
+    if as_json:
+        print_json(msgspec.to_builtins(summary))
+        return
+    stdout.print(f"backed up {source} to {summary.path}", highlight=False, markup=False)
+    stdout.print(_describe(summary), highlight=False, markup=False)
+
+
+@state_app.command("restore")
+def restore_command(
+    path: PathArgument,
+    state_dir: StateDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Replace the state database with the backup at PATH; the server must be stopped.
+
+    The current database is kept beside it as gw.db.bak-<time>."""
+    home = resolve_home(state_dir)
+    pid = running_server_pid(home)
+    if pid is not None:
+        fail(f"a gw server (pid {pid}) is running on {home}; stop it, then restore")
+    try:
+        result = restore(path.expanduser(), database_path(home))
+    except (StoreError, sqlite3.Error, OSError) as error:
+        fail(f"restore failed: {error}")
+    if as_json:
+        print_json(msgspec.to_builtins(result))
+        return
+    database = result.database
+    stdout.print(f"restored {database.path} from {path}", highlight=False, markup=False)
+    stdout.print(_describe(database), highlight=False, markup=False)
+    if result.moved_aside is not None:
+        stdout.print(
+            f"the previous database is kept as {result.moved_aside}", highlight=False, markup=False
+        )

@@ -1,0 +1,116 @@
+"""``gw status``: what the running server says about itself (``GET /admin/v1/status``,
+shape in gw/server/status.py), with ``--json`` printing it plus ``"running": true``.
+
+With no server running it says so on stderr and exits 1, after printing what the state
+dir tells without one (``--json``: ``{"running": false, "reason", "store": {"path",
+"size_bytes", "schema_version"}, "last_revision": {"revision", "time", "source", "hash"}
+| null}``).
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from gw.cli.admin_client import NoServerError, admin_call, answer_json
+from gw.cli.config_cmd import read_store
+from gw.cli.console import fail, print_json, stdout
+from gw.cli.options import ConfigOption, JsonOption, StateDirOption, resolve_home
+from gw.server.status import file_size
+from gw.store import SqliteStore
+from gw.wiring import database_path
+
+STATUS_PATH = "/admin/v1/status"
+
+
+def status_command(
+    state_dir: StateDirOption = None, config: ConfigOption = None, as_json: JsonOption = False
+) -> None:
+    """Show the running server: address, revision, uptime, config file, store, vault and
+    request counts; exits 1 when no server runs (after what the state dir tells)."""
+    home = resolve_home(state_dir)
+    try:
+        answer = admin_call(home, config, "GET", STATUS_PATH)
+    except NoServerError as error:
+        offline = offline_report(home, str(error))
+        if as_json:
+            print_json(offline)
+        else:
+            render_offline(offline)
+        fail(str(error))
+    report = answer_json(answer, STATUS_PATH)
+    if as_json:
+        print_json({"running": True, **report})
+        return
+    render(report)
+
+
+def offline_report(home: Path, reason: str) -> dict[str, Any]:
+    path = database_path(home)
+
+    async def read(store: SqliteStore) -> tuple[int | None, list[Any]]:
+        return await store.schema_version(), await store.list_revisions(limit=1)
+
+    nothing: tuple[int | None, list[Any]] = (None, [])
+    version, latest = read_store(home, read, nothing)
+    return {
+        "running": False,
+        "reason": reason,
+        "store": {"path": str(path), "size_bytes": file_size(path), "schema_version": version},
+        "last_revision": msgspec.to_builtins(latest[0]) if latest else None,
+    }
+
+
+def render_offline(offline: dict[str, Any]) -> None:
+    store, last = offline["store"], offline["last_revision"]
+    lines = ["gw is not running", f"store    {store_line(store)}"]
+    if last is not None:
+        lines.append(
+            f"config   last revision {last['revision']} ({last['source']}, {when(last['time'])})"
+        )
+    for line in lines:
+        stdout.print(line, highlight=False, markup=False)
+
+
+def render(report: dict[str, Any]) -> None:
+    server, config = report["server"], report["config"]
+    store, vault, requests = report["store"], report["vault"], report["requests"]
+    classes = ", ".join(f"{name} {count}" for name, count in requests["by_class"].items())
+    lines = [
+        f"gw {server['version']} at {server['url']} (pid {server['pid']}), "
+        f"up {uptime(server['uptime_s'])}, auth {server['auth_mode']}",
+        f"config   revision {report['revision']}, {config.get('path', config['source'])}, "
+        f"applied {when(config.get('applied_at'))}",
+    ]
+    if config.get("error"):
+        lines.append(
+            f"         last edit NOT applied ({when(config['error_at'])}): {config['error']}"
+        )
+    lines.append(f"store    {store_line(store)}")
+    references = vault["references"]
+    used = f"{len(references)} vault: references" if references else "no vault: references"
+    lines.append(f"vault    {vault['path']} ({'exists' if vault['exists'] else 'none'}), {used}")
+    lines.append(f"requests {requests['total']} since start ({classes})")
+    for line in lines:
+        stdout.print(line, highlight=False, markup=False)
+
+
+def store_line(store: dict[str, Any]) -> str:
+    size = store["size_bytes"]
+    shown = "missing" if size is None else f"{size / 1024:.0f} KiB"
+    return f"{store['path']} ({shown}, schema version {store['schema_version']})"
+
+
+def when(epoch: float | None) -> str:
+    if epoch is None:
+        return "-"
+    return datetime.datetime.fromtimestamp(epoch).astimezone().isoformat(timespec="seconds")
+
+
+def uptime(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"

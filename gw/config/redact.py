@@ -1,0 +1,27 @@
+"""The config as plain data with secret-bearing values hidden, for anything shown to a user.
+
+Header values (providers' and accounts') are hidden: they may carry credentials.
+``api_key`` and ``admin_key`` are references (``env:NAME``, ``vault:NAME``; validation
+refuses a literal key), so they show.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from gw.config.schema import Config
+from gw.config.units import encode_unit
+
+REDACTED = "***"
+
+
+def redacted(config: Config) -> dict[str, Any]:
+    """``config`` as JSON-ready builtins, header values replaced by ``***``."""
+    data: dict[str, Any] = msgspec.to_builtins(config, enc_hook=encode_unit)
+    for provider in data.get("providers", []):
+        provider["headers"] = dict.fromkeys(provider.get("headers", {}), REDACTED)
+        for account in provider.get("accounts", []):
+            account["headers"] = dict.fromkeys(account.get("headers", {}), REDACTED)
+    return data

@@ -1,0 +1,140 @@
+"""What ``GET /admin/v1/status`` (and ``gw status``) reports about the running server.
+
+``RequestCounts`` wraps the gateway's trace sink: every request gw answers records one
+trace, so counting there is one addition per request (a stream counts when it ends).
+``ServerFacts`` are the things wiring knows at start (address, pid, version, paths) and
+the callables that read the rest when asked. The report::
+
+    {"server": {"url", "host", "port", "pid", "version", "started_at", "uptime_s",
+                "auth_mode"},
+     "revision": 3,                     // the running config revision
+     "config": {"path", "exists", "source", "revision", "applied_at", "error",
+                "error_at", "reloads", "failures"},  // error: file:line: field: reason
+     "store": {"path", "size_bytes", "schema_version"},
+     "vault": {"path", "exists", "references": {"providers[0].api_key": "NAME", ...}},
+     "requests": {"total", "by_class": {"2xx", "3xx", "4xx", "5xx"}, "since"}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+
+from gw.adapters.secrets import vault_references
+from gw.config.snapshot import Snapshot
+from gw.ports import TraceSink
+from gw.record import TraceRecord
+
+STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
+
+
+class RequestCounts:
+    """A ``TraceSink`` that counts requests by status class, then hands the trace on."""
+
+    def __init__(self, sink: TraceSink) -> None:
+        self._sink = sink
+        self.total = 0
+        self._by_class = [0] * 6  # index: status // 100 (499 client_aborted is a 4xx)
+
+    def submit(self, trace: TraceRecord) -> None:
+        self.total += 1
+        self._by_class[min(max(trace.status // 100, 0), 5)] += 1
+        self._sink.submit(trace)
+
+    def by_class(self) -> dict[str, int]:
+        return {name: self._by_class[int(name[0])] for name in STATUS_CLASSES}
+
+
+class ServerFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """What wiring hands the status report: fixed at start, or read when asked."""
+
+    url: str
+    host: str
+    port: int
+    pid: int
+    version: str
+    started_at: float  # wall clock
+    started_mono: float
+    database: Path
+    vault_file: Path
+    schema_version: Callable[[], Awaitable[int]]
+    counts: RequestCounts
+
+
+class ReloadFacts(Protocol):
+    """The reloader's status (gw/reload.py ``ReloadStatus``), as the report needs it."""
+
+    path: str
+    revision: int
+    applied_at: float | None
+    error: str | None
+    error_at: float | None
+    reloads: int
+    failures: int
+
+
+async def status_report(
+    facts: ServerFacts,
+    snapshot: Snapshot,
+    *,
+    reload: ReloadFacts | None,
+    auth_mode: str,
+    now: float,
+    mono: float,
+) -> dict[str, Any]:
+    """The report in the module docstring's shape."""
+    config: dict[str, Any] = {"source": snapshot.source, "revision": snapshot.revision}
+    if reload is not None:
+        config |= {
+            "path": reload.path,
+            "exists": await asyncio.to_thread(Path(reload.path).exists),
+            "applied_at": reload.applied_at or facts.started_at,
+            "error": reload.error,
+            "error_at": reload.error_at,
+            "reloads": reload.reloads,
+            "failures": reload.failures,
+        }
+    return {
+        "server": {
+            "url": facts.url,
+            "host": facts.host,
+            "port": facts.port,
+            "pid": facts.pid,
+            "version": facts.version,
+            "started_at": round(facts.started_at, 3),
+            "uptime_s": round(mono - facts.started_mono, 3),
+            "auth_mode": auth_mode,
+        },
+        "revision": snapshot.revision,
+        "config": config,
+        "store": {
+            "path": str(facts.database),
+            "size_bytes": await asyncio.to_thread(file_size, facts.database),
+            "schema_version": await facts.schema_version(),
+        },
+        "vault": {
+            "path": str(facts.vault_file),
+            "exists": await asyncio.to_thread(facts.vault_file.exists),
+            "references": vault_references(snapshot.config),
+        },
+        "requests": {
+            "total": facts.counts.total,
+            "by_class": facts.counts.by_class(),
+            "since": round(facts.started_at, 3),
+        },
+        "now": round(now, 3),
+    }
+
+
+def file_size(path: Path) -> int | None:
+    """The database's bytes on disk, its write-ahead log included; None when missing."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    wal = path.with_name(path.name + "-wal")
+    return size + (wal.stat().st_size if wal.exists() else 0)

@@ -1,0 +1,148 @@
+"""TracePruner: keeps the traces table within ``state.trace_max_age`` and ``trace_max_bytes``.
+
+Strategy: a background task wakes shortly after start, then every ``state.prune_interval``
+(read from the current snapshot each round, so a reload applies). A round deletes traces
+older than the age limit, then, while the traces' estimated size (see the retention
+section of ``gw/store/sqlite.py``) is above the byte limit, the oldest ones. Deletes run in
+batches of ``batch_size`` rows, one short transaction each, and the store's lock is
+released between them, so trace and usage writes from the request path wait at most one
+batch. Usage rows and config revisions are never touched. Afterwards the store may hand
+free pages back to the file system (``reclaim_space``); either way SQLite reuses them, so
+the file does not grow without bound.
+
+A failed round is logged and the loop goes on: pruning never takes the server down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import Callable
+from typing import Final, Protocol
+
+import msgspec
+
+from gw.config.schema import StateConfig
+from gw.ports import Clock, Sleep
+
+logger = logging.getLogger("gw.telemetry")
+
+BATCH_SIZE: Final = 1000
+FIRST_ROUND_DELAY_S: Final = 5.0
+"""The first round runs this long after start (or after one interval, when shorter)."""
+
+
+class PrunableTraces(Protocol):
+    """The trace store as the pruner sees it; ``SqliteStore`` is one. Counts are
+    (rows, estimated bytes)."""
+
+    async def trace_volume(self) -> tuple[int, int]: ...
+
+    async def delete_traces_before(self, cutoff: float, *, limit: int) -> tuple[int, int]: ...
+
+    async def delete_oldest_traces(self, *, limit: int) -> tuple[int, int]: ...
+
+    async def reclaim_space(self) -> int: ...
+
+
+class PruneReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What one round did."""
+
+    expired: int  # traces older than trace_max_age
+    evicted: int  # further oldest traces, to get under trace_max_bytes
+    freed_bytes: int  # estimated
+    remaining: int
+    remaining_bytes: int  # estimated
+
+
+class TracePruner:
+    """Deletes old traces in the background; ``start`` and ``stop`` bracket the server."""
+
+    def __init__(
+        self,
+        store: PrunableTraces,
+        settings: Callable[[], StateConfig],
+        clock: Clock,
+        sleep: Sleep,
+        *,
+        batch_size: int = BATCH_SIZE,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self._store = store
+        self._settings = settings
+        self._clock = clock
+        self._sleep = sleep
+        self._batch_size = batch_size
+        self._task: asyncio.Task[None] | None = None
+        self.rounds = 0  # completed rounds, for tests and status
+        self.failures = 0
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        """Cancel the loop; a delete in flight rolls back (its transaction is atomic)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):  # a crashed loop must not stop shutdown
+                await self._task
+
+    async def prune(self) -> PruneReport:
+        """One round: expired traces first, then the oldest while over the byte limit."""
+        settings = self._settings()
+        cutoff = self._clock.time() - settings.trace_max_age.seconds
+        expired = freed = 0
+        while True:
+            rows, size = await self._store.delete_traces_before(cutoff, limit=self._batch_size)
+            expired, freed = expired + rows, freed + size
+            if rows < self._batch_size:
+                break
+            await asyncio.sleep(0)  # let request-path writes in between batches
+        remaining, volume = await self._store.trace_volume()
+        evicted = 0
+        limit = settings.trace_max_bytes.bytes
+        while volume > limit and remaining > 0:
+            # Delete about as many rows as the excess needs, at the average row size.
+            average = volume / remaining
+            wanted = min(self._batch_size, max(1, math.ceil((volume - limit) / average)))
+            rows, size = await self._store.delete_oldest_traces(limit=wanted)
+            if rows == 0:
+                break
+            evicted, freed = evicted + rows, freed + size
+            remaining, volume = remaining - rows, max(volume - size, 0)
+            await asyncio.sleep(0)
+        report = PruneReport(
+            expired=expired,
+            evicted=evicted,
+            freed_bytes=freed,
+            remaining=remaining,
+            remaining_bytes=volume,
+        )
+        if expired or evicted:
+            await self._store.reclaim_space()
+            logger.info(
+                "pruned %d traces older than %s and %d more over %s (~%d bytes); %d traces"
+                " (~%d bytes) kept",
+                expired,
+                settings.trace_max_age,
+                evicted,
+                settings.trace_max_bytes,
+                freed,
+                remaining,
+                volume,
+            )
+        return report
+
+    async def _loop(self) -> None:
+        await self._sleep(min(FIRST_ROUND_DELAY_S, self._settings().prune_interval.seconds))
+        while True:
+            try:
+                await self.prune()
+                self.rounds += 1
+            except Exception as exc:  # noqa: BLE001 -- the loop outlives any one round
+                self.failures += 1
+                logger.warning("pruning traces failed: %s: %s", type(exc).__name__, exc)
+            await self._sleep(self._settings().prune_interval.seconds)
