@@ -1,26 +1,76 @@
 """Calls from the CLI to the running server's admin API (``/admin/v1``), found through
-``<state-dir>/server.json``; the admin key as ``gw health`` finds it (gw/cli/health_cmd.py).
+``<state-dir>/server.json``. In ``keys`` mode the call needs the admin key:
+``$GW_ADMIN_KEY`` when set, else the config's ``auth.admin_key`` reference resolved from
+this shell's environment, the config found as ``gw serve`` finds it (``--config``,
+``$GW_CONFIG``, ``<state-dir>/gw.yaml``).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 import msgspec
 
+from gw.adapters.secrets import SecretResolver
 from gw.cli.console import fail
-from gw.cli.health_cmd import (
-    ADMIN_KEY_ENV,
-    START_HINT,
-    TIMEOUT_S,
-    ServerInfo,
-    admin_key,
-    loopback_url,
-)
-from gw.environment import SERVER_FILE_NAME
+from gw.cli.options import load_or_fail, resolve_config
+from gw.environment import SERVER_FILE_NAME, process_environ
+from gw.errors import GatewayError
+
+ADMIN_KEY_ENV = "GW_ADMIN_KEY"
+TIMEOUT_S = 10.0
+START_HINT = "start one with `gw serve`"
+
+
+class ServerInfo(msgspec.Struct, kw_only=True):
+    """The fields of ``server.json`` this command reads (``announce`` in gw/wiring.py)."""
+
+    url: str
+    port: int
+    host: str | None = None
+    auth_mode: str | None = None
+
+
+def loopback_url(server: ServerInfo) -> str:
+    """The server's url, with a wildcard bind (0.0.0.0, ::) reached over loopback."""
+    if server.host is None:
+        return server.url
+    try:
+        unspecified = ipaddress.ip_address(server.host).is_unspecified
+    except ValueError:
+        return server.url
+    if not unspecified:
+        return server.url
+    loopback = "[::1]" if ":" in server.host else "127.0.0.1"
+    return f"http://{loopback}:{server.port}"
+
+
+def admin_key(home: Path, config: Path | None, url: str) -> str | None:
+    """``$GW_ADMIN_KEY``, else the config's ``auth.admin_key`` resolved here, else None."""
+    environ = process_environ()
+    if environ.get(ADMIN_KEY_ENV):
+        return environ[ADMIN_KEY_ENV]
+    path, explicit = resolve_config(config, home)
+    reference = load_or_fail(path, explicit=explicit).config.auth.admin_key
+    if reference is None:
+        return None
+    return resolve_admin_key(reference, environ, url)
+
+
+def resolve_admin_key(reference: str, environ: Mapping[str, str], url: str) -> str:
+    try:
+        return SecretResolver(environ).resolve(reference, field="auth.admin_key")
+    except GatewayError:
+        # The reference names a variable, never the key: safe to print.
+        fail(
+            f"the server at {url} needs the admin key: auth.admin_key is {reference}, "
+            f"which this shell cannot resolve; export it, or set {ADMIN_KEY_ENV}"
+        )
 
 
 class NoServerError(Exception):
@@ -64,6 +114,19 @@ def admin_call(
         ) from None
     except httpx.HTTPError as error:
         raise NoServerError(f"cannot reach gw at {url}: {type(error).__name__}: {error}") from None
+
+
+def admin_call_or_fail(
+    home: Path, config: Path | None, method: str, path: str, body: object | None = None
+) -> httpx.Response:
+    """``admin_call`` for a command that needs a 2xx answer: fails with what went wrong."""
+    try:
+        answer = admin_call(home, config, method, path, body)
+    except NoServerError as error:
+        fail(str(error))
+    if answer.status_code >= 300:
+        fail(call_error(answer, path))
+    return answer
 
 
 def answer_json(answer: httpx.Response, path: str) -> Any:

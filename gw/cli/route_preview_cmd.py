@@ -2,31 +2,21 @@
 request would go (``POST /admin/v1/route-preview``), without calling any upstream.
 
 ``--json`` prints the server's answer unchanged: ``{"revision", "policy", "decision"}``,
-``decision`` as in ``gw explain --json``. The server and the admin key are found as
-``gw health`` finds them (gw/cli/health_cmd.py).
+``decision`` as in ``gw explain --json``. The server and the admin key are found as for
+every admin call (gw/cli/admin_client.py).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
-import httpx
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from gw.cli.console import fail, stdout
-from gw.cli.health_cmd import (
-    ADMIN_KEY_ENV,
-    START_HINT,
-    TIMEOUT_S,
-    admin_key,
-    loopback_url,
-    read_server_file,
-)
+from gw.cli.admin_client import admin_call_or_fail
+from gw.cli.console import stdout
 from gw.cli.options import ConfigOption, JsonOption, StateDirOption, resolve_home
-from gw.environment import SERVER_FILE_NAME
 
 PREVIEW_PATH = "/admin/v1/route-preview"
 
@@ -41,24 +31,8 @@ def route_preview_command(
     as_json: JsonOption = False,
 ) -> None:
     """Show which targets a request would try, in order, and why others were rejected."""
-    home = resolve_home(state_dir)
-    server = read_server_file(home / SERVER_FILE_NAME)
-    url = loopback_url(server)
-    headers = {}
-    if server.auth_mode != "open":
-        key = admin_key(home, config, url)
-        if key is not None:
-            headers["authorization"] = f"Bearer {key}"
     body = {"model": model, "messages": [{"role": "user", "content": message}]}
-    try:
-        with httpx.Client(timeout=TIMEOUT_S, trust_env=False) as client:
-            answer = client.post(url + PREVIEW_PATH, json=body, headers=headers)
-    except httpx.ConnectError:
-        fail(f"no gw server answers at {url} (connection refused); {START_HINT}")
-    except httpx.HTTPError as error:
-        fail(f"cannot reach gw at {url}: {type(error).__name__}: {error}")
-    if answer.status_code != 200:
-        fail(error_message(answer))
+    answer = admin_call_or_fail(resolve_home(state_dir), config, "POST", PREVIEW_PATH, body)
     if as_json:
         typer.echo(answer.text)
         return
@@ -98,15 +72,3 @@ def candidates_table(decision: dict[str, Any]) -> Table:
             Text(status, style="red" if rejected else "green" if rank == 0 else ""),
         )
     return table
-
-
-def error_message(answer: httpx.Response) -> str:
-    try:
-        error = json.loads(answer.text)["error"]
-        message = f"{error['code']}: {error['message']}"
-    except (ValueError, KeyError, TypeError):
-        message = f"HTTP {answer.status_code}"
-    text = f"{PREVIEW_PATH} failed: {message}"
-    if answer.status_code in (401, 403):
-        text += f"; set {ADMIN_KEY_ENV}, or pass the server's --config"
-    return text

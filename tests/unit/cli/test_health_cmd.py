@@ -8,15 +8,8 @@ import io
 import httpx
 from rich.console import Console, RenderableType
 
-from gw.cli.health_cmd import (
-    ServerInfo,
-    error_message,
-    latency_cell,
-    locks_table,
-    loopback_url,
-    seconds_cell,
-    targets_table,
-)
+from gw.cli.admin_client import ServerInfo, call_error, loopback_url
+from gw.cli.health_cmd import latency_cell, locks_table, seconds_cell, targets_table
 from gw.server.admin import AccountView, HealthReport, LatencyView, LockView, TargetView
 
 URL = "http://127.0.0.1:8787"
@@ -92,9 +85,9 @@ def test_the_tables_show_the_facts() -> None:
 
 def test_errors_say_what_the_server_said_and_what_to_do() -> None:
     body = {"error": {"code": "authentication_failed", "message": "no API key"}}
-    refused = error_message(httpx.Response(401, json=body))
+    refused = call_error(httpx.Response(401, json=body), "/admin/v1/health")
     assert "authentication_failed: no API key" in refused
     assert "GW_ADMIN_KEY" in refused
-    broken = error_message(httpx.Response(500, text="<html>"))
+    broken = call_error(httpx.Response(500, text="<html>"), "/admin/v1/health")
     assert "HTTP 500" in broken
     assert "GW_ADMIN_KEY" not in broken
