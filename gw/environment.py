@@ -93,7 +93,9 @@ def process_environ() -> dict[str, str]:
 
 def replace_file(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically: a temp file beside it, then ``os.replace``
-    (the watcher and readers see the old file or the new, never half of one)."""
+    (the watcher and readers see the old file or the new, never half of one). A symlink
+    stays a symlink: its target is what gets replaced."""
+    path = path.resolve()
     try:
         mode = path.stat().st_mode & 0o777
     except FileNotFoundError:

@@ -79,7 +79,12 @@ class ReloadStatus(msgspec.Struct, kw_only=True):
 
 
 class Reloader:
-    """Loads the config file into new snapshots; see the module docstring."""
+    """Loads the config file into new snapshots; see the module docstring.
+
+    Every change to the running snapshot (a watched edit, SIGHUP, an admin write, a
+    rollback) runs under one lock, so an admin write's If-Match check, its file write and
+    its reload see no other reload in between.
+    """
 
     def __init__(
         self,
@@ -93,6 +98,7 @@ class Reloader:
         compile_config: Callable[[Config, int, str], Snapshot],
         now: Callable[[], float],
         stored_revision: Callable[[int], Awaitable[StoredRevision | None]] | None = None,
+        prepare: Callable[[Config], Awaitable[None]] | None = None,
     ) -> None:
         self._path = path
         self._explicit = explicit
@@ -103,6 +109,9 @@ class Reloader:
         self._stored_revision = stored_revision  # for rollback; None: no rollback
         self._compile = compile_config  # (config, revision, source) -> snapshot, as at start
         self._now = now
+        # Checks a new config against the world outside the file (the vault holds every
+        # vault:NAME it names) and raises ConfigError when it does not hold.
+        self._prepare = prepare
         self._lock = asyncio.Lock()
         self.status = ReloadStatus(path=str(path), revision=current().revision)
 
@@ -110,6 +119,22 @@ class Reloader:
         """Apply the file as it is now; the new snapshot, or None when nothing changed
         or the edit is invalid (then ``status.error`` says why)."""
         async with self._lock:
+            return await self._reload(source)
+
+    async def edit(
+        self, change: Callable[[str], str], source: RevisionSource = "admin"
+    ) -> Snapshot | None:
+        """Under the reload lock: read the file, ``change`` its text (it may raise to
+        refuse), check the result as a reload would (``ConfigError``, the file untouched),
+        write it atomically and apply it. Returns as ``reload``."""
+        async with self._lock:
+            try:
+                text = await asyncio.to_thread(self._path.read_text, encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConflictError(f"cannot read {self._path}: {exc}") from None
+            new_text = change(text)
+            await self._check_outside(load_config(new_text, str(self._path), self._overrides))
+            await asyncio.to_thread(replace_file, self._path, new_text)
             return await self._reload(source)
 
     async def rollback(self, revision: int) -> Snapshot | None:
@@ -126,47 +151,70 @@ class Reloader:
                 f"there is no config revision {revision}; `gw config history` lists them",
                 param="revision",
             )
-        if stored.content is None:
+        content = stored.content
+        if content is None:
             raise ConflictError(
                 f"revision {revision} has no stored file text (the built-in default, or "
                 "recorded by an older gw), so it cannot be restored; edit the config file "
                 "by hand (`gw config diff` shows what changed)",
                 param="revision",
             )
-        async with self._lock:
-            try:
-                load_config(stored.content, str(self._path), self._overrides)
-            except ConfigError as error:
-                raise ConflictError(
-                    f"revision {revision} no longer loads, the file is unchanged: {error}",
-                    param="revision",
-                ) from None
-            await asyncio.to_thread(replace_file, self._path, stored.content)
-            return await self._reload("rollback")
+        try:
+            return await self.edit(lambda _text: content, "rollback")
+        except ConfigError as error:
+            raise ConflictError(
+                f"revision {revision} no longer loads, the file is unchanged: {error}",
+                param="revision",
+            ) from None
 
     async def _reload(self, source: RevisionSource) -> Snapshot | None:
         try:
-            loaded, text = read_applied(
-                self._path, explicit=self._explicit, overrides=self._overrides
-            )
-        except ConfigError as error:
-            self.status.error, self.status.error_at = str(error), self._now()
-            self.status.failures += 1
-            log.warning("config edit not applied, still serving revision %d: %s",
-                        self._current().revision, error)  # fmt: skip
+            loaded, text = self._read()
+            digest = config_hash(loaded.config)
+            if digest == self._current().config_hash:
+                self.status.error = self.status.error_at = None
+                return None
+            await self._check_outside(loaded.config)
+            # Compiled before it is recorded, so a revision is never recorded unapplied.
+            trial = self._compile(loaded.config, 0, loaded.source)
+            applied = AppliedConfig(config=loaded.config, hash=digest, source=source, text=text)
+            revision = await self._record_revision(applied)
+        except Exception as error:  # noqa: BLE001 -- any failure keeps the running snapshot
+            self._failed(error)
             return None
-        self.status.error = self.status.error_at = None
-        digest = config_hash(loaded.config)
-        if digest == self._current().config_hash:
-            return None
-        applied = AppliedConfig(config=loaded.config, hash=digest, source=source, text=text)
-        revision = await self._record_revision(applied)
-        snapshot = self._compile(loaded.config, revision, loaded.source)
+        snapshot = msgspec.structs.replace(trial, revision=revision)
         self._apply(snapshot)
         self.status.revision, self.status.applied_at = revision, self._now()
+        self.status.error = self.status.error_at = None
         self.status.reloads += 1
         log.info("config revision %d applied (%s)", revision, source)
         return snapshot
+
+    def _read(self) -> tuple[LoadedConfig, str | None]:
+        running = self._current()
+        if running.source == str(self._path) and not self._path.exists():
+            # Never fall back to the built-in default: that would swap the user's
+            # providers for the mock because a file was moved.
+            raise ConfigError(
+                str(self._path),
+                "",
+                f"the file is gone (deleted or moved); still serving revision "
+                f"{running.revision}: put it back, or `gw config rollback {running.revision}`",
+            )
+        return read_applied(self._path, explicit=self._explicit, overrides=self._overrides)
+
+    async def _check_outside(self, config: Config) -> None:
+        if self._prepare is not None:
+            await self._prepare(config)
+
+    def _failed(self, error: Exception) -> None:
+        reason = str(error)
+        if not isinstance(error, ConfigError):
+            reason = f"{type(error).__name__}: {error}"
+        self.status.error, self.status.error_at = reason, self._now()
+        self.status.failures += 1
+        log.warning("config edit not applied, still serving revision %d: %s",
+                    self._current().revision, reason)  # fmt: skip
 
     async def watch(self) -> None:
         """Reload on every change to the file, until cancelled."""
@@ -174,17 +222,30 @@ class Reloader:
         if not directory.is_dir():
             log.warning("not watching %s: its directory does not exist", self._path)
             return
+        resolved = directory.resolve()
 
         def concerns_the_file(_change: watchfiles.Change, path: str) -> bool:
-            return Path(path).name == name
+            changed = Path(path)
+            return changed.name == name and changed.parent.resolve() == resolved
 
-        async for _changes in watchfiles.awatch(
-            directory, watch_filter=concerns_the_file, debounce=DEBOUNCE_MS * 4, step=DEBOUNCE_MS
-        ):
-            try:
-                await self.reload("file")
-            except Exception as exc:  # the watch must outlive any one reload
-                log.exception("reloading %s failed: %s", self._path, type(exc).__name__)
+        try:
+            async for _changes in watchfiles.awatch(
+                directory,
+                watch_filter=concerns_the_file,
+                debounce=DEBOUNCE_MS * 4,
+                step=DEBOUNCE_MS,
+                recursive=False,
+            ):
+                try:
+                    await self.reload("file")
+                except Exception as exc:  # the watch must outlive any one reload
+                    log.exception("reloading %s failed: %s", self._path, type(exc).__name__)
+        except Exception:  # say so rather than go silent
+            log.exception(
+                "no longer watching %s; edits apply on SIGHUP or POST /admin/v1/reload "
+                "until gw restarts",
+                self._path,
+            )
 
 
 class WatchTask:
@@ -204,6 +265,9 @@ class WatchTask:
     async def stop(self) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+            # Removing the handler restores the default action, which ends the process:
+            # a SIGHUP while the server drains must not cut the drain short.
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -120,11 +120,12 @@ def reachable_as(plan: ServePlan) -> str:
 
 
 def write_server_file(
-    path: Path, *, url: str, address: tuple[Any, ...], revision: int, auth_mode: AuthMode
+    path: Path, *, url: str, address: tuple[Any, ...], auth_mode: AuthMode
 ) -> None:
     """``server.json``, through which CLI commands find the running server; rewritten when
-    an implicit ``open`` switches to ``keys``, so ``gw health`` knows to send a key."""
-    facts = {"url": url, "port": address[1], "pid": os.getpid(), "revision": revision}
+    an implicit ``open`` switches to ``keys``, so ``gw health`` knows to send a key. Only
+    facts that hold for the process's life: the revision is ``gw status``'s to tell."""
+    facts = {"url": url, "port": address[1], "pid": os.getpid()}
     path.write_text(json.dumps({**facts, "host": address[0], "auth_mode": auth_mode}))
 
 
@@ -249,6 +250,7 @@ async def serve(plan: ServePlan) -> None:
         shipped=shipped,
         health=health,
         accounts=accounts,
+        directory=directory,
     )
     counts = RequestCounts(recorder)  # for GET /admin/v1/status
     services = ServerServices(
@@ -276,9 +278,7 @@ async def serve(plan: ServePlan) -> None:
     )
     server_file = plan.home / SERVER_FILE_NAME
     url = f"http://{_url_host(address[0])}:{address[1]}"
-    server_facts = functools.partial(
-        write_server_file, server_file, url=url, address=address, revision=revision
-    )
+    server_facts = functools.partial(write_server_file, server_file, url=url, address=address)
 
     async def announce() -> None:
         server_facts(auth_mode=authenticator.mode)
@@ -289,8 +289,6 @@ async def serve(plan: ServePlan) -> None:
     async def close() -> None:
         # Runs inside uvicorn's lifespan shutdown: after SIGTERM, uvicorn re-raises the
         # signal once serve() returns, so cleanup placed after serve() would never run.
-        with contextlib.suppress(FileNotFoundError):
-            server_file.unlink()
         await watch.stop()
         await asyncio.gather(prober.stop(), pruner.stop())
         await recorder.stop()
@@ -299,6 +297,10 @@ async def serve(plan: ServePlan) -> None:
         await usage.stop()  # every queued usage row is written before the store closes
         await transport.close()
         await store.close()
+        # Last: while server.json names this pid, `gw state restore` refuses to replace the
+        # database, and until here the queues above were still writing to it.
+        with contextlib.suppress(FileNotFoundError):
+            server_file.unlink()
 
     watch = WatchTask(reloader)
     app = build_app(
@@ -363,6 +365,7 @@ def build_reloader(
     shipped: ShippedCatalog,
     health: HealthBook,
     accounts: AccountBook,
+    directory: AdapterDirectory,
 ) -> Reloader:
     """Reloads of the config file into new snapshots; health, latency and account locks
     carry over for the targets that remain (the books live outside the snapshot)."""
@@ -395,7 +398,32 @@ def build_reloader(
         compile_config=compile_config,
         now=clock.time,
         stored_revision=store.get_revision,
+        prepare=functools.partial(refresh_vault, plan, directory),
     )
+
+
+async def refresh_vault(plan: ServePlan, directory: AdapterDirectory, config: Config) -> None:
+    """A reload's check that the vault holds every ``vault:NAME`` the new config names.
+    The vault is read again, so `gw vault set NAME` and then an edit that uses it needs no
+    restart; a config that names no vault secret leaves the vault alone."""
+    references = vault_references(config)
+    if not references:
+        return
+    source = str(plan.config_path or plan.home / "gw.yaml")
+    try:
+        secrets = await asyncio.to_thread(Vault(plan.home, plan.environ).read)
+    except VaultError as error:
+        field, name = next(iter(references.items()))
+        reason = f"is vault:{name}, but the vault cannot be opened: {error}"
+        raise ConfigError(source, field, reason) from None
+    for field, name in references.items():
+        if name not in secrets:
+            reason = (
+                f"is vault:{name}, and the vault holds no secret named {name}; run "
+                f"`gw vault set {name}`, then save the config file again"
+            )
+            raise ConfigError(source, field, reason)
+    directory.use_vault(secrets)
 
 
 async def record_start(plan: ServePlan, store: SqliteStore, clock: SystemClock) -> int:

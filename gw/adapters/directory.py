@@ -33,6 +33,9 @@ class AdapterDirectory:
         self._gemini = GeminiUpstream(transport, self._secrets)
         self._mocks: dict[tuple[str, MockOptions | None], MockUpstream] = {}
 
+    def use_vault(self, vault: Mapping[str, str]) -> None:
+        self._secrets.use_vault(vault)
+
     def upstream_for(self, provider: ProviderConfig) -> Upstream:
         if provider.kind in OPENAI_KINDS:
             return self._openai

@@ -15,10 +15,16 @@ VAULT_SCHEME = "vault"
 
 class SecretResolver:
     """Looks references up in the environment and the vault it was given. ``vault`` is the
-    vault's NAME -> secret, read once when gw starts; None when gw opened no vault."""
+    vault's NAME -> secret, read when gw starts and again when a reloaded config refers to
+    the vault; None when gw opened no vault."""
 
     def __init__(self, environ: Mapping[str, str], vault: Mapping[str, str] | None = None) -> None:
         self._environ = environ
+        self._vault = vault
+
+    def use_vault(self, vault: Mapping[str, str]) -> None:
+        """Look vault references up in ``vault`` from now on (the vault read again when a
+        reloaded config names a secret)."""
         self._vault = vault
 
     def api_key(self, call: UpstreamCall | EmbeddingCall) -> str | None:
@@ -55,7 +61,7 @@ class SecretResolver:
         if self._vault is None:
             raise UpstreamAuthFailedError(
                 f"{field} is vault:{name}, and this gw opened no vault; run "
-                f"`gw vault init` and `gw vault set {name}`, then restart gw",
+                f"`gw vault init` and `gw vault set {name}`, then save the config file again",
                 blame="gateway",
             )
         value = self._vault.get(name)
@@ -63,7 +69,7 @@ class SecretResolver:
             return value
         raise UpstreamAuthFailedError(
             f"{field} is vault:{name}, and the vault holds no secret named {name}; "
-            f"run `gw vault set {name}` and restart gw",
+            f"run `gw vault set {name}`, then save the config file again (or restart gw)",
             blame="gateway",
         )
 

@@ -26,6 +26,8 @@ _WIDTH = 4096  # never re-wrap a user's long lines
 _KEY_LINE = re.compile(r"^( *)[^\s#-][^#]*:\s*(#.*)?$")
 _DASH_LINE = re.compile(r"^( *)- ")
 _CHILD_LINE = re.compile(r"^( *)[^\s#-]")
+# ``key:  # note`` -> ``key: []  # note``
+_EMPTY_LIST = re.compile(r"^([^#]*:)([ \t]*(#.*)?\r?\n?)$")
 
 
 class YamlEditError(ValueError):
@@ -125,6 +127,9 @@ def delete_item(text: str, section: Section, name: str) -> str | None:
     dash = _dash_column(lines, start)
     while start > 0 and _is_comment(lines[start - 1]) and _column(lines[start - 1]) == dash:
         start -= 1
+    if len(items) == 1:  # the section stays a list: ``routes:`` alone would be null
+        key_line = document.lc.key(section)[0]
+        lines[key_line] = _EMPTY_LIST.sub(r"\1 []\2", lines[key_line], count=1)
     return "".join([*lines[:start], *lines[end:]])
 
 
@@ -216,12 +221,24 @@ def _load(text: str) -> tuple[YAML, CommentedMap]:
     try:
         document = yaml.load(text)
     except YAMLError as exc:
-        raise YamlEditError(f"not valid YAML: {exc}") from None
+        # Line and problem only: ruamel's own message quotes the offending line, which
+        # may hold a secret, and this message reaches API responses and traces.
+        raise YamlEditError(f"not valid YAML{_where(exc)}: {_problem(exc)}") from None
     if document is None:
         document = CommentedMap()
     if not isinstance(document, CommentedMap):
         raise YamlEditError("the top level must be a mapping of sections")
     return yaml, document
+
+
+def _where(exc: YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    return "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
+
+
+def _problem(exc: YAMLError) -> str:
+    problem = getattr(exc, "problem", None)
+    return problem if isinstance(problem, str) else type(exc).__name__
 
 
 def _section(document: CommentedMap, section: Section) -> CommentedSeq | None:

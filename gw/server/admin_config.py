@@ -21,10 +21,10 @@ Writes (the body is one route or policy in the config's YAML shape, as JSON)::
 A write edits the config file in place (gw/config/yaml_edit.py keeps its comments and
 order), validates the whole new text first (400 ``invalid_request`` naming the field and
 reason, the file untouched), replaces the file atomically, then reloads it as revision
-source ``admin``. Writes are serialized; an ``If-Match: <revision>`` header, checked under
-the same lock, makes a write conditional: 412 ``precondition_failed`` when the running
-revision is another. With no config file (the built-in default) a write is 409
-``conflict``: ``gw init`` writes one.
+source ``admin`` (``Reloader.edit``). Writes and reloads are serialized; an
+``If-Match: <revision>`` header, checked under the same lock, makes a write conditional:
+412 ``precondition_failed`` when the running revision is another. With no config file
+(the built-in default) a write is 409 ``conflict``: ``gw init`` writes one.
 
 ``POST /admin/v1/reload`` re-reads the file: ``{"revision", "applied", "status"}``, with
 ``status.error`` set when the file is invalid (the running revision stays).
@@ -32,7 +32,6 @@ revision is another. With no config file (the built-in default) a write is 409
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,10 +40,9 @@ import msgspec
 from litestar import Response, delete, get, post, put
 from litestar.handlers import HTTPRouteHandler
 
-from gw.config import ConfigError, load_config
+from gw.config import ConfigError
 from gw.config.redact import redacted
 from gw.config.yaml_edit import Section, YamlEditError, delete_item, upsert_item
-from gw.environment import replace_file
 from gw.errors import (
     ConflictError,
     EndpointNotFoundError,
@@ -76,7 +74,7 @@ class AdminApi:
         ``RequestFailedError`` (its trace recorded) when not."""
         ctx = self.services.begin(request, endpoint)
         try:
-            principal = await self.services.authenticator.authenticate(request.headers)
+            principal = await self.services.authenticate(request)
             require_scope(principal, "admin")
         except GatewayError as error:
             raise self.services.gateway.reject(ctx, error, stream=False) from None
@@ -99,11 +97,11 @@ class AdminApi:
 
 
 class ConfigWriter:
-    """Admin writes to the config file, one at a time (see the module docstring)."""
+    """Admin writes to the config file (see the module docstring); the reloader runs them
+    one at a time, with its own reloads."""
 
     def __init__(self, services: ServerServices) -> None:
         self.services = services
-        self.lock = services.config_lock  # shared with rollback: one writer at a time
 
     async def write(
         self,
@@ -111,28 +109,34 @@ class ConfigWriter:
         if_match: int | None,
         change: Change,
     ) -> tuple[int, bool]:
-        """Apply ``change(text) -> (new text, flag)`` to the file under the lock; the
-        revision now running and ``flag``."""
+        """Apply ``change(text) -> (new text, flag)`` to the file; the revision now
+        running and ``flag``."""
         reloader = self._reloader()
-        async with self.lock:
+        path = reloader.status.path
+        flags: list[bool] = []
+
+        def edit(text: str) -> str:  # runs under the reloader's lock
             current = self.services.snapshot().revision
             if if_match is not None and if_match != current:
                 raise PreconditionFailedError(
                     f"If-Match names revision {if_match}, but revision {current} is running; "
                     "read the config again and retry"
                 )
-            path = Path(reloader.status.path)
-            text = await asyncio.to_thread(_read, path)
             try:
                 new_text, flag = change(text)
             except YamlEditError as error:
                 raise ConflictError(f"{path} cannot be edited: {error}") from None
-            _validate(new_text, str(path), section)
-            await asyncio.to_thread(replace_file, path, new_text)
-            await reloader.reload("admin")
-            if reloader.status.error is not None:
-                raise InternalError(f"the written config did not apply: {reloader.status.error}")
-            return self.services.snapshot().revision, flag
+            flags.append(flag)
+            return new_text
+
+        try:
+            await reloader.edit(edit, "admin")
+        except ConfigError as error:
+            field = error.path or section
+            raise InvalidRequestError(f"{field}: {error.reason}", param=field) from None
+        if reloader.status.error is not None:
+            raise InternalError(f"the written config did not apply: {reloader.status.error}")
+        return self.services.snapshot().revision, flags[0]
 
     def _reloader(self) -> ConfigReloads:
         reloader = self.services.reloader
@@ -144,18 +148,6 @@ class ConfigWriter:
                 "to edit; run `gw init` to write one, then retry"
             )
         return reloader
-
-
-def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
-
-
-def _validate(text: str, source: str, section: Section) -> None:
-    try:
-        load_config(text, source)
-    except ConfigError as error:
-        field = error.path or section
-        raise InvalidRequestError(f"{field}: {error.reason}", param=field) from None
 
 
 def parse_if_match(value: str | None) -> int | None:

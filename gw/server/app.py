@@ -16,10 +16,12 @@ from gw.errors import (
     InternalError,
     InvalidRequestError,
     MethodNotAllowedError,
+    PermissionDeniedError,
 )
 from gw.server.admin import admin_handlers
 from gw.server.admin_config import config_handlers
 from gw.server.admin_inspect import inspect_handlers
+from gw.server.browser_guard import open_mode_refusal
 from gw.server.chat import chat_handlers
 from gw.server.edges import cors_config
 from gw.server.embeddings import embedding_handlers
@@ -81,6 +83,7 @@ def build_app(
         return render(request, InternalError(message))
 
     return Litestar(
+        before_request=open_mode_guard(services, render),
         route_handlers=[
             *chat_handlers(services),
             *embedding_handlers(services),
@@ -101,3 +104,18 @@ def build_app(
         openapi_config=None,  # /openapi.json is hand-written: gw/server/openapi_doc.py
         cors_config=cors_config(services.snapshot().config.server.cors_origins),
     )
+
+
+def open_mode_guard(
+    services: ServerServices, render: Callable[[HttpRequest, GatewayError], Response[bytes]]
+) -> Callable[[HttpRequest], Awaitable[Response[bytes] | None]]:
+    """Before every handler: in open mode, refuse what a web page sent (browser_guard)."""
+
+    async def guard(request: HttpRequest) -> Response[bytes] | None:
+        if services.authenticator.mode != "open":
+            return None
+        origins = services.snapshot().config.server.cors_origins
+        reason = open_mode_refusal(request.headers, origins)
+        return None if reason is None else render(request, PermissionDeniedError(reason))
+
+    return guard

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -16,7 +15,7 @@ from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
 from gw.ports import Clock
 from gw.server.admission import Admission
-from gw.server.auth import Authenticator
+from gw.server.auth import Authenticator, Principal
 from gw.server.ids import new_request_id
 from gw.server.status import ServerFacts
 from gw.store.usage import UsageReader
@@ -41,6 +40,10 @@ class ConfigReloads(Protocol):
     def status(self) -> ReloadStatusView: ...
 
     async def reload(self, source: Any = "admin") -> Snapshot | None: ...
+
+    async def edit(
+        self, change: Callable[[str], str], source: Any = "admin"
+    ) -> Snapshot | None: ...
 
     async def rollback(self, revision: int) -> Snapshot | None: ...
 
@@ -76,10 +79,14 @@ class ServerServices:
         self.accounts = accounts
         self.usage = usage  # the usage ledger, for GET /admin/v1/usage
         self.reloader = reloader  # config reloads and their status (gw/reload.py)
-        # Writers of the config file (admin routes/policies, rollback): one at a time.
-        self.config_lock = asyncio.Lock()
         self.ready = ready  # raises when the store cannot be reached (/readyz)
         self.facts = facts  # for GET /admin/v1/status (gw/server/status.py)
+
+    async def authenticate(self, request: HttpRequest) -> Principal:
+        """Who sent ``request``, from the address the server sees (the socket peer, or the
+        forwarded client behind a trusted proxy: uvicorn has rewritten ``client`` then)."""
+        client = request.client.host if request.client is not None else None
+        return await self.authenticator.authenticate(request.headers, client)
 
     def begin(self, request: HttpRequest, endpoint: str) -> RequestContext:
         """Give the request its id and pin the current snapshot for its whole life."""

@@ -87,3 +87,23 @@ def test_not_a_mapping() -> None:
         upsert_item("- a\n- b\n", "routes", FAST)
     with pytest.raises(YamlEditError):
         upsert_item("routes: {a: 1}\n", "routes", FAST)
+
+
+def test_deleting_the_last_item_leaves_an_empty_list() -> None:
+    text = delete_item(TEXT, "policies", "default")
+    assert text is not None
+    assert "policies: []\n" in text
+    assert load_config(text, "gw.yaml").policies == ()
+    both = delete_item(delete_item(TEXT, "routes", "chat") or "", "routes", "other")
+    assert both is not None
+    assert "routes: []   # what clients ask for\n" in both
+    assert load_config(both, "gw.yaml").routes == ()
+
+
+def test_a_yaml_error_names_the_place_but_never_quotes_the_line() -> None:
+    broken = "providers:\n  - {name: x, api_key: sk-live-123: oops}\n"
+    with pytest.raises(YamlEditError) as caught:
+        upsert_item(broken, "routes", FAST)
+    message = str(caught.value)
+    assert "line 2" in message
+    assert "sk-live-123" not in message

@@ -19,21 +19,21 @@ BROKEN = GOOD.replace("provider: mock", "provider: ghost")
 
 
 class Harness:
-    def __init__(self, path: Path) -> None:
-        self.snapshot = compile_snapshot(load_config(GOOD, str(path)), revision=1, source="t")
+    def __init__(self, path: Path, **options: Any) -> None:
+        self.snapshot = compile_snapshot(load_config(GOOD, str(path)), revision=1, source=str(path))
         self.revisions: list[tuple[str, str]] = []
-        self.reloader = Reloader(
-            path=path,
-            explicit=True,
-            overrides={},
-            current=lambda: self.snapshot,
-            apply=self.apply,
-            record_revision=self.record,
-            compile_config=lambda config, revision, source: compile_snapshot(
+        defaults: dict[str, Any] = {
+            "explicit": True,
+            "overrides": {},
+            "current": lambda: self.snapshot,
+            "apply": self.apply,
+            "record_revision": self.record,
+            "compile_config": lambda config, revision, source: compile_snapshot(
                 config, revision=revision, source=source
             ),
-            now=lambda: 1000.0,
-        )
+            "now": lambda: 1000.0,
+        }
+        self.reloader = Reloader(path=path, **{**defaults, **options})
 
     def apply(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot

@@ -4,15 +4,16 @@ cannot."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from gw.adapters.secrets import SecretResolver, vault_references
-from gw.config import load_config
+from gw.config import ConfigError, load_config
 from gw.errors import UpstreamAuthFailedError
 from gw.vault import Identity, Secrets, Vault
-from gw.wiring import ServeError, ServePlan, load_vault, resolve_admin_key
+from gw.wiring import ServeError, ServePlan, load_vault, refresh_vault, resolve_admin_key
 
 SECRET = "sk-reference-0123456789"
 CONFIG = """
@@ -106,3 +107,35 @@ def test_an_admin_key_missing_from_the_vault_stops_start_up(tmp_path: Path) -> N
     config = load_config(CONFIG, "gw.yaml")
     with pytest.raises(ServeError, match="gw vault set admin"):
         resolve_admin_key(config, {}, Secrets({"openai": SECRET}))
+
+
+class Directory:
+    """The part of AdapterDirectory a reload talks to."""
+
+    def __init__(self) -> None:
+        self.vault: object = None
+
+    def use_vault(self, vault: object) -> None:
+        self.vault = vault
+
+
+def test_a_reload_reads_the_vault_again_and_refuses_a_missing_name(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    environ = {"GW_VAULT_KEY": Identity.generate().secret_text()}
+    vault = Vault(home, environ)
+    vault.init()
+    vault.set("openai", SECRET)
+    vault.set("admin", "gw-admin-0123456789abcdef")
+    serve_plan = plan(home, CONFIG, environ)
+    directory = Directory()
+
+    with pytest.raises(ConfigError) as caught:  # vault:pool-b is not in the vault yet
+        asyncio.run(refresh_vault(serve_plan, directory, serve_plan.config))  # type: ignore[arg-type]
+    assert "providers[1].accounts[1].api_key" in str(caught.value)
+    assert "gw vault set pool-b" in str(caught.value)
+    assert directory.vault is None
+
+    vault.set("pool-b", "sk-pool-b-0123456789")  # then the edit is saved again
+    asyncio.run(refresh_vault(serve_plan, directory, serve_plan.config))  # type: ignore[arg-type]
+    resolver = SecretResolver({}, directory.vault)
+    assert resolver.resolve("vault:pool-b", field="f") == "sk-pool-b-0123456789"
