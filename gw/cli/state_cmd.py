@@ -11,7 +11,7 @@ from typing import Annotated
 import msgspec
 import typer
 
-from gw.cli.console import fail, print_json, stdout
+from gw.cli.console import fail, print_json, stderr, stdout
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
 from gw.environment import SERVER_FILE_NAME
 from gw.store import StoreError
@@ -76,7 +76,8 @@ def restore_command(
 ) -> None:
     """Replace the state database with the backup at PATH; the server must be stopped.
 
-    The current database is kept beside it as gw.db.bak-<time>."""
+    The current database is kept beside it as gw.db.bak-<time>; its config revisions
+    newer than the backup's are kept, so revision numbers never go back."""
     home = resolve_home(state_dir)
     pid = running_server_pid(home)
     if pid is not None:
@@ -85,6 +86,8 @@ def restore_command(
         result = restore(path.expanduser(), database_path(home))
     except (StoreError, sqlite3.Error, OSError) as error:
         fail(f"restore failed: {error}")
+    if result.warning is not None:
+        stderr.print(f"warning: {result.warning}", highlight=False, markup=False)
     if as_json:
         print_json(msgspec.to_builtins(result))
         return
@@ -95,3 +98,15 @@ def restore_command(
         stdout.print(
             f"the previous database is kept as {result.moved_aside}", highlight=False, markup=False
         )
+    if result.carried_revisions:
+        stdout.print(
+            f"kept config revisions {_span(result.carried_revisions)} of the previous database,"
+            " so revision numbers continue from there",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _span(revisions: tuple[int, ...]) -> str:
+    first, last = revisions[0], revisions[-1]
+    return str(first) if first == last else f"{first}-{last}"

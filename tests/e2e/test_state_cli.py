@@ -5,7 +5,10 @@ back once it stopped, keeping the replaced database aside."""
 from __future__ import annotations
 
 import json
+import signal
+import socket
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -93,3 +96,52 @@ def test_restore_refuses_a_file_that_is_not_a_gw_database(tmp_path: Path) -> Non
     done = run_cli("state", "restore", str(other), "--state-dir", str(home), check=False)
     assert done.returncode != 0
     assert "not a gw database" in " ".join(done.stderr.split())
+
+
+def wait_until_not_listening(server: GwServer, timeout: float = 20.0) -> None:
+    """uvicorn closes its socket when shutdown begins; gw's close() runs right after."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", server.port), timeout=0.5).close()
+        except OSError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"gw still listens {timeout}s after SIGTERM:\n{server.log()}")
+
+
+def test_restore_is_refused_until_a_stopping_server_has_flushed(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    copy = tmp_path / "gw-backup.db"
+    server = GwServer(home).start()
+    try:
+        server.cli("state", "backup", str(copy))
+        # Hold the write lock, so the usage row of the next request stays queued and the
+        # server, once told to stop, keeps flushing until the lock is let go.
+        blocker = sqlite3.connect(home / "gw.db", isolation_level=None, timeout=30)
+        try:
+            blocker.execute("BEGIN IMMEDIATE")
+            with server.client() as client:
+                response = client.post(
+                    "/v1/chat/completions",
+                    json={"model": "mock", "messages": [{"role": "user", "content": "hi"}]},
+                )
+            assert response.status_code == 200, response.text
+            assert server.process is not None
+            server.process.send_signal(signal.SIGTERM)
+            wait_until_not_listening(server)
+
+            refused = server.cli("state", "restore", str(copy), check=False)
+
+            assert server.process.poll() is None  # still flushing
+            assert (home / "server.json").exists()
+            assert refused.returncode != 0, refused.stdout
+            assert "running" in " ".join(refused.stderr.split())
+        finally:
+            blocker.close()  # ends the transaction: the flush goes through
+        assert server.process.wait(timeout=30) == 0, server.log()
+    finally:
+        server.stop()
+    assert not (home / "server.json").exists()  # deleted once everything was written
+    rows = json.loads(run_cli("usage", "--by", "model", "--json", "--state-dir", str(home)).stdout)
+    assert sum(row["requests"] for row in rows) == 1
