@@ -4,7 +4,8 @@ The server reads the same SQLite file (WAL), so a key created or revoked here ta
 in a running ``gw serve`` within a second, with no restart and no admin API call. The key
 is printed once, by ``create``; gw stores only its SHA-256 digest (gw/store/api_keys.py).
 Without ``--json``, ``create`` prints the key alone on stdout (``KEY=$(gw keys create ...)``)
-and what it is on stderr.
+and what it is on stderr. ``--allow-ip`` (repeatable) limits where a key may be used from;
+a value that is not an address or network is a usage error (exit 2), like any bad option.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from gw.cli.options import (
 from gw.config import Config
 from gw.store import SqliteStore, StoreError
 from gw.store.api_keys import new_key, parse_scopes
+from gw.store.ip_allowlist import parse_allowlist
 from gw.wiring import database_path
 
 keys_app = typer.Typer(help="API keys: create (shown once), list, revoke.", no_args_is_help=True)
@@ -88,6 +90,17 @@ def parse_models(text: str | None, config: Config) -> tuple[str, ...] | None:
     return models
 
 
+def parse_allow_ips(values: list[str] | None) -> list[str] | None:
+    """``--allow-ip`` values -> the key's allowlist in normal form; None when none is given
+    (any address). Raises ``typer.BadParameter`` naming a bad value, so the exit is 2."""
+    if not values:
+        return None
+    try:
+        return list(parse_allowlist(values))
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from None
+
+
 def _with_store(path: Path, work: Callable[[SqliteStore], Awaitable[ResultT]]) -> ResultT:
     async def main() -> ResultT:
         async with await SqliteStore.open(path) as store:
@@ -115,6 +128,15 @@ def create_command(  # keyword-only: one parameter per flag, Typer passes them b
         str | None,
         typer.Option("--models", help="Comma-separated routes or provider/model (default any)."),
     ] = None,
+    allow_ips: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-ip",
+            metavar="CIDR",
+            help="Only clients in this network or address (repeatable; default any address).",
+            callback=parse_allow_ips,
+        ),
+    ] = None,
     config: ConfigOption = None,
     state_dir: StateDirOption = None,
     as_json: JsonOption = False,
@@ -137,6 +159,7 @@ def create_command(  # keyword-only: one parameter per flag, Typer passes them b
             name=name,
             scopes=parse_scopes(scopes),
             models=parse_models(models, loaded.config),
+            allowed_ips=None if allow_ips is None else tuple(allow_ips),
             created_at=now,
             expires_at=None if expires is None else parse_expiry(expires, now),
         )

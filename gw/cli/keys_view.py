@@ -4,13 +4,14 @@
 
     {"id": "key_3f9a0c1b2d4e", "key": "gw-...", "tenant": "team-a", "name": "app" | null,
      "scopes": ["inference"], "models": ["chat"] | null (any),
+     "allowed_ips": ["10.0.0.0/8", "203.0.113.7/32"] | null (any address),
      "prefix": "gw-AbCd", "suffix": "wxYz",
      "created_at": "2026-03-15T14:02:03.120Z", "expires_at": ISO 8601 UTC | null}
 
 ``gw keys list --json`` prints an array, oldest first, and ``gw keys revoke --json`` one
 item, each without the key::
 
-    {"id", "tenant", "name", "scopes", "models", "prefix", "suffix",
+    {"id", "tenant", "name", "scopes", "models", "allowed_ips", "prefix", "suffix",
      "created_at", "expires_at", "revoked_at" (ISO 8601 UTC | null),
      "status": "active" | "expired" | "revoked"}
 """
@@ -41,6 +42,22 @@ def _iso(timestamp: float | None) -> str | None:
     return None if timestamp is None else iso_utc(timestamp)
 
 
+def _listed(names: tuple[str, ...] | None) -> list[str] | None:
+    return None if names is None else list(names)
+
+
+def allowed_ips_text(key: ApiKey) -> str:
+    """``any``, or the allowlist with /32 and /128 left off single addresses."""
+    if key.allowed_ips is None:
+        return "any"
+    return ",".join(_short(network) for network in key.allowed_ips)
+
+
+def _short(network: str) -> str:
+    address, _, length = network.partition("/")
+    return address if length == ("128" if ":" in address else "32") else network
+
+
 def key_json(key: ApiKey, now: float) -> dict[str, object]:
     """One stored key, never the key itself (gw does not have it)."""
     return {
@@ -48,7 +65,8 @@ def key_json(key: ApiKey, now: float) -> dict[str, object]:
         "tenant": key.tenant,
         "name": key.name,
         "scopes": list(key.scopes),
-        "models": None if key.models is None else list(key.models),
+        "models": _listed(key.models),
+        "allowed_ips": _listed(key.allowed_ips),
         "prefix": key.prefix,
         "suffix": key.suffix,
         "created_at": iso_utc(key.created_at),
@@ -66,7 +84,8 @@ def created_json(new: NewKey) -> dict[str, object]:
         "tenant": key.tenant,
         "name": key.name,
         "scopes": list(key.scopes),
-        "models": None if key.models is None else list(key.models),
+        "models": _listed(key.models),
+        "allowed_ips": _listed(key.allowed_ips),
         "prefix": key.prefix,
         "suffix": key.suffix,
         "created_at": iso_utc(key.created_at),
@@ -75,18 +94,21 @@ def created_json(new: NewKey) -> dict[str, object]:
 
 
 def describe(key: ApiKey) -> str:
-    """``key_… (gw-AbCd…wxYz) for tenant team-a, scopes inference, models any, ...``"""
+    """``key_… (gw-AbCd…wxYz) for tenant team-a, scopes inference, models any, from any
+    address, ...``"""
     models = ", ".join(key.models) if key.models is not None else "any"
     expires = "never" if key.expires_at is None else local_time(key.expires_at)
+    ips = "any address" if key.allowed_ips is None else allowed_ips_text(key)
     return (
         f"{key.id} ({key.display}) for tenant {key.tenant}, scopes {', '.join(key.scopes)}, "
-        f"models {models}, expires {expires}"
+        f"models {models}, from {ips}, expires {expires}"
     )
 
 
 def keys_table(keys: Sequence[ApiKey], now: float) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("id", "key", "tenant", "name", "scopes", "models", "created", "expires"):
+    columns = ("id", "key", "tenant", "name", "scopes", "models", "ips", "created", "expires")
+    for column in columns:
         table.add_column(column, no_wrap=True)
     table.add_column("status", no_wrap=True)
     for key in keys:
@@ -99,6 +121,7 @@ def keys_table(keys: Sequence[ApiKey], now: float) -> Table:
             key.name or "-",
             ",".join(key.scopes),
             "any" if key.models is None else ",".join(key.models),
+            allowed_ips_text(key),
             local_time(key.created_at),
             "never" if key.expires_at is None else local_time(key.expires_at),
             Text(label, style=STATUS_STYLES[status]),

@@ -5,7 +5,11 @@ the admin key (``auth.admin_key``: every scope, no tenant) or an API key made by
 ``gw keys create`` (its tenant, scopes and model list), sent as ``Authorization: Bearer``
 or ``x-api-key``. API keys are checked by digest through ``KeyCache``, so a new key or a
 revocation takes effect within a second; an expired or revoked key gets 401, a key without
-the scope an endpoint needs or outside its model list 403.
+the scope an endpoint needs or outside its model list 403, and so does a key with an IP
+allowlist (``gw keys create --allow-ip``) used from an address outside it. That address is
+the one the server sees: the socket peer, or the ``X-Forwarded-For`` client when the peer is
+one of ``server.trusted_proxies`` (gw/server/edges.py); when none is known, such a key is
+refused.
 
 The mode: ``auth.mode`` when set; else ``open`` on a loopback bind while no active key
 exists, else ``keys``. An ``open`` chosen that way is provisional: while it lasts, each
@@ -31,6 +35,7 @@ from gw.errors import AuthenticationFailedError, PermissionDeniedError
 from gw.ports import Clock
 from gw.server.key_cache import KeyCache
 from gw.store.api_keys import Scope, digest_of, grants, looks_like_key
+from gw.store.ip_allowlist import allows, client_address
 
 AuthMode = Literal["open", "keys"]
 ADMIN_KEY_ID: Final = "admin"  # the key id of whoever holds auth.admin_key
@@ -91,7 +96,11 @@ class Authenticator:
         """Open now, but only until an active API key exists."""
         return self._mode == "open" and self._open_until_keys
 
-    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
+    async def authenticate(
+        self, headers: Mapping[str, str], client: str | None = None
+    ) -> Principal:
+        """The caller of a request with these ``headers`` from address ``client`` (the host
+        the server sees; None when unknown, which no IP allowlist admits)."""
         if self._mode == "open":
             if not (self._open_until_keys and await self._key_exists()):
                 return ANONYMOUS
@@ -105,7 +114,7 @@ class Authenticator:
         # Digests compared, not the keys: equal length, so the timing tells nothing.
         if self._admin_digest is not None and hmac.compare_digest(digest, self._admin_digest):
             return ADMIN
-        return await self._api_key(token, digest)
+        return await self._api_key(token, digest, client)
 
     def _switch_to_keys(self) -> None:
         if self._mode == "keys":  # a concurrent request switched while this one awaited
@@ -118,13 +127,14 @@ class Authenticator:
     async def _key_exists(self) -> bool:
         return self._keys is not None and await self._keys.any_active()
 
-    async def _api_key(self, token: str, digest: str) -> Principal:
+    async def _api_key(self, token: str, digest: str, client: str | None) -> Principal:
         unknown = AuthenticationFailedError("the API key is not valid (unknown)")
         if self._keys is None or self._clock is None or not looks_like_key(token):
             raise unknown
-        key = await self._keys.find(digest)
-        if key is None or not hmac.compare_digest(key.digest, digest):
+        found = await self._keys.find(digest)
+        if found is None or not hmac.compare_digest(found.key.digest, digest):
             raise unknown
+        key = found.key
         if key.revoked_at is not None:
             raise AuthenticationFailedError(f"the API key {key.id} has been revoked")
         if key.expires_at is not None and key.expired(self._clock.time()):
@@ -132,7 +142,24 @@ class Authenticator:
             raise AuthenticationFailedError(
                 f"the API key {key.id} expired at {when.replace('+00:00', 'Z')}"
             )
+        if found.networks is not None and not allows(found.networks, client):
+            raise _outside_allowlist(key.id, client)
         return Principal(key_id=key.id, tenant=key.tenant, scopes=key.scopes, models=key.models)
+
+
+def _outside_allowlist(key_id: str, client: str | None) -> PermissionDeniedError:
+    """Names the address gw saw (a proxy's, when the proxy is not trusted), never the list:
+    whoever holds a stolen key learns nothing about where it would work."""
+    address = client_address(client)
+    if address is None:
+        where = "an unknown address: it has an IP allowlist, and gw cannot tell where you are"
+    else:
+        where = f"address {address}: its IP allowlist does not include it"
+    return PermissionDeniedError(
+        f"the API key {key_id} is not allowed from {where}. Call from an allowed network, or"
+        " have a key made for this address (gw keys create --allow-ip); behind a reverse"
+        " proxy, list the proxy in server.trusted_proxies so gw sees the client's own address"
+    )
 
 
 def require_scope(principal: Principal, scope: Scope) -> None:

@@ -93,7 +93,7 @@ async def read_request(
 ) -> tuple[RequestContext, DecodedT]:
     """``read_chat`` for any endpoint: ``decode`` turns the body into its request."""
     server = ctx.snapshot.config.server
-    principal = await services.authenticator.authenticate(request.headers)
+    principal = await services.authenticate(request)
     require_scope(principal, "inference")
     ctx = _with_principal(ctx, principal.key_id, principal.tenant)
     hints = parse_hints(request.headers)

@@ -6,22 +6,48 @@ counted from *before* the read, so no answer outlives the data it was read from 
 effect here within ``ttl`` (1 s at most), and within it a request costs no database read.
 Concurrent misses for one digest share one read. Unknown tokens are cached too (so a client
 retrying a bad key does not hammer the database), in a bounded table: a flood of random
-tokens evicts the oldest entries instead of growing memory.
+tokens evicts the oldest entries instead of growing memory. A key's IP allowlist is parsed
+into networks when the key is read, so a request only compares addresses.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Final, Generic, Protocol, TypeVar
 
 from gw.ports import Clock
 from gw.store.api_keys import ApiKey
+from gw.store.ip_allowlist import Network, networks_of
 
 MAX_TTL: Final = 1.0  # the promise: a revocation takes effect within a second
 MAX_ENTRIES: Final = 10_000
 
 ValueT = TypeVar("ValueT")
+
+log = logging.getLogger("gw.auth")
+
+
+@dataclass(frozen=True, slots=True)
+class CachedKey:
+    """A stored key and its IP allowlist as networks (None: any address)."""
+
+    key: ApiKey
+    networks: tuple[Network, ...] | None
+
+
+def cached_key(key: ApiKey) -> CachedKey:
+    """``key`` with its allowlist parsed. A stored entry that is not a network (the row was
+    edited by hand) allows nothing: the key fails closed rather than opening to anyone."""
+    if key.allowed_ips is None:
+        return CachedKey(key=key, networks=None)
+    try:
+        return CachedKey(key=key, networks=networks_of(key.allowed_ips))
+    except ValueError as error:
+        log.warning("API key %s has an unreadable IP allowlist, refused: %s", key.id, error)
+        return CachedKey(key=key, networks=())
 
 
 class KeySource(Protocol):
@@ -85,16 +111,20 @@ class KeyCache:
             raise ValueError(f"the key cache ttl must be between 0 and {MAX_TTL} s")
         self._source = source
         self._clock = clock
-        self._keys = TtlMemo(source.find_key_by_digest, clock.monotonic, ttl=ttl)
+        self._keys = TtlMemo(self._find, clock.monotonic, ttl=ttl)
         self._active = TtlMemo(self._any_active, clock.monotonic, ttl=ttl, max_entries=1)
 
-    async def find(self, digest: str) -> ApiKey | None:
+    async def find(self, digest: str) -> CachedKey | None:
         """The key with this digest (revoked and expired ones too), or None."""
         return await self._keys.get(digest)
 
     async def any_active(self) -> bool:
         """Whether some key is neither revoked nor expired."""
         return await self._active.get("")
+
+    async def _find(self, digest: str) -> CachedKey | None:
+        key = await self._source.find_key_by_digest(digest)
+        return None if key is None else cached_key(key)
 
     async def _any_active(self, _name: str) -> bool:
         return await self._source.count_active_keys(now=self._clock.time()) > 0

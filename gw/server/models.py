@@ -20,7 +20,7 @@ def model_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     async def list_models(request: HttpRequest) -> Response[bytes]:
         ctx = services.begin(request, "models.list")
         try:
-            principal = await services.authenticator.authenticate(request.headers)
+            principal = await services.authenticate(request)
             require_scope(principal, "inference")
         except GatewayError as error:
             failed = services.gateway.reject(ctx, error, stream=False)

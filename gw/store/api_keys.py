@@ -7,7 +7,8 @@ returns; the caller shows it once and gw keeps only the digest (invariant 9). Th
 needs no salt or slow hash: the secret has 256 bits of entropy, so no dictionary applies.
 
 Scopes say what a key may call: ``inference`` (``/v1/*``), ``usage:read`` (usage reads),
-``admin`` (``/admin/*``, usage reads included) and ``*`` (everything).
+``admin`` (``/admin/*``, usage reads included) and ``*`` (everything). A key may also be
+limited to models, and to client networks (its IP allowlist, gw/store/ip_allowlist.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class ApiKey(msgspec.Struct, frozen=True, kw_only=True):
     name: str | None = None
     scopes: tuple[str, ...] = DEFAULT_SCOPES
     models: tuple[str, ...] | None = None  # None: any route or model
+    # CIDRs in normal form (gw/store/ip_allowlist.py); None: any client address
+    allowed_ips: tuple[str, ...] | None = None
     created_at: float
     expires_at: float | None = None
     revoked_at: float | None = None
@@ -81,6 +84,7 @@ def new_key(
     name: str | None = None,
     scopes: tuple[str, ...] = DEFAULT_SCOPES,
     models: tuple[str, ...] | None = None,
+    allowed_ips: tuple[str, ...] | None = None,
     expires_at: float | None = None,
 ) -> NewKey:
     """A fresh key with 256 bits of CSPRNG entropy and a short random id."""
@@ -94,6 +98,7 @@ def new_key(
         name=name,
         scopes=scopes,
         models=models,
+        allowed_ips=allowed_ips,
         created_at=created_at,
         expires_at=expires_at,
     )

@@ -137,6 +137,29 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "ALTER TABLE config_revisions ADD COLUMN redacted TEXT",
         ),
     ),
+    Migration(
+        version=4,
+        description="API keys may carry an IP allowlist",
+        statements=(
+            # JSON array of CIDR strings (a bare address is stored as /32 or /128); NULL
+            # means any address may use the key.
+            "ALTER TABLE api_keys ADD COLUMN allowed_ips TEXT",
+        ),
+    ),
+    Migration(
+        version=5,
+        description="traces record their body size",
+        statements=(
+            # Bytes of ``body``, written with the row, so the pruner sums a small column
+            # instead of reading every body (``length`` of TEXT reads the whole value).
+            "ALTER TABLE traces ADD COLUMN size INTEGER NOT NULL DEFAULT 0",
+            "UPDATE traces SET size = length(CAST(body AS BLOB))",
+            # Covering for ``sum(size)`` and the time-ordered prune deletes: the size sum
+            # reads this index, not the table (whose rows spill bodies to overflow pages).
+            "CREATE INDEX traces_time_size ON traces (time, size)",
+            "DROP INDEX traces_time",
+        ),
+    ),
 )
 
 LATEST_VERSION: Final = MIGRATIONS[-1].version

@@ -54,39 +54,43 @@ MIN_PREFIX: Final = 8
 # A whole batch goes in as one JSON array bound to one parameter, so SQLite inserts it in a
 # single step. executemany() would release and retake the GIL around every row, and while
 # the event loop thread is busy each retake waits a switch interval (5 ms): measured here,
-# 256 rows took 1.2 s that way under load, and 45 ms as one statement.
+# 256 rows took 1.2 s that way under load, and 45 ms as one statement. Each body is
+# embedded pre-encoded (``msgspec.Raw``) and ``->>`` returns its JSON text byte for byte,
+# so ``size`` (its length, computed in Python) is the stored body's size.
 _INSERT_TRACES: Final = """
 INSERT OR REPLACE INTO traces (
     request_id, time, status, error_code, route, provider, model, latency_ms,
-    client_request_id, revision, body
+    client_request_id, revision, body, size
 )
 SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6,
-       value->>7, value->>8, value->>9, value->>10
+       value->>7, value->>8, value->>9, value->>10, value->>11
 FROM json_each(?)
 """
 
 _INSERT_KEY: Final = """
 INSERT INTO api_keys (
-    id, digest, prefix, suffix, tenant, name, scopes, models, created_at, expires_at, revoked_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    id, digest, prefix, suffix, tenant, name, scopes, models, allowed_ips, created_at,
+    expires_at, revoked_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _SELECT_KEYS: Final = """
-SELECT id, digest, prefix, suffix, tenant, name, scopes, models, created_at, expires_at, revoked_at
+SELECT id, digest, prefix, suffix, tenant, name, scopes, models, allowed_ips, created_at,
+    expires_at, revoked_at
 FROM api_keys
 """
-_NAMES: Final = msgspec.json.Decoder(tuple[str, ...])  # api_keys.scopes and .models
+_NAMES: Final = msgspec.json.Decoder(tuple[str, ...])  # api_keys.scopes, models, allowed_ips
 TRACE_ROW_OVERHEAD: Final = 200
 """Estimated bytes a trace takes besides its body: the other columns and index entries."""
-# Prune deletes: ORDER BY time alone walks the traces_time index and stops at LIMIT (a
+# Prune deletes: ORDER BY time alone walks the traces_time_size index and stops at LIMIT (a
 # tie-break on request_id would sort every matching row first).
 _DELETE_TRACES_BEFORE: Final = """
 DELETE FROM traces WHERE request_id IN
     (SELECT request_id FROM traces WHERE time < ? ORDER BY time LIMIT ?)
-RETURNING length(body)
+RETURNING size
 """
 _DELETE_OLDEST_TRACES: Final = """
 DELETE FROM traces WHERE request_id IN (SELECT request_id FROM traces ORDER BY time LIMIT ?)
-RETURNING length(body)
+RETURNING size
 """
 AUTO_VACUUM_INCREMENTAL: Final = 2  # ``PRAGMA auto_vacuum`` values: 0 none, 1 full, 2 incremental
 
@@ -169,6 +173,7 @@ class SqliteStore:
         """Store traces in one transaction; a trace with a known request id replaces it."""
         if not traces:
             return
+        bodies = [self._encoder.encode(t) for t in traces]
         batch = self._encoder.encode(
             [
                 (
@@ -182,9 +187,10 @@ class SqliteStore:
                     t.latency_ms,
                     t.client_request_id,
                     t.revision,
-                    t,
+                    msgspec.Raw(body),
+                    len(body),
                 )
-                for t in traces
+                for t, body in zip(traces, bodies, strict=True)
             ]
         )
         async with self._transaction():
@@ -346,6 +352,11 @@ class SqliteStore:
                     key.name,
                     self._encoder.encode(key.scopes).decode(),
                     None if key.models is None else self._encoder.encode(key.models).decode(),
+                    (
+                        None
+                        if key.allowed_ips is None
+                        else self._encoder.encode(key.allowed_ips).decode()
+                    ),
                     key.created_at,
                     key.expires_at,
                     key.revoked_at,
@@ -427,10 +438,10 @@ class SqliteStore:
         return [(tenant, labels[period], usd or 0.0) for tenant, period, usd in rows]
 
     # -- retention (gw/telemetry/pruner.py) -----------------------------------------------
-    # Strategy: the size of the traces is an estimate, ``length(body)`` summed plus
-    # TRACE_ROW_OVERHEAD per row, not SQLite's ``dbstat`` table (an optional build feature
-    # the bundled SQLite may lack). ``length`` of a BLOB is read from the record header, so
-    # the sum walks the table's pages without loading bodies that spill to overflow pages;
+    # Strategy: the size of the traces is an estimate, the ``size`` column (body bytes,
+    # written with the row) summed plus TRACE_ROW_OVERHEAD per row, not SQLite's ``dbstat``
+    # table (an optional build feature the bundled SQLite may lack). Bodies are stored as
+    # TEXT, whose ``length`` reads the whole value, so nothing here touches ``body``;
     # deletes report what they freed (``RETURNING``), so a prune round sums the table once.
     # Usage rows and config revisions are never deleted here.
 
@@ -438,7 +449,7 @@ class SqliteStore:
         """(rows, estimated bytes) of the traces table."""
         async with self._lock:
             rows = await self._conn.execute_fetchall(
-                "SELECT count(*), coalesce(sum(length(body)), 0) FROM traces"
+                "SELECT count(*), coalesce(sum(size), 0) FROM traces"
             )
         count, body = next(iter(rows))
         return int(count), int(body) + int(count) * TRACE_ROW_OVERHEAD
@@ -519,7 +530,7 @@ class SqliteStore:
 
 def _key_from_row(row: sqlite3.Row) -> ApiKey:
     """An ``api_keys`` row, columns in ``_SELECT_KEYS`` order, as an ``ApiKey``."""
-    (key_id, digest, prefix, suffix, tenant, name, scopes, models, created, expires, revoked) = row
+    (key_id, digest, prefix, suffix, tenant, name, scopes, models, ips, made, expires, gone) = row
     return ApiKey(
         id=key_id,
         digest=digest,
@@ -529,7 +540,8 @@ def _key_from_row(row: sqlite3.Row) -> ApiKey:
         name=name,
         scopes=_NAMES.decode(scopes),
         models=None if models is None else _NAMES.decode(models),
-        created_at=created,
+        allowed_ips=None if ips is None else _NAMES.decode(ips),
+        created_at=made,
         expires_at=expires,
-        revoked_at=revoked,
+        revoked_at=gone,
     )

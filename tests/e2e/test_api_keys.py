@@ -8,6 +8,7 @@ slow machine), never timed assertions.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -211,3 +212,99 @@ def test_an_admin_key_is_still_accepted_next_to_api_keys(tmp_path: Path) -> None
         assert status_with(gw, {"x-api-key": admin}, "/admin/v1/health") == 200
         with httpx.Client(base_url=gw.url) as http:
             assert http.get("/livez").status_code == 200
+
+
+def test_a_key_with_an_ip_allowlist_is_refused_outside_it_on_every_endpoint(
+    keys_gw: GwServer,
+) -> None:
+    """The server binds 127.0.0.1 and trusts no proxy, so every call here comes from
+    127.0.0.1: a key allowed only from 10.0.0.0/8 is refused, one allowed from 127.0.0.1
+    and one with no allowlist work."""
+    gw = keys_gw
+    elsewhere = create(gw, "--tenant", "team-a", "--scopes", "*", "--allow-ip", "10.0.0.0/8")
+    here = create(gw, "--tenant", "team-a", "--allow-ip", "127.0.0.1", "--allow-ip", "::1")
+    anywhere = create(gw, "--tenant", "team-a")
+    assert elsewhere["allowed_ips"] == ["10.0.0.0/8"]
+    assert here["allowed_ips"] == ["127.0.0.1/32", "::1/128"]
+    assert anywhere["allowed_ips"] is None
+    wait_until(lambda: status_with(gw, {}) == 401, "auth switched to keys")
+
+    for works in (here, anywhere):
+        answer = sdk(gw, works["key"]).chat.completions.create(model="mock", messages=HI)
+        assert answer.choices[0].message.content
+
+    with pytest.raises(openai.PermissionDeniedError) as refused:
+        sdk(gw, elsewhere["key"]).chat.completions.create(model="mock", messages=HI)
+    assert refused.value.status_code == 403
+    assert refused.value.code == "permission_denied"
+    said = str(refused.value)
+    assert f"the API key {elsewhere['id']} is not allowed from address 127.0.0.1" in said
+    assert "--allow-ip" in said
+    assert elsewhere["key"] not in said
+    assert "10.0.0.0" not in said
+    with pytest.raises(openai.PermissionDeniedError, match="not allowed from address"):
+        sdk(gw, elsewhere["key"]).chat.completions.create(model="mock", messages=HI, stream=True)
+    with pytest.raises(openai.PermissionDeniedError, match="not allowed from address"):
+        sdk(gw, elsewhere["key"]).models.list()
+    # No proxy is trusted, so a client cannot claim another address.
+    spoofed = {"x-api-key": elsewhere["key"], "x-forwarded-for": "10.1.2.3"}
+    assert status_with(gw, spoofed) == 403
+
+    # The same key holds every scope, yet no endpoint lets it in from here: not the
+    # Anthropic-shaped one, nor the admin API.
+    headers = {"x-api-key": elsewhere["key"]}
+    with gw.client() as http:
+        messages = http.post(
+            "/v1/messages",
+            json={"model": "mock", "max_tokens": 16, "messages": HI},
+            headers=headers,
+        )
+        admin_paths = ("/admin/v1/health", "/admin/v1/status", "/admin/v1/traces")
+        admin = [http.get(path, headers=headers) for path in admin_paths]
+        admin_here = http.get("/admin/v1/health", headers={"x-api-key": here["key"]})
+    assert messages.status_code == 403
+    assert messages.json()["gw"]["code"] == "permission_denied"
+    assert "not allowed from address 127.0.0.1" in messages.text
+    for refused_admin in admin:
+        assert refused_admin.status_code == 403
+        assert refused_admin.json()["error"]["code"] == "permission_denied"
+        assert "not allowed from address 127.0.0.1" in refused_admin.json()["error"]["message"]
+    assert "'admin' scope" in admin_here.json()["error"]["message"]  # in, then scoped
+
+    listing = {k["id"]: k["allowed_ips"] for k in gw.cli_json("keys", "list")}
+    assert listing == {
+        elsewhere["id"]: ["10.0.0.0/8"],
+        here["id"]: ["127.0.0.1/32", "::1/128"],
+        anywhere["id"]: None,
+    }
+    shown = gw.cli("keys", "list").stdout
+    assert "10.0.0.0/8" in shown
+    assert "127.0.0.1,::1" in shown
+
+
+def test_behind_a_trusted_proxy_the_allowlist_checks_the_forwarded_client(tmp_path: Path) -> None:
+    config = tmp_path / "gw.yaml"
+    config.write_text(
+        CONFIG + "server: {trusted_proxies: [127.0.0.1]}\n"
+        "auth: {mode: keys, admin_key: env:GW_TEST_ADMIN}\n"
+    )
+    admin = "gw-admin-test-0123456789abcdefghij"
+    with GwServer(tmp_path / "state", config, env={"GW_TEST_ADMIN": admin}) as gw:
+        key = create(gw, "--tenant", "team-a", "--allow-ip", "10.0.0.0/8")["key"]
+
+        def via_proxy(client: str) -> openai.OpenAI:
+            return openai.OpenAI(
+                base_url=gw.base_url,
+                api_key=key,
+                max_retries=0,
+                default_headers={"x-forwarded-for": client},
+            )
+
+        answer = via_proxy("10.1.2.3").chat.completions.create(model="mock", messages=HI)
+        assert answer.choices[0].message.content
+        with pytest.raises(
+            openai.PermissionDeniedError, match=re.escape("from address 192.168.1.9")
+        ):
+            via_proxy("192.168.1.9").chat.completions.create(model="mock", messages=HI)
+        with pytest.raises(openai.PermissionDeniedError, match=re.escape("from address 127.0.0.1")):
+            sdk(gw, key).chat.completions.create(model="mock", messages=HI)  # the proxy itself

@@ -1,13 +1,20 @@
-"""``gw keys`` parsing and rendering: --expires, --models, and the JSON never holding a key."""
+"""``gw keys`` parsing and rendering: --expires, --models, --allow-ip, and the JSON never
+holding a key."""
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
+import typer
+from rich.console import Console
+from typer.testing import CliRunner
 
-from gw.cli.keys_cmd import parse_expiry, parse_models
-from gw.cli.keys_view import created_json, key_json, keys_table
+from gw.cli.keys_cmd import parse_allow_ips, parse_expiry, parse_models
+from gw.cli.keys_view import allowed_ips_text, created_json, describe, key_json, keys_table
+from gw.cli.main import app
 from gw.config import load_config
 from gw.store.api_keys import new_key
 
@@ -58,7 +65,8 @@ def test_only_create_shows_the_key() -> None:
     created = created_json(made)
     assert created["key"] == made.plaintext
     assert set(created) == {
-        "id", "key", "tenant", "name", "scopes", "models", "prefix", "suffix", "created_at", "expires_at",
+        "id", "key", "tenant", "name", "scopes", "models", "allowed_ips", "prefix", "suffix",
+        "created_at", "expires_at",
     }  # fmt: skip
     assert created["created_at"] == "2026-03-15T14:02:03.000Z"
     listed = key_json(made.key, NOW + 61)
@@ -67,3 +75,74 @@ def test_only_create_shows_the_key() -> None:
     assert "key" not in listed
     table = keys_table([made.key], NOW)
     assert table.row_count == 1
+
+
+def test_allow_ip_values_are_normalised_and_none_means_any() -> None:
+    assert parse_allow_ips(None) is None
+    assert parse_allow_ips([]) is None
+    assert parse_allow_ips(["10.0.0.0/8", "127.0.0.1", "::1", "127.0.0.1/32"]) == [
+        "10.0.0.0/8",
+        "127.0.0.1/32",
+        "::1/128",
+    ]
+    with pytest.raises(typer.BadParameter, match=re.escape("'10.0.0.300' is not an IP address")):
+        parse_allow_ips(["10.0.0.0/8", "10.0.0.300"])
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("10.0.0.300", "'10.0.0.300' is not an IP address or CIDR network"),
+        ("10.1.2.3/8", "'10.1.2.3/8' has host bits set"),
+    ],
+)
+def test_a_bad_allow_ip_is_a_usage_error_naming_the_value(
+    value: str, said: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "gw.yaml"
+    config.write_text("tenants: [{name: team-a}]\n")
+    args = ["keys", "create", "--tenant", "team-a", "--config", str(config)]
+    result = CliRunner().invoke(
+        app, [*args, "--allow-ip", "10.0.0.0/8", "--allow-ip", value],
+        env={"GW_HOME": str(tmp_path / "state"), "COLUMNS": "200"},
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert said in " ".join(result.output.split())
+    assert "--allow-ip" in result.output
+    assert not (tmp_path / "state" / "gw.db").exists()  # refused before any key was made
+
+
+def test_allow_ip_is_stored_and_listed(tmp_path: Path) -> None:
+    config = tmp_path / "gw.yaml"
+    config.write_text("tenants: [{name: team-a}]\n")
+    env = {"GW_HOME": str(tmp_path / "state")}
+    made = CliRunner().invoke(
+        app,
+        ["keys", "create", "--tenant", "team-a", "--config", str(config), "--json",
+         "--allow-ip", " 10.0.0.0/8", "--allow-ip", "2001:db8::1", "--allow-ip", "::ffff:1.2.3.4"],
+        env=env,
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    created = json.loads(made.stdout)
+    assert created["allowed_ips"] == ["10.0.0.0/8", "2001:db8::1/128", "1.2.3.4/32"]
+    listed = CliRunner().invoke(app, ["keys", "list", "--json"], env=env)
+    assert json.loads(listed.stdout)[0]["allowed_ips"] == created["allowed_ips"]
+
+
+def test_the_allowlist_shows_compactly_and_any_when_there_is_none() -> None:
+    limited = new_key(
+        tenant="team-a", created_at=NOW, allowed_ips=("10.0.0.0/8", "203.0.113.7/32", "::1/128")
+    ).key
+    anywhere = new_key(tenant="team-a", created_at=NOW).key
+    assert allowed_ips_text(limited) == "10.0.0.0/8,203.0.113.7,::1"
+    assert allowed_ips_text(anywhere) == "any"
+    assert "from 10.0.0.0/8,203.0.113.7,::1," in describe(limited)
+    assert "from any address," in describe(anywhere)
+    assert key_json(anywhere, NOW)["allowed_ips"] is None
+    console = Console(width=300, record=True)
+    console.print(keys_table([limited, anywhere], NOW))
+    shown = console.export_text()
+    header, first, second = shown.splitlines()[:3]
+    assert header.split()[4:7] == ["scopes", "models", "ips"]
+    assert first.split()[4:7] == ["inference", "any", "10.0.0.0/8,203.0.113.7,::1"]
+    assert second.split()[4:7] == ["inference", "any", "any"]

@@ -1,9 +1,12 @@
 """API keys on the request path: the ≤1 s cache (on a fake clock), expiry, revocation,
-scopes, model lists, the provisional open mode, and the start-up exposure checks."""
+scopes, model lists, IP allowlists, the provisional open mode, and the start-up exposure
+checks."""
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import re
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -19,8 +22,9 @@ from gw.server.auth import (
     require_model,
     require_scope,
 )
-from gw.server.key_cache import KeyCache, TtlMemo
+from gw.server.key_cache import CachedKey, KeyCache, TtlMemo
 from gw.store.api_keys import ApiKey, NewKey, new_key
+from gw.store.ip_allowlist import parse_allowlist
 
 T = TypeVar("T")
 STRONG_ADMIN = "Zq8rV2mW7kT1xN4pL9sB3dF6hJ0cG5yA"  # 32 characters, random-looking
@@ -335,3 +339,81 @@ def test_placeholders() -> None:
     ):
         assert is_placeholder(value), value
     assert not is_placeholder(STRONG_ADMIN)
+
+
+def test_a_key_with_an_ip_allowlist_works_only_from_inside_it() -> None:
+    clock, store = FakeClock(), FakeKeys()
+    allowed = parse_allowlist(["10.0.0.0/8", "2001:db8::/32"])
+    token = store.add(new_key(tenant="t", created_at=clock.wall, allowed_ips=allowed))
+    auth = make(clock, store)
+    for inside in ("10.1.2.3", "::ffff:10.1.2.3", "2001:db8::7"):
+        assert run(auth.authenticate(bearer(token), inside)).tenant == "t"
+    with pytest.raises(PermissionDeniedError) as outside:
+        run(auth.authenticate(bearer(token), "127.0.0.1"))
+    said = outside.value.message
+    assert "is not allowed from address 127.0.0.1" in said
+    assert "--allow-ip" in said
+    assert "trusted_proxies" in said
+    assert token not in said
+    assert "10.0.0.0" not in said  # the list is not disclosed to whoever holds the key
+    assert outside.value.code == "permission_denied"
+    assert outside.value.status == 403
+    with pytest.raises(PermissionDeniedError, match=re.escape("from address 192.168.0.1")):
+        run(auth.authenticate(bearer(token), "::ffff:192.168.0.1"))  # shown in IPv4 form
+    with pytest.raises(PermissionDeniedError, match="from an unknown address"):
+        run(auth.authenticate(bearer(token)))  # no address known: fails closed
+    assert store.finds == 1  # the allowlist came from the cache with the key
+
+
+def test_keys_without_an_allowlist_and_the_admin_key_work_from_anywhere() -> None:
+    clock, store = FakeClock(), FakeKeys()
+    token = store.add(new_key(tenant="t", created_at=clock.wall))
+    auth = make(clock, store)
+    for client in ("203.0.113.7", "2001:db8::1", None):
+        assert run(auth.authenticate(bearer(token), client)).tenant == "t"
+        assert run(auth.authenticate(bearer(STRONG_ADMIN), client)).key_id == "admin"
+
+
+def test_a_revoked_key_is_refused_as_revoked_before_its_allowlist_is_looked_at() -> None:
+    clock, store = FakeClock(), FakeKeys()
+    made = new_key(tenant="t", created_at=clock.wall, allowed_ips=("10.0.0.0/8",))
+    token = store.add(made)
+    store.revoke(made.key.id, at=clock.wall)
+    with pytest.raises(AuthenticationFailedError, match="revoked"):
+        run(make(clock, store).authenticate(bearer(token), "127.0.0.1"))
+
+
+def test_an_allowlist_change_is_seen_within_a_second_and_a_bad_stored_one_allows_nothing() -> None:
+    async def scenario() -> None:
+        clock, store = FakeClock(), FakeKeys()
+        made = new_key(tenant="t", created_at=clock.wall, allowed_ips=("10.0.0.0/8",))
+        token = store.add(made)
+        auth = make(clock, store)
+        with pytest.raises(PermissionDeniedError):
+            await auth.authenticate(bearer(token), "127.0.0.1")
+        store.keys[made.key.digest] = msgspec.structs.replace(
+            made.key, allowed_ips=("127.0.0.1/32",)
+        )
+        clock.advance(1.0)
+        assert (await auth.authenticate(bearer(token), "127.0.0.1")).tenant == "t"
+        # A row edited by hand into something that is not a network: refused, not opened.
+        store.keys[made.key.digest] = msgspec.structs.replace(
+            made.key, allowed_ips=("127.0.0.1/32", "localhost")
+        )
+        clock.advance(1.0)
+        with pytest.raises(PermissionDeniedError):
+            await auth.authenticate(bearer(token), "127.0.0.1")
+
+    asyncio.run(scenario())
+
+
+def test_the_key_cache_carries_the_allowlist_as_networks() -> None:
+    async def scenario() -> CachedKey | None:
+        clock, store = FakeClock(), FakeKeys()
+        made = new_key(tenant="t", created_at=clock.wall, allowed_ips=("10.0.0.0/8",))
+        store.add(made)
+        return await KeyCache(store, clock).find(made.key.digest)
+
+    found = asyncio.run(scenario())
+    assert found is not None
+    assert found.networks == (ipaddress.ip_network("10.0.0.0/8"),)

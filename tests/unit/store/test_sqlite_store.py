@@ -129,8 +129,9 @@ def test_an_unreadable_trace_is_skipped_in_lists_and_reported_by_get(tmp_path: P
     run_with_store(path, lambda store: store.write_traces([make_trace("req-good-0001", 1.0)]))
     with sqlite3.connect(path) as conn:
         conn.execute(
-            "INSERT INTO traces VALUES ('req-bad-00001', 2.0, 200, NULL, 'chat', NULL, NULL,"
-            ' 1.0, NULL, 1, CAST(\'{"not": "a trace"}\' AS BLOB))'
+            "INSERT INTO traces (request_id, time, status, route, latency_ms, revision, body)"
+            " VALUES ('req-bad-00001', 2.0, 200, 'chat', 1.0, 1,"
+            ' CAST(\'{"not": "a trace"}\' AS BLOB))'
         )
 
     async def body(store: SqliteStore) -> None:

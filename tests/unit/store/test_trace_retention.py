@@ -9,12 +9,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+import msgspec
+
 from gw.config.schema import StateConfig
 from gw.config.units import ByteSize, Duration
 from gw.execution.periods import period_label
 from gw.ports import UsageRow
 from gw.record import TraceRecord
-from gw.store import SqliteStore
+from gw.store import LATEST_VERSION, SqliteStore
+from gw.store.migrations import MIGRATIONS
 from gw.store.sqlite import TRACE_ROW_OVERHEAD
 from gw.telemetry.pruner import TracePruner
 
@@ -31,7 +34,7 @@ def run_with_store(path: Path, body: Callable[[SqliteStore], Awaitable[T]]) -> T
     return asyncio.run(main())
 
 
-def trace(n: int, time: float) -> TraceRecord:
+def trace(n: int, time: float, error_message: str = "x" * 400) -> TraceRecord:
     return TraceRecord(
         request_id=f"req-{n:06d}",
         time=time,
@@ -43,8 +46,16 @@ def trace(n: int, time: float) -> TraceRecord:
         latency_ms=5.0,
         provider="mock",
         model="mock-1",
-        error_message="x" * 400,  # a body of roughly half a kilobyte
+        error_message=error_message,  # by default a body of roughly half a kilobyte
     )
+
+
+WIDE = "délai dépassé ⏱ 超时 " * 20  # two to four UTF-8 bytes for many characters
+
+
+def body_bytes(record: TraceRecord) -> int:
+    """The UTF-8 bytes of a trace's stored body (msgspec JSON)."""
+    return len(msgspec.json.encode(record))
 
 
 def usage(n: int, time: float) -> UsageRow:
@@ -99,19 +110,78 @@ def untouched_counts(path: Path) -> tuple[int, int]:
     return usage_rows, revisions
 
 
-def test_volume_is_bodies_plus_a_per_row_overhead(tmp_path: Path) -> None:
+def test_volume_is_body_bytes_plus_a_per_row_overhead(tmp_path: Path) -> None:
     path = tmp_path / "gw.db"
+    traces = [trace(1, NOW), trace(2, NOW, error_message=WIDE)]
 
     async def body(store: SqliteStore) -> tuple[tuple[int, int], tuple[int, int]]:
         empty = await store.trace_volume()
-        await store.write_traces([trace(1, NOW), trace(2, NOW)])
+        await store.write_traces(traces)
         return empty, await store.trace_volume()
 
     empty, two = run_with_store(path, body)
     assert empty == (0, 0)
     with sqlite3.connect(path) as conn:
-        bodies = conn.execute("SELECT sum(length(body)) FROM traces").fetchone()[0]
-    assert two == (2, bodies + 2 * TRACE_ROW_OVERHEAD)
+        stored = conn.execute("SELECT sum(length(CAST(body AS BLOB))) FROM traces").fetchone()[0]
+    assert stored == sum(body_bytes(t) for t in traces)
+    assert two == (2, stored + 2 * TRACE_ROW_OVERHEAD)
+
+
+def test_a_written_trace_records_its_body_size_in_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "gw.db"
+    record = trace(1, NOW, error_message=WIDE)
+
+    async def body(store: SqliteStore) -> None:
+        await store.write_traces([record])
+
+    run_with_store(path, body)
+    with sqlite3.connect(path) as conn:
+        size, chars, stored = conn.execute(
+            "SELECT size, length(body), length(CAST(body AS BLOB)) FROM traces"
+        ).fetchone()
+    assert size == stored == body_bytes(record)
+    assert size > chars  # non-ASCII: bytes, not characters
+
+
+def test_deletes_report_the_body_bytes_they_freed(tmp_path: Path) -> None:
+    path = tmp_path / "gw.db"
+    traces = [trace(n, NOW - 10 * DAY + n, error_message=WIDE * (n + 1)) for n in range(4)]
+
+    async def body(store: SqliteStore) -> tuple[tuple[int, int], tuple[int, int]]:
+        await store.write_traces(traces)
+        before = await store.delete_traces_before(NOW, limit=2)
+        return before, await store.delete_oldest_traces(limit=5)
+
+    before, oldest = run_with_store(path, body)
+    sizes = [body_bytes(t) for t in traces]
+    assert before == (2, sum(sizes[:2]) + 2 * TRACE_ROW_OVERHEAD)
+    assert oldest == (2, sum(sizes[2:]) + 2 * TRACE_ROW_OVERHEAD)
+
+
+def test_migration_5_fills_in_the_size_of_existing_traces(tmp_path: Path) -> None:
+    path = tmp_path / "gw.db"
+    old = [trace(1, NOW, error_message=WIDE), trace(2, NOW + 1)]
+    with sqlite3.connect(path) as conn:  # as gw left it at schema version 4
+        for migration in MIGRATIONS[:4]:
+            for statement in migration.statements:
+                conn.execute(statement)
+        conn.execute("PRAGMA user_version = 4")
+        conn.executemany(
+            "INSERT INTO traces (request_id, time, status, route, latency_ms, revision, body)"
+            " VALUES (?, ?, 200, 'chat', 5.0, 1, ?)",
+            [(t.request_id, t.time, msgspec.json.encode(t).decode()) for t in old],
+        )
+
+    async def body(store: SqliteStore) -> tuple[int, tuple[int, int], tuple[int, int]]:
+        version = await store.schema_version()
+        volume = await store.trace_volume()
+        return version, volume, await store.delete_oldest_traces(limit=1)
+
+    version, volume, deleted = run_with_store(path, body)
+    sizes = [body_bytes(t) for t in old]
+    assert version == LATEST_VERSION >= 5
+    assert volume == (2, sum(sizes) + 2 * TRACE_ROW_OVERHEAD)
+    assert deleted == (1, sizes[0] + TRACE_ROW_OVERHEAD)
 
 
 def test_delete_before_takes_only_old_traces_oldest_first_up_to_the_limit(tmp_path: Path) -> None:
