@@ -1,6 +1,7 @@
 """The config as plain data with secret-bearing values hidden, for anything shown to a user.
 
-Header values (providers' and accounts') are hidden: they may carry credentials.
+Header values (providers', accounts' and the OTLP exporter's) are hidden: they may carry
+credentials.
 ``api_key`` and ``admin_key`` are references (``env:NAME``, ``vault:NAME``; validation
 refuses a literal key), so they show.
 """
@@ -24,4 +25,6 @@ def redacted(config: Config) -> dict[str, Any]:
         provider["headers"] = dict.fromkeys(provider.get("headers", {}), REDACTED)
         for account in provider.get("accounts", []):
             account["headers"] = dict.fromkeys(account.get("headers", {}), REDACTED)
+    otlp = data.get("telemetry", {}).get("otlp", {})
+    otlp["headers"] = dict.fromkeys(otlp.get("headers", {}), REDACTED)
     return data

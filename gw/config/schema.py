@@ -237,6 +237,34 @@ class StateConfig(ConfigStruct, frozen=True, kw_only=True):
     prune_interval: Duration = Duration(300.0)
 
 
+RequestLogFormat = Literal["auto", "json", "rich", "off"]
+
+
+class OtlpConfig(ConfigStruct, frozen=True, kw_only=True):
+    """OpenTelemetry trace export over OTLP/HTTP (gw/telemetry/otel.py), off by default;
+    needs the ``otel`` extra. ``endpoint`` is the collector's base URL (spans go to
+    ``<endpoint>/v1/traces``); ``headers`` values may carry credentials and are redacted."""
+
+    enabled: bool = False
+    endpoint: str | None = None
+    headers: dict[str, str] = {}
+    service_name: str = "gw"
+
+
+class TelemetryConfig(ConfigStruct, frozen=True, kw_only=True):
+    """What gw tells the outside world about its traffic (never content):
+
+    - ``metrics``: Prometheus metrics at ``/metrics`` (gw/telemetry/metrics.py);
+    - ``request_log``: one log line per request on stderr: ``json``, ``rich`` (for a
+      terminal), ``auto`` (rich on a TTY, JSON otherwise) or ``off``;
+    - ``otlp``: OpenTelemetry spans, opt-in.
+    """
+
+    metrics: bool = True
+    request_log: RequestLogFormat = "auto"
+    otlp: OtlpConfig = OtlpConfig()
+
+
 class Config(ConfigStruct, frozen=True, kw_only=True):
     server: ServerConfig = ServerConfig()
     auth: AuthConfig = AuthConfig()
@@ -247,3 +275,4 @@ class Config(ConfigStruct, frozen=True, kw_only=True):
     tenants: tuple[TenantConfig, ...] = ()
     health: HealthConfig = HealthConfig()
     state: StateConfig = StateConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()

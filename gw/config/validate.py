@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from gw.config.catalog import prices
-from gw.config.schema import Config, HealthConfig, PolicyConfig, ProviderConfig, StateConfig
+from gw.config.schema import (
+    Config,
+    HealthConfig,
+    OtlpConfig,
+    PolicyConfig,
+    ProviderConfig,
+    StateConfig,
+)
 from gw.errors import ERRORS_BY_CODE
 
 Problem = tuple[str, str]  # (field path, reason)
@@ -31,6 +38,7 @@ def find_problems(config: Config) -> list[Problem]:
         *_server_problems(config),
         *_health_problems(config.health),
         *_state_problems(config.state),
+        *_otlp_problems(config.telemetry.otlp),
     ]
 
 
@@ -207,3 +215,14 @@ def _state_problems(state: StateConfig) -> Iterator[Problem]:
     ):
         if span.seconds <= 0:
             yield f"state.{field}", "must be longer than 0s"
+
+
+def _otlp_problems(otlp: OtlpConfig) -> Iterator[Problem]:
+    if otlp.enabled and not otlp.endpoint:
+        yield (
+            "telemetry.otlp.endpoint",
+            "is required when telemetry.otlp.enabled is true (the collector's OTLP/HTTP "
+            "base URL, e.g. http://127.0.0.1:4318)",
+        )
+    if otlp.endpoint and not otlp.endpoint.startswith(("http://", "https://")):
+        yield "telemetry.otlp.endpoint", "must be an http:// or https:// URL"
