@@ -7,7 +7,7 @@ preflight) and spend, or change the config; through DNS rebinding it can even re
 answers. So, in open mode only, gw refuses:
 
 - a request whose ``Origin`` (which browsers send on every cross-origin POST, PUT and
-  DELETE) is not one of ``server.cors_origins``;
+  DELETE) is neither gw's own origin nor one of ``server.cors_origins``;
 - a request whose ``Host`` is not a loopback name or address (a rebound DNS name).
 
 SDKs and curl send no ``Origin`` and a loopback ``Host``, so they are not affected. In
@@ -24,7 +24,8 @@ from gw.server.auth import is_loopback
 def open_mode_refusal(headers: Mapping[str, str], allowed_origins: tuple[str, ...]) -> str | None:
     """Why this request must be refused in open mode; None when it may go on."""
     origin = headers.get("origin")
-    if origin is not None and origin not in allowed_origins:
+    own = f"http://{headers.get('host', '')}"  # gw's own pages (the dashboard) are no threat
+    if origin is not None and origin != own and origin not in allowed_origins:
         return (
             f"a web page ({origin[:200]}) may not call gw while auth is open; list the "
             "page's origin in server.cors_origins, or use API keys (auth.mode: keys)"

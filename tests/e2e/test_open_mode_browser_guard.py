@@ -64,5 +64,11 @@ def test_sdk_requests_and_configured_origins_go_on(open_gw: GwServer) -> None:
             "/v1/chat/completions", json=CHAT, headers={"origin": "http://localhost:5173"}
         )
         named = http.post("/v1/chat/completions", json=CHAT, headers={"host": "localhost"})
-    assert (plain.status_code, page.status_code, named.status_code) == (200, 200, 200)
+        own = http.post(
+            "/v1/chat/completions",
+            json=CHAT,
+            headers={"origin": f"http://127.0.0.1:{open_gw.port}"},
+        )
+    statuses = (plain.status_code, page.status_code, named.status_code, own.status_code)
+    assert statuses == (200, 200, 200, 200)
     assert page.headers["access-control-allow-origin"] == "http://localhost:5173"
