@@ -50,9 +50,8 @@ from gw.server.services import ServerServices
 from gw.server.slow_clients import header_timeout_protocol
 from gw.server.status import RequestCounts, ServerFacts
 from gw.store.sqlite import SqliteStore
+from gw.telemetry.hub import TelemetryHub
 from gw.telemetry.pruner import TracePruner
-from gw.telemetry.recorder import TraceRecorder
-from gw.telemetry.usage import UsageRecorder
 from gw.vault import VAULT_FILE_NAME, Vault, VaultError
 
 log = logging.getLogger("gw")
@@ -230,8 +229,7 @@ async def serve(plan: ServePlan) -> None:
     snapshots = SnapshotHolder(
         compile_snapshot(plan.config, revision=revision, source=plan.source, shipped=shipped)
     )
-    recorder = TraceRecorder(store)
-    usage = UsageRecorder(store)  # the usage ledger: durable, flushed in close()
+    telemetry = TelemetryHub(store)  # traces, the usage ledger, metrics, logs
     transport = build_transport(server_config.upstream_transport)
     health, latency = HealthBook(plan.config.health), LatencyBook()
     accounts = AccountBook(plan.config.health)
@@ -252,7 +250,7 @@ async def serve(plan: ServePlan) -> None:
         accounts=accounts,
         directory=directory,
     )
-    counts = RequestCounts(recorder)  # for GET /admin/v1/status
+    counts = RequestCounts(telemetry.sink())  # for GET /admin/v1/status
     services = ServerServices(
         gateway=Gateway(
             engine,
@@ -262,7 +260,7 @@ async def serve(plan: ServePlan) -> None:
             latency=latency,
             accounts=accounts,
             limits=await seeded_limiter(store, clock),
-            usage=usage,
+            usage=telemetry.usage,
         ),
         snapshot=snapshots.get,
         clock=clock,
@@ -291,10 +289,7 @@ async def serve(plan: ServePlan) -> None:
         # signal once serve() returns, so cleanup placed after serve() would never run.
         await watch.stop()
         await asyncio.gather(prober.stop(), pruner.stop())
-        await recorder.stop()
-        if recorder.dropped:
-            log.warning("%d traces were dropped (queue full or write errors)", recorder.dropped)
-        await usage.stop()  # every queued usage row is written before the store closes
+        await telemetry.stop()  # every queued trace and usage row is written
         await transport.close()
         await store.close()
         # Last: while server.json names this pid, `gw state restore` refuses to replace the
@@ -305,7 +300,7 @@ async def serve(plan: ServePlan) -> None:
     watch = WatchTask(reloader)
     app = build_app(
         services,
-        on_startup=[recorder.start, usage.start, prober.start, pruner.start, watch.start, announce],
+        on_startup=[*telemetry.starts, prober.start, pruner.start, watch.start, announce],
         on_shutdown=[close],
     )
     config = uvicorn_config(app, server_config)
