@@ -23,15 +23,18 @@ from gw.server.admin_config import config_handlers
 from gw.server.admin_inspect import inspect_handlers
 from gw.server.browser_guard import open_mode_refusal
 from gw.server.chat import chat_handlers
+from gw.server.dashboard import dashboard_handlers
 from gw.server.edges import cors_config
 from gw.server.embeddings import embedding_handlers
 from gw.server.messages import message_handlers
+from gw.server.metrics_endpoint import metrics_handlers
 from gw.server.models import model_handlers
 from gw.server.openapi_doc import openapi_handlers
 from gw.server.responses import JSON, anthropic_error_response, openai_error_response
 from gw.server.services import HttpRequest, ServerServices
 
 Hook = Callable[[], Awaitable[None]]
+PROBES = frozenset({"/livez", "/readyz"})  # liveness checks carry no data: never guarded
 logger = logging.getLogger("gw.server")
 
 
@@ -92,6 +95,8 @@ def build_app(
             *admin_handlers(services),
             *config_handlers(services),
             *inspect_handlers(services),
+            *dashboard_handlers(services),
+            *metrics_handlers(services),
             *openapi_handlers(),
             livez,
             readyz,
@@ -112,7 +117,7 @@ def open_mode_guard(
     """Before every handler: in open mode, refuse what a web page sent (browser_guard)."""
 
     async def guard(request: HttpRequest) -> Response[bytes] | None:
-        if services.authenticator.mode != "open":
+        if services.authenticator.mode != "open" or request.url.path in PROBES:
             return None
         origins = services.snapshot().config.server.cors_origins
         reason = open_mode_refusal(request.headers, origins)

@@ -21,8 +21,8 @@ providers: [{name: mock, kind: mock}]
 routes: [{name: mock, targets: [{provider: mock, model: mock-1}]}]
 """
 SOCKET_TIMEOUT_S = 20.0
-PARTIAL_HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-LIVEZ = b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n"
+PARTIAL_HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+LIVEZ = b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +119,7 @@ def test_an_idle_kept_alive_connection_is_closed(strict_gw: GwServer) -> None:
 def test_a_trickled_body_gets_408_request_timeout(strict_gw: GwServer) -> None:
     """The body limit is gw's own (gw/server/ingress.py): 408 in the client's error format."""
     head = (
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"content-type: application/json\r\ncontent-length: 1000\r\n\r\n"
     )
     with connect(strict_gw) as raw:
