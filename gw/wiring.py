@@ -8,6 +8,7 @@ import functools
 import json
 import logging
 import os
+import platform
 import socket
 import sys
 import time
@@ -50,8 +51,12 @@ from gw.server.services import ServerServices
 from gw.server.slow_clients import header_timeout_protocol
 from gw.server.status import RequestCounts, ServerFacts
 from gw.store.sqlite import SqliteStore
-from gw.telemetry.hub import TelemetryHub
+from gw.telemetry.hub import QueueStats, TelemetryHub
+from gw.telemetry.log_lines import install_log_handler
+from gw.telemetry.otel import OtelUnavailableError, load_otel, require_otel
+from gw.telemetry.otel_attributes import snapshot_addresses
 from gw.telemetry.pruner import TracePruner
+from gw.telemetry.request_log import RequestLog
 from gw.vault import VAULT_FILE_NAME, Vault, VaultError
 
 log = logging.getLogger("gw")
@@ -229,7 +234,8 @@ async def serve(plan: ServePlan) -> None:
     snapshots = SnapshotHolder(
         compile_snapshot(plan.config, revision=revision, source=plan.source, shipped=shipped)
     )
-    telemetry = TelemetryHub(store)  # traces, the usage ledger, metrics, logs
+    telemetry = with_request_log(TelemetryHub(store), snapshots)  # traces, usage, logs
+    add_otel(telemetry, plan, snapshots)
     transport = build_transport(server_config.upstream_transport)
     health, latency = HealthBook(plan.config.health), LatencyBook()
     accounts = AccountBook(plan.config.health)
@@ -274,6 +280,7 @@ async def serve(plan: ServePlan) -> None:
         ready=store.ping,
         facts=status_facts(plan, store, clock, address, counts),
     )
+    services.metrics = gateway_metrics(telemetry, services)  # GET /metrics
     server_file = plan.home / SERVER_FILE_NAME
     url = f"http://{_url_host(address[0])}:{address[1]}"
     server_facts = functools.partial(write_server_file, server_file, url=url, address=address)
@@ -308,6 +315,63 @@ async def serve(plan: ServePlan) -> None:
         await GracefulServer(config).serve(sockets=[sock])
     finally:
         sock.close()
+
+
+def add_otel(telemetry: TelemetryHub, plan: ServePlan, snapshots: SnapshotHolder) -> None:
+    """OpenTelemetry spans of every request over OTLP/HTTP when ``telemetry.otlp.enabled``
+    (gw/telemetry/otel.py); read at start, a reload does not change it. Its queue is
+    reported as ``otlp`` (gw_telemetry_queue_depth / gw_telemetry_dropped_total)."""
+    otlp = plan.config.telemetry.otlp
+    if not otlp.enabled:
+        return
+    check_otel(plan)
+    exporter = load_otel(otlp, server_address=snapshot_addresses(snapshots.get))
+    telemetry.add(exporter, start=exporter.start, stop=exporter.stop)
+    telemetry.report_queue("otlp", lambda: QueueStats(exporter.queue_depth, exporter.dropped))
+
+
+def check_otel(plan: ServePlan) -> None:
+    """Refuse ``telemetry.otlp.enabled`` without the ``otel`` extra installed."""
+    if plan.config.telemetry.otlp.enabled:
+        try:
+            require_otel()
+        except OtelUnavailableError as error:
+            raise ServeError(str(error)) from None
+
+
+def with_request_log(telemetry: TelemetryHub, snapshots: SnapshotHolder) -> TelemetryHub:
+    """``telemetry`` plus one stderr line per finished request, as the current snapshot's
+    ``telemetry.request_log`` says (gw/telemetry/request_log.py)."""
+    request_log = RequestLog(sys.stderr, lambda: snapshots.get().config.telemetry.request_log)
+    telemetry.add(request_log, start=request_log.start, stop=request_log.stop)
+    telemetry.report_queue(
+        "request_log", lambda: QueueStats(request_log.queue_depth, request_log.dropped)
+    )
+    return telemetry
+
+
+def gateway_metrics(telemetry: TelemetryHub, services: ServerServices) -> Callable[[], bytes]:
+    """Prometheus metrics (gw/telemetry/metrics.py), fed every trace and reading the live
+    parts of ``services`` at scrape time; built even while ``telemetry.metrics`` is off,
+    so a reload can turn /metrics on."""
+    # Imported here: prometheus-client costs ~40 ms, which only `gw serve` should pay.
+    from gw.telemetry.metrics import GatewayMetrics  # noqa: PLC0415
+    from gw.telemetry.state_metrics import StateSources  # noqa: PLC0415
+
+    reloader = services.reloader
+    sources = StateSources(
+        snapshot=services.snapshot,
+        monotonic=services.clock.monotonic,
+        version=__version__,
+        python=platform.python_version(),
+        health=services.health,
+        admission=services.admission,
+        reloads=None if reloader is None else lambda: reloader.status,
+        queues=telemetry.queues,
+    )
+    metrics = GatewayMetrics(services.snapshot, sources)
+    telemetry.add(metrics.requests)
+    return metrics.render
 
 
 def status_facts(
@@ -473,7 +537,17 @@ def _url_host(host: str) -> str:
 
 
 def run(plan: ServePlan) -> None:
-    """Blocking entry point for ``gw serve``: uvloop when available."""
+    """Blocking entry point for ``gw serve``: uvloop when available; gw's log lines on
+    stderr in the request log's format meanwhile (gw/telemetry/log_lines.py)."""
+    check_otel(plan)  # before anything is opened: a store left open would hold the exit
+    uninstall = install_log_handler(plan.config.telemetry.request_log, sys.stderr)
+    try:
+        _run_loop(plan)
+    finally:
+        uninstall()
+
+
+def _run_loop(plan: ServePlan) -> None:
     try:
         import uvloop  # noqa: PLC0415  (optional speed-up, imported only when serving)
     except ImportError:  # pragma: no cover - uvicorn[standard] brings it on Linux and macOS

@@ -91,6 +91,15 @@ def admin_call(
     home: Path, config: Path | None, method: str, path: str, body: object | None = None
 ) -> httpx.Response:
     """One admin API call; ``NoServerError`` when no server answers."""
+    url, headers = admin_target(home, config)
+    # trust_env=False: a proxy from the environment must not intercept a loopback call.
+    with httpx.Client(timeout=TIMEOUT_S, trust_env=False) as client:
+        return request(client, url, method, path, headers=headers, body=body)
+
+
+def admin_target(home: Path, config: Path | None) -> tuple[str, dict[str, str]]:
+    """The running server's url and the headers an admin call sends (the admin key in
+    ``keys`` mode), for a command that calls it many times; ``NoServerError`` when none."""
     server = server_info(home)
     if server is None:
         raise NoServerError(
@@ -103,10 +112,21 @@ def admin_call(
         key = admin_key(home, config, url)
         if key is not None:
             headers["authorization"] = f"Bearer {key}"
+    return url, headers
+
+
+def request(
+    client: httpx.Client,
+    url: str,
+    method: str,
+    path: str,
+    *,
+    headers: dict[str, str],
+    body: object | None = None,
+) -> httpx.Response:
+    """``method path`` on the server at ``url``; ``NoServerError`` when it does not answer."""
     try:
-        # trust_env=False: a proxy from the environment must not intercept a loopback call.
-        with httpx.Client(timeout=TIMEOUT_S, trust_env=False) as client:
-            return client.request(method, url + path, headers=headers, json=body)
+        return client.request(method, url + path, headers=headers, json=body)
     except httpx.ConnectError:
         raise NoServerError(
             f"no gw server answers at {url} (connection refused; a stale {SERVER_FILE_NAME}?); "

@@ -6,6 +6,8 @@
       "request_id": "req_01a22ef0e160acd7ddd8376a6196",
       "time": "2026-03-15T14:02:03.120Z",
       "client_request_id": null,          // the client's x-request-id, if sent
+      "tenant": null,                     // the API key's tenant (null in open mode)
+      "key_id": null,                     // the API key's id ("admin" for the admin key)
       "endpoint": "chat.completions",     // or models.list, http (refused before a handler)
       "requested_model": "chat",          // what the client put in "model"
       "stream": false,

@@ -11,6 +11,7 @@ import typer
 from gw.buildinfo import build_info
 from gw.cli.config_cmd import config_app
 from gw.cli.console import fail, stdout
+from gw.cli.dashboard_cmd import dashboard_command
 from gw.cli.health_cmd import health_command
 from gw.cli.init_cmd import init_command
 from gw.cli.keys_cmd import keys_app
@@ -24,6 +25,7 @@ from gw.cli.options import (
 from gw.cli.route_preview_cmd import route_preview_command
 from gw.cli.state_cmd import state_app
 from gw.cli.status_cmd import status_command
+from gw.cli.top_cmd import top_command
 from gw.cli.traces_cmd import explain_command, traces_command
 from gw.cli.usage_cmd import usage_command
 from gw.cli.vault_cmd import vault_app
@@ -48,8 +50,10 @@ app.command("traces")(traces_command)
 app.command("explain")(explain_command)
 app.command("health")(health_command)
 app.command("status")(status_command)
+app.command("top")(top_command)
 app.command("usage")(usage_command)
 app.command("route-preview")(route_preview_command)
+app.command("dashboard")(dashboard_command)
 
 
 def _version_callback(value: bool) -> None:

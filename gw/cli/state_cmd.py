@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Annotated
 
 import msgspec
 import typer
+from rich.markup import escape
 
 from gw.cli.console import fail, print_json, stderr, stdout
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
@@ -41,6 +44,14 @@ def running_server_pid(home: Path) -> int | None:
     return pid
 
 
+def working(message: str, *, quiet: bool) -> AbstractContextManager[object]:
+    """A spinner on stderr while a copy runs (a large database takes a while): only on a
+    terminal, never with ``--json``."""
+    if quiet or not stderr.is_terminal:
+        return contextlib.nullcontext()
+    return stderr.status(escape(message) + " …")
+
+
 def _describe(summary: DatabaseSummary) -> str:
     return (
         f"{summary.bytes:,} bytes, schema version {summary.schema_version}: {summary.traces}"
@@ -58,7 +69,8 @@ def backup_command(
     """Copy the state database to PATH; safe while the server runs (a consistent snapshot)."""
     source = database_path(resolve_home(state_dir))
     try:
-        summary = backup(source, path.expanduser(), force=force)
+        with working(f"backing up {source}", quiet=as_json):
+            summary = backup(source, path.expanduser(), force=force)
     except (StoreError, sqlite3.Error, OSError) as error:
         fail(f"backup failed: {error}")
     if as_json:
@@ -83,7 +95,8 @@ def restore_command(
     if pid is not None:
         fail(f"a gw server (pid {pid}) is running on {home}; stop it, then restore")
     try:
-        result = restore(path.expanduser(), database_path(home))
+        with working(f"restoring {path}", quiet=as_json):
+            result = restore(path.expanduser(), database_path(home))
     except (StoreError, sqlite3.Error, OSError) as error:
         fail(f"restore failed: {error}")
     if result.warning is not None:

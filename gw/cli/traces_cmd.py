@@ -12,6 +12,7 @@ import typer
 from gw.cli.console import fail, print_json, stdout
 from gw.cli.explain_view import explain_renderables
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
+from gw.cli.traces_follow import emit_json, emit_line, follow, wait_for_store
 from gw.cli.traces_view import traces_json, traces_table
 from gw.record import TraceRecord
 from gw.store import SqliteStore, StoreError
@@ -43,11 +44,20 @@ def traces_command(
         str | None,
         typer.Option("--client-request-id", help="Only the request a client tagged x-request-id."),
     ] = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow", "-f", help="Then print new requests as they are written (Ctrl-C stops)."
+        ),
+    ] = False,
     state_dir: StateDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List recent requests, newest first."""
+    """List recent requests, newest first; with --follow, oldest first and then new ones."""
     path = database_path(resolve_home(state_dir))
+    if follow:
+        follow_command(path, limit, client_request_id, as_json=as_json)
+        return
     try:
         traces = asyncio.run(_read_traces(path, limit, client_request_id)) if path.exists() else []
     except (StoreError, sqlite3.Error, OSError) as error:
@@ -59,6 +69,18 @@ def traces_command(
         stdout.print(f"no requests recorded yet in {path}", highlight=False)
         return
     stdout.print(traces_table(traces))
+
+
+def follow_command(path: Path, limit: int, client_request_id: str | None, *, as_json: bool) -> None:
+    """``gw traces --follow``: JSON lines with ``--json``; exits 0 on Ctrl-C."""
+    emit = emit_json if as_json else emit_line
+    try:
+        wait_for_store(path)
+        asyncio.run(follow(path, emit, last=limit, client_request_id=client_request_id))
+    except KeyboardInterrupt:
+        return
+    except (StoreError, sqlite3.Error, OSError) as error:
+        fail(f"cannot read {path}: {error}")
 
 
 def explain_command(

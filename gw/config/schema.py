@@ -41,6 +41,7 @@ class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
 class AuthConfig(ConfigStruct, frozen=True, kw_only=True):
     mode: AuthMode | None = None
     admin_key: str | None = None
+    dashboard_link_ttl: Duration = Duration(60.0)  # how long a `gw dashboard` login link works
 
 
 class MockOptions(ConfigStruct, frozen=True, kw_only=True):

@@ -19,6 +19,7 @@ Problem = tuple[str, str]  # (field path, reason)
 
 SECRET_SCHEMES = ("env:", "vault:")
 MIN_PROBE_INTERVAL_S = 0.1
+MAX_DASHBOARD_LINK_TTL_S = 3600.0  # a login link is for the next minute, not for later
 NEEDS_BASE_URL = frozenset({"openai_compatible", "azure_openai"})
 
 
@@ -175,6 +176,8 @@ def _server_problems(config: Config) -> Iterator[Problem]:
         yield "server.max_concurrency", "must be at least 1"
     if server.header_timeout.seconds <= 0:
         yield "server.header_timeout", "must be longer than 0s"
+    if not 0 < config.auth.dashboard_link_ttl.seconds <= MAX_DASHBOARD_LINK_TTL_S:
+        yield "auth.dashboard_link_ttl", "must be longer than 0s and at most 1h"
 
 
 def _health_problems(health: HealthConfig) -> Iterator[Problem]:

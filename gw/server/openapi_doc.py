@@ -71,6 +71,20 @@ DOCUMENT: dict[str, Any] = {
         "/v1/models": {"get": _op("The models clients may ask for", "data")},
         "/livez": {"get": _op("Alive", "probes")},
         "/readyz": {"get": _op("Ready (store reachable, snapshot loaded)", "probes")},
+        "/metrics": {
+            "get": _op(
+                "Prometheus metrics (keys mode: usage:read scope; 404 when telemetry.metrics"
+                " is off)",
+                "metrics",
+                security=_ADMIN,
+                responses={
+                    "200": {
+                        "description": "The Prometheus text format",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    }
+                },
+            )
+        },
         "/admin/v1/health": {"get": _op("Targets' health, breakers, account locks", "admin")},
         "/admin/v1/usage": {"get": _op("Usage grouped by tenant, model, key, day ...", "admin")},
         "/admin/v1/config": {
@@ -90,6 +104,9 @@ DOCUMENT: dict[str, Any] = {
             "post": _op(
                 "Route a chat request without calling upstream", "admin", requestBody=_JSON_BODY
             )
+        },
+        "/admin/v1/dashboard/login-link": {
+            "post": _op("A one-time login link for the dashboard (60 s)", "admin")
         },
     },
 }

@@ -15,7 +15,8 @@ from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
 from gw.ports import Clock
 from gw.server.admission import Admission
-from gw.server.auth import Authenticator, Principal
+from gw.server.auth import Authenticator, Principal, bearer_token
+from gw.server.dashboard_sessions import DashboardSessions
 from gw.server.ids import new_request_id
 from gw.server.status import ServerFacts
 from gw.store.usage import UsageReader
@@ -67,6 +68,8 @@ class ServerServices:
         reloader: ConfigReloads | None = None,
         ready: Callable[[], Awaitable[None]] | None = None,
         facts: ServerFacts | None = None,
+        dashboard: DashboardSessions | None = None,
+        metrics: Callable[[], bytes] | None = None,
     ) -> None:
         self.gateway = gateway
         self.snapshot = snapshot
@@ -81,11 +84,21 @@ class ServerServices:
         self.reloader = reloader  # config reloads and their status (gw/reload.py)
         self.ready = ready  # raises when the store cannot be reached (/readyz)
         self.facts = facts  # for GET /admin/v1/status (gw/server/status.py)
+        # The dashboard's login links and sessions (in memory; gw/server/dashboard_sessions.py).
+        self.dashboard = dashboard if dashboard is not None else DashboardSessions(clock)
+        self.metrics = metrics  # renders GET /metrics (gw/telemetry/metrics.py); None: off
 
     async def authenticate(self, request: HttpRequest) -> Principal:
         """Who sent ``request``, from the address the server sees (the socket peer, or the
         forwarded client behind a trusted proxy: uvicorn has rewritten ``client`` then)."""
         client = request.client.host if request.client is not None else None
+        if self.authenticator.mode == "keys" and bearer_token(request.headers) is None:
+            # No key sent: a dashboard session cookie may stand in, for reads only.
+            session = self.dashboard.authorize(
+                request.method, request.url.path, request.headers, request.cookies
+            )
+            if session is not None:
+                return session
         return await self.authenticator.authenticate(request.headers, client)
 
     def begin(self, request: HttpRequest, endpoint: str) -> RequestContext:

@@ -222,6 +222,51 @@ class SqliteStore:
                 logger.warning("skipping unreadable trace %s: %s", request_id, type(exc).__name__)
         return traces
 
+    async def traces_written_after(
+        self, cursor: int | None, *, limit: int
+    ) -> tuple[list[TraceRecord], int]:
+        """Traces in the order they were written, for ``gw traces --follow``: the next
+        ``limit`` after ``cursor`` (a value this method returned), or with ``cursor=None``
+        the last ``limit`` written; with the cursor to pass next.
+
+        The cursor is the rowid, not the request's time: a long stream's trace is written
+        after those of shorter requests that started later, and would be skipped by a
+        cursor on ``time``. Rowids only grow (a replaced trace gets a new one, and is
+        shown again); when every row above the cursor was deleted (pruning) and new rows
+        reuse lower rowids, the cursor starts over from the lowest.
+        """
+        if limit < 1:
+            raise ValueError("limit must be >= 1")
+        async with self._lock:
+            if cursor is None:
+                rows = list(
+                    await self._conn.execute_fetchall(
+                        "SELECT rowid, request_id, body FROM traces ORDER BY rowid DESC LIMIT ?",
+                        (limit,),
+                    )
+                )
+                rows.reverse()
+            else:
+                newest = next(
+                    iter(await self._conn.execute_fetchall("SELECT max(rowid) FROM traces"))
+                )[0]
+                if newest is not None and newest < cursor:
+                    cursor = 0
+                rows = list(
+                    await self._conn.execute_fetchall(
+                        "SELECT rowid, request_id, body FROM traces WHERE rowid > ?"
+                        " ORDER BY rowid LIMIT ?",
+                        (cursor, limit),
+                    )
+                )
+        traces: list[TraceRecord] = []
+        for _rowid, request_id, body in rows:
+            try:
+                traces.append(self._decoder.decode(body))
+            except msgspec.DecodeError as exc:
+                logger.warning("skipping unreadable trace %s: %s", request_id, type(exc).__name__)
+        return traces, int(rows[-1][0]) if rows else (cursor or 0)
+
     async def get_trace(self, request_id: str) -> TraceRecord | None:
         """The trace with this request id, or with this id prefix when that is unique.
 

@@ -23,6 +23,8 @@ def explain_json(trace: TraceRecord) -> dict[str, object]:
         "request_id": trace.request_id,
         "time": iso_utc(trace.time),
         "client_request_id": trace.client_request_id,
+        "tenant": trace.tenant,
+        "key_id": trace.key_id,
         "endpoint": trace.endpoint,
         "requested_model": trace.requested_model,
         "stream": trace.stream,

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+from rich.status import Status
 from typer.testing import CliRunner
 
+from gw.cli import state_cmd
 from gw.cli.main import app
 from gw.store import SqliteStore
 
@@ -65,3 +69,14 @@ def test_restore_reports_the_revisions_it_kept(tmp_path: Path) -> None:
     code, out, err = gw("state", "restore", str(copy), "--state-dir", str(home))
     assert code == 0, err
     assert "kept config revisions 3 of the previous database" in " ".join(out.split())
+
+
+def test_a_spinner_shows_on_a_terminal_only_and_never_with_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    terminal = Console(file=io.StringIO(), force_terminal=True)
+    monkeypatch.setattr(state_cmd, "stderr", terminal)
+    assert isinstance(state_cmd.working("backing up [gw.db]", quiet=False), Status)
+    assert not isinstance(state_cmd.working("backing up", quiet=True), Status)
+    monkeypatch.setattr(state_cmd, "stderr", Console(file=io.StringIO(), force_terminal=False))
+    assert not isinstance(state_cmd.working("backing up", quiet=False), Status)

@@ -145,6 +145,8 @@ EXPLAIN_KEYS = {
     "request_id",
     "time",
     "client_request_id",
+    "tenant",
+    "key_id",
     "endpoint",
     "requested_model",
     "stream",

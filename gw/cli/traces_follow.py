@@ -1,0 +1,67 @@
+"""``gw traces --follow``: the last traces written, then each new one as it is written.
+
+The store is polled every ``POLL_S`` seconds with a cursor on the order traces are written
+(``SqliteStore.traces_written_after``), at most ``BATCH`` a query, so a burst is printed
+in pieces and memory stays bounded. Lines come oldest first, as in ``tail -f``: with
+``--json`` one ``gw traces --json`` item per line (JSON lines), else the request log's
+line (gw/telemetry/request_log.py). A store that does not exist yet is waited for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+import typer
+
+from gw.cli.console import stdout
+from gw.cli.traces_view import trace_summary_json
+from gw.record import TraceRecord
+from gw.store import SqliteStore
+from gw.telemetry.request_log import rich_line
+
+POLL_S: Final = 0.5
+BATCH: Final = 500
+
+Emit = Callable[[TraceRecord], None]
+
+
+def emit_json(trace: TraceRecord) -> None:
+    typer.echo(json.dumps(trace_summary_json(trace), ensure_ascii=False))  # flushes
+
+
+def emit_line(trace: TraceRecord) -> None:
+    stdout.print(rich_line(trace), soft_wrap=True)
+
+
+def wait_for_store(path: Path, poll_s: float = POLL_S) -> None:
+    """Until ``gw serve`` creates the database (opening it here would create it)."""
+    while not path.exists():
+        time.sleep(poll_s)
+
+
+async def follow(
+    path: Path,
+    emit: Emit,
+    *,
+    last: int,
+    client_request_id: str | None = None,
+    poll_s: float = POLL_S,
+) -> None:
+    """Emit the ``last`` traces written, then every new one; runs until cancelled."""
+    store = await SqliteStore.open(path)
+    try:
+        traces, cursor = await store.traces_written_after(None, limit=last)
+        while True:
+            for trace in traces:
+                if client_request_id is None or trace.client_request_id == client_request_id:
+                    emit(trace)
+            if len(traces) < BATCH:
+                await asyncio.sleep(poll_s)
+            traces, cursor = await store.traces_written_after(cursor, limit=BATCH)
+    finally:
+        await store.close()

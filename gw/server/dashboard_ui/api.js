@@ -1,0 +1,51 @@
+// The admin API, read with the browser's own credentials: none in open mode (loopback),
+// the HttpOnly session cookie in keys mode. The page never sees or stores a key.
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+
+  /** Not logged in (keys mode, no or an expired session). */
+  get needsLogin() {
+    return this.status === 401;
+  }
+}
+
+export async function getJSON(path) {
+  let answer;
+  try {
+    answer = await fetch(path, {
+      credentials: "same-origin",
+      cache: "no-store",
+      headers: { accept: "application/json" },
+    });
+  } catch (error) {
+    throw new ApiError(0, "unreachable", `gw does not answer (${error.message})`);
+  }
+  if (!answer.ok) {
+    let code = null;
+    let message = `HTTP ${answer.status}`;
+    try {
+      const body = await answer.json();
+      code = body.error.code;
+      message = body.error.message;
+    } catch {
+      // not gw's error shape: keep the status
+    }
+    throw new ApiError(answer.status, code, message);
+  }
+  return answer.json();
+}
+
+export const api = {
+  traces: (limit) => getJSON(`/admin/v1/traces?limit=${encodeURIComponent(limit)}`),
+  trace: (id) => getJSON(`/admin/v1/traces/${encodeURIComponent(id)}`),
+  health: () => getJSON("/admin/v1/health"),
+  usage: (by, since) =>
+    getJSON(`/admin/v1/usage?by=${encodeURIComponent(by)}${since ? `&since=${encodeURIComponent(since)}` : ""}`),
+  status: () => getJSON("/admin/v1/status"),
+  config: () => getJSON("/admin/v1/config"),
+};

@@ -1,0 +1,95 @@
+// Usage and cost (GET /admin/v1/usage): by day, route and model.
+
+import { api } from "./api.js";
+import { barList, columnChart, widthOf } from "./charts.js";
+import { h, replace, select } from "./dom.js";
+import * as fmt from "./format.js";
+
+const SINCE = [["1d", "last 24 hours"], ["7d", "last 7 days"], ["30d", "last 30 days"], ["90d", "last 90 days"], ["", "all time"]];
+const METRICS = {
+  cost_usd: { label: "cost", value: (row) => row.cost_usd, format: fmt.usd },
+  requests: { label: "requests", value: (row) => row.requests, format: fmt.compact },
+  tokens: { label: "tokens (in + out)", value: (row) => row.input_tokens + row.output_tokens, format: fmt.compact },
+  errors: { label: "errors", value: (row) => row.errors, format: fmt.compact },
+};
+const DAY_MS = 86400000;
+const settings = { since: "30d", metric: "cost_usd" };
+
+function utcDay(ms) {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/** One point per UTC day from the window's start (or the first day seen) to today. */
+function dayPoints(rows, metric) {
+  const values = new Map(rows.filter((r) => r.day).map((r) => [r.day, metric.value(r)]));
+  const today = Date.parse(`${utcDay(Date.now())}T00:00:00Z`);
+  const days = settings.since ? Number.parseInt(settings.since, 10) : 0;
+  let start = today - Math.max(0, days - 1) * DAY_MS;
+  if (!days) start = values.size ? Math.min(...[...values.keys()].map((d) => Date.parse(`${d}T00:00:00Z`))) : today;
+  const points = [];
+  for (let t = start; t <= today; t += DAY_MS) {
+    const day = utcDay(t);
+    points.push({ label: day.slice(5), value: values.get(day) || 0 });
+  }
+  return points;
+}
+
+function ranked(rows, key, metric) {
+  return rows
+    .map((row) => ({ label: row[key] === null ? "(none)" : row[key], value: metric.value(row) }))
+    .sort((a, b) => b.value - a.value);
+}
+
+export function usageView() {
+  const since = select({ "aria-label": "period", "data-testid": "usage-since" }, SINCE, settings.since);
+  const metric = select({ "aria-label": "measure", "data-testid": "usage-metric" }, Object.entries(METRICS).map(([k, m]) => [k, m.label]), settings.metric);
+  const tiles = h("div", { class: "tiles" });
+  const byDay = h("div", { class: "chart-wrap", "data-testid": "chart-day" });
+  const byRoute = h("div", { class: "chart-wrap", "data-testid": "chart-route" });
+  const byModel = h("div", { class: "chart-wrap", "data-testid": "chart-model" });
+  const root = h(
+    "section",
+    { class: "view", "data-testid": "view-usage" },
+    h("div", { class: "view-head" }, h("h1", null, "Usage and cost"), h("div", { class: "filters" }, since, metric)),
+    tiles,
+    h("div", { class: "card" }, h("h2", null, "By day (UTC)"), byDay),
+    h("div", { class: "columns" }, h("div", { class: "card" }, h("h2", null, "By route"), byRoute), h("div", { class: "card" }, h("h2", null, "By model"), byModel)),
+  );
+  let data = null;
+
+  function render() {
+    const chosen = METRICS[settings.metric];
+    const total = (field) => data.day.reduce((sum, row) => sum + row[field], 0);
+    replace(
+      tiles,
+      [
+        ["requests", fmt.int(total("requests"))],
+        ["errors", fmt.int(total("errors"))],
+        ["input tokens", fmt.compact(total("input_tokens"))],
+        ["output tokens", fmt.compact(total("output_tokens"))],
+        ["cost", fmt.usd(total("cost_usd"))],
+      ].map(([label, value]) => h("div", { class: "tile" }, h("div", { class: "tile-value" }, value), h("div", { class: "tile-label" }, label))),
+    );
+    const options = (by, container, fallback) => ({ label: `${chosen.label} by ${by}`, format: chosen.format, width: widthOf(container, fallback) });
+    replace(byDay, columnChart(dayPoints(data.day, chosen), options("day", byDay, 1000)));
+    replace(byRoute, barList(ranked(data.route, "route", chosen), options("route", byRoute, 520)));
+    replace(byModel, barList(ranked(data.model, "model", chosen), options("model", byModel, 520)));
+  }
+
+  async function refresh() {
+    const [day, route, model] = await Promise.all(["day", "route", "model"].map((by) => api.usage(by, settings.since)));
+    data = { day, route, model };
+    render();
+  }
+
+  since.addEventListener("change", () => {
+    settings.since = since.value;
+    refresh().catch(() => {});
+  });
+  metric.addEventListener("change", () => {
+    settings.metric = metric.value;
+    if (data) render();
+  });
+
+  return { root, refresh, auto: false, title: "Usage" };
+}

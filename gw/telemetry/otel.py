@@ -1,0 +1,185 @@
+"""OtelExporter: every finished request as OpenTelemetry spans over OTLP/HTTP, opt-in.
+
+Strategy: ``submit`` runs on the request path, so it only does ``put_nowait`` on a bounded
+queue; when the queue is full the trace is dropped and counted (invariant 8). One
+background task turns queued traces into spans after the fact, with the times the trace
+recorded (gw/telemetry/otel_spans.py), and yields to the event loop after each; the SDK's
+batch processor exports them from its own thread. ``stop`` builds the spans still queued
+and shuts the provider down (which exports what it holds), within a bounded time.
+
+OpenTelemetry is imported only by ``load_otel``, which ``gw serve`` calls when
+``telemetry.otlp.enabled`` is true: without the ``otel`` extra that fails with a message
+saying how to install it, and a gw that does not export imports none of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Callable
+from typing import Final, Protocol
+
+from gw.config.schema import OtlpConfig
+from gw.record import TraceRecord
+from gw.telemetry.otel_attributes import ServerAddress
+
+logger = logging.getLogger("gw.telemetry")
+
+INSTALL_HINT: Final = (
+    "install the otel extra: pip install 'gw[otel]' (the gw zipapp does not bundle "
+    "OpenTelemetry; run gw from a Python environment where the extra is installed)"
+)
+ERROR_LOG_INTERVAL_S: Final = 60.0
+
+
+class OtelUnavailableError(Exception):
+    """``telemetry.otlp.enabled`` is true but the OpenTelemetry packages are missing."""
+
+
+class SpanEmitter(Protocol):
+    """Builds the spans of one trace (``otel_spans.SpanWriter``)."""
+
+    def emit(self, trace: TraceRecord) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+class OtelExporter:
+    """A ``TraceSink`` that turns traces into spans off the request path.
+
+    Counters (plain ints, for metrics): ``submitted``, ``exported`` (traces turned into
+    spans), ``dropped`` (queue full, submitted after ``stop``, or still queued when the
+    stop timeout ran out) and ``errors`` (traces whose spans could not be built);
+    ``queue_depth`` is the number of traces waiting. Spans the SDK fails to deliver to the
+    collector are the SDK's to log.
+    """
+
+    def __init__(self, emitter: SpanEmitter, *, maxsize: int = 10_000) -> None:
+        if maxsize < 1:
+            raise ValueError("maxsize must be >= 1")
+        self._emitter = emitter
+        self._queue: asyncio.Queue[TraceRecord] = asyncio.Queue(maxsize)
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._last_error_log: float | None = None
+        self.submitted = 0
+        self.exported = 0
+        self.dropped = 0
+        self.errors = 0
+
+    @property
+    def queue_depth(self) -> int:
+        return self._queue.qsize()
+
+    def submit(self, trace: TraceRecord) -> None:
+        """Queue a trace; never blocks, never raises. Drops (and counts) when full."""
+        self.submitted += 1
+        if self._closed:
+            self.dropped += 1
+            return
+        try:
+            self._queue.put_nowait(trace)
+        except asyncio.QueueFull:
+            self.dropped += 1
+
+    async def start(self) -> None:
+        """Start building spans (call from the event loop that will submit)."""
+        if self._task is None and not self._closed:
+            self._task = asyncio.create_task(self._run(), name="gw-otel-exporter")
+
+    async def stop(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 -- what is left when the time runs out is counted as dropped, which a caller's asyncio.timeout could not do
+        """Build the spans of every queued trace and export them, for at most ``timeout``
+        seconds; then shut the provider down. Later traces are dropped and counted."""
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.wait({self._task})
+            self._task = None
+        while not self._queue.empty() and loop.time() < deadline:
+            self._emit(self._queue.get_nowait())
+        left = self._queue.qsize()
+        if left:
+            self.dropped += left
+            logger.warning("OpenTelemetry export stopped with %d traces not exported", left)
+            while not self._queue.empty():
+                self._queue.get_nowait()
+        if not await _run_in_thread(self._emitter.shutdown, max(0.0, deadline - loop.time())):
+            logger.warning("OpenTelemetry export did not finish within %.1fs", timeout)
+
+    async def _run(self) -> None:
+        while True:
+            self._emit(await self._queue.get())
+            await asyncio.sleep(0)  # a burst of traces must not hold the loop from requests
+
+    def _emit(self, trace: TraceRecord) -> None:
+        try:
+            self._emitter.emit(trace)
+        except Exception as exc:  # noqa: BLE001 -- telemetry never fails a request: the trace is counted and skipped
+            self.errors += 1
+            self._log_error(exc)
+        else:
+            self.exported += 1
+
+    def _log_error(self, exc: Exception) -> None:
+        # The error's type only: its message could quote trace content (invariant 9).
+        now = asyncio.get_running_loop().time()
+        if self._last_error_log is not None and now - self._last_error_log < ERROR_LOG_INTERVAL_S:
+            return
+        self._last_error_log = now
+        logger.warning(
+            "OpenTelemetry span building failed: %s (errors so far: %d)",
+            type(exc).__name__,
+            self.errors,
+        )
+
+
+def require_otel() -> None:
+    """Raise ``OtelUnavailableError`` unless the ``otel`` extra can be imported."""
+    try:
+        # Here, not at the top: only a gw that exports needs the extra (the module docstring).
+        import gw.telemetry.otel_spans  # noqa: F401, PLC0415
+    except ImportError as exc:
+        missing = f" (no module named {exc.name!r})" if exc.name else ""
+        raise OtelUnavailableError(
+            "telemetry.otlp.enabled is true, but the OpenTelemetry packages are not "
+            f"installed{missing}: {INSTALL_HINT}"
+        ) from None
+
+
+def load_otel(config: OtlpConfig, *, server_address: ServerAddress | None = None) -> OtelExporter:
+    """The exporter ``telemetry.otlp`` asks for, sending to ``<endpoint>/v1/traces``;
+    raises ``OtelUnavailableError`` when the ``otel`` extra is not installed."""
+    require_otel()
+    from gw.telemetry.otel_spans import SpanWriter, otlp_processor  # noqa: PLC0415 -- as above
+
+    writer = SpanWriter(
+        otlp_processor(config),
+        service_name=config.service_name,
+        server_address=server_address,
+    )
+    return OtelExporter(writer)
+
+
+async def _run_in_thread(work: Callable[[], None], timeout: float) -> bool:  # noqa: ASYNC109 -- the wait is bounded but the work is not cancelled: it may finish after gw stops waiting
+    """Run blocking ``work`` in a daemon thread; False when it is still running after
+    ``timeout`` seconds (a daemon thread never holds the process's exit, unlike
+    ``asyncio.to_thread``'s executor)."""
+    future: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    def target() -> None:
+        try:
+            work()
+        except Exception as exc:  # noqa: BLE001 -- reported as a failed stop; only its type is logged (invariant 9)
+            logger.warning("OpenTelemetry shutdown failed: %s", type(exc).__name__)
+        finally:
+            future.set_result(None)
+
+    threading.Thread(target=target, name="gw-otel-shutdown", daemon=True).start()
+    _done, pending = await asyncio.wait({asyncio.wrap_future(future)}, timeout=timeout)
+    return not pending

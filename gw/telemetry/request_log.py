@@ -1,0 +1,302 @@
+"""RequestLog: one line per finished request on stderr (``telemetry.request_log``).
+
+``json`` writes one JSON object per line (shape: ``RequestLine``); ``rich`` a compact
+coloured line for a terminal; ``auto`` picks rich when the stream is a TTY, JSON otherwise;
+``off`` writes nothing. The setting is read per request, so a config reload applies it.
+
+Only metadata is logged: ids, route, upstream, status, the error *code*, timings, token
+counts, cost, tenant and key id. Never a body, a prompt, an error message (an upstream's
+message may quote the prompt) or a header value (invariant 9).
+
+Strategy: ``submit`` runs on the request path, so it only does ``put_nowait`` on a bounded
+queue and drops (counting) when the queue is full. One background task takes what is
+queued, formats and writes it in a worker thread (a slow or blocked stderr pipe must never
+stall the event loop: the queue fills and lines are dropped instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import math
+import operator
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Literal, TextIO
+
+import msgspec
+from rich.console import Console
+from rich.text import Text
+
+from gw.config.schema import RequestLogFormat
+from gw.record import TraceRecord
+from gw.telemetry.explain import iso_utc
+
+logger = logging.getLogger("gw.telemetry")
+LineFormat = Literal["json", "rich"]
+ROUTE_MAX_CHARS = 200
+"""A route the client named but gw does not know is client text: keep lines bounded."""
+
+
+class RequestLine(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of the JSON request log, fields in this order.
+
+    ``time`` is when the request arrived (as in ``gw traces``), ISO 8601 UTC; ``level`` is
+    ``info``, ``warning`` (4xx) or ``error`` (5xx); ``event`` is always ``request``;
+    ``route`` is the route gw resolved, else the model the client named; ``provider`` and
+    ``model`` answered or were last tried (null: none was tried); ``attempts`` counts
+    upstream calls; token counts and ``cost_usd`` are null when unknown.
+    """
+
+    time: str
+    level: str
+    event: str
+    request_id: str
+    endpoint: str
+    route: str
+    provider: str | None
+    model: str | None
+    status: int
+    error_code: str | None
+    latency_ms: float
+    ttft_ms: float | None
+    attempts: int
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    tenant: str | None
+    key_id: str | None
+    revision: int
+    stream: bool
+
+
+def level_of(status: int) -> str:
+    if status >= 500:
+        return "error"
+    return "warning" if status >= 400 else "info"
+
+
+def route_of(trace: TraceRecord) -> str:
+    route = trace.route if trace.route is not None else trace.requested_model
+    return route[:ROUTE_MAX_CHARS]
+
+
+class IsoTime:
+    """``iso_utc`` (the format of every ``--json`` time) for timestamps that arrive in
+    order: the date and time to the second are formatted once per second, which is most
+    of the cost of a log line."""
+
+    __slots__ = ("_prefix", "_second")
+
+    def __init__(self) -> None:
+        self._second: int | None = None
+        self._prefix = ""
+
+    def __call__(self, timestamp: float) -> str:
+        second = math.floor(timestamp)
+        micros = round((timestamp - second) * 1_000_000)  # as datetime rounds it
+        if micros >= 1_000_000:
+            second, micros = second + 1, 0
+        if second != self._second:
+            self._second = second
+            self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return f"{self._prefix}.{micros // 1000:03d}Z"
+
+
+def request_line(trace: TraceRecord, iso_time: Callable[[float], str] = iso_utc) -> RequestLine:
+    """The JSON log line of a trace: metadata only (see the module docstring)."""
+    usage = trace.usage
+    return RequestLine(
+        time=iso_time(trace.time),
+        level=level_of(trace.status),
+        event="request",
+        request_id=trace.request_id,
+        endpoint=trace.endpoint,
+        route=route_of(trace),
+        provider=trace.provider,
+        model=trace.model,
+        status=trace.status,
+        error_code=trace.error_code,
+        latency_ms=round(trace.latency_ms, 3),
+        ttft_ms=None if trace.ttft_ms is None else round(trace.ttft_ms, 3),
+        attempts=len(trace.attempts),
+        input_tokens=None if usage is None else usage.input_tokens,
+        output_tokens=None if usage is None else usage.output_tokens,
+        cost_usd=trace.cost_usd,
+        tenant=trace.tenant,
+        key_id=trace.key_id,
+        revision=trace.revision,
+        stream=trace.stream,
+    )
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}ms" if value < 10 else f"{value:,.0f}ms"
+
+
+def rich_line(trace: TraceRecord) -> Text:
+    """The compact terminal line of a trace: the same facts as the JSON line."""
+    status_style = "red" if trace.status >= 500 else "yellow" if trace.status >= 400 else "green"
+    moment = datetime.fromtimestamp(trace.time, UTC).astimezone()
+    line = Text.assemble(
+        (moment.strftime("%H:%M:%S"), "dim"),
+        " ",
+        (str(trace.status), status_style),
+        " ",
+        (route_of(trace), "bold"),
+        " → ",
+        trace.route_header,
+        " ",
+        _ms(trace.latency_ms),
+    )
+    if trace.ttft_ms is not None:
+        line.append(f" ttft {_ms(trace.ttft_ms)}")
+    if trace.error_code is not None:
+        line.append(f" {trace.error_code}", style="red")
+    if len(trace.attempts) > 1:
+        line.append(f" {len(trace.attempts)} attempts")
+    if trace.usage is not None:
+        line.append(f" {trace.usage.input_tokens}/{trace.usage.output_tokens} tok")
+    if trace.cost_usd is not None:
+        line.append(f" ${trace.cost_usd:.6f}")
+    if trace.tenant is not None:
+        line.append(f" tenant {trace.tenant}", style="cyan")
+    if trace.stream:
+        line.append(" stream", style="dim")
+    line.append(f" {trace.request_id}", style="dim")
+    return line
+
+
+def resolve_format(setting: RequestLogFormat, stream: TextIO) -> LineFormat | None:
+    """``auto``: rich on a terminal, JSON otherwise; None for ``off``."""
+    if setting == "off":
+        return None
+    if setting == "auto":
+        return "rich" if _isatty(stream) else "json"
+    return setting
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or file-like stream without a terminal
+        return False
+
+
+class RequestLog:
+    """A ``TraceSink`` writing one line per trace to ``stream`` (normally stderr).
+
+    ``setting`` is called per trace (the config's ``telemetry.request_log``). Counters:
+    ``dropped`` (queue full, submitted after ``stop``, failed writes, or still queued when
+    the stop timeout ran out), ``written`` and ``write_errors``; ``queue_depth`` is what
+    waits to be written.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        setting: Callable[[], RequestLogFormat],
+        *,
+        maxsize: int = 10_000,
+        batch_size: int = 1024,
+        console: Console | None = None,
+    ) -> None:
+        if maxsize < 1 or batch_size < 1:
+            raise ValueError("maxsize and batch_size must be >= 1")
+        self._stream = stream
+        self._setting = setting
+        self._tty = _isatty(stream)
+        self._queue: asyncio.Queue[tuple[LineFormat, TraceRecord]] = asyncio.Queue(maxsize)
+        self._batch_size = batch_size
+        self._encoder = msgspec.json.Encoder()
+        self._time = IsoTime()
+        self._console = console
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self.written = 0
+        self.dropped = 0
+        self.write_errors = 0
+
+    @property
+    def queue_depth(self) -> int:
+        return self._queue.qsize()
+
+    def submit(self, trace: TraceRecord) -> None:
+        """Queue one line; never blocks, never raises. Drops (and counts) when full."""
+        setting = self._setting()
+        if setting == "off":
+            return
+        line_format: LineFormat = (
+            ("rich" if self._tty else "json") if setting == "auto" else setting
+        )
+        if self._closed:
+            self.dropped += 1
+            return
+        try:
+            self._queue.put_nowait((line_format, trace))
+        except asyncio.QueueFull:
+            self.dropped += 1
+
+    async def start(self) -> None:
+        """Start the background writer (call from the event loop that will submit)."""
+        if self._task is None and not self._closed:
+            self._task = asyncio.create_task(self._run(), name="gw-request-log")
+
+    async def stop(self, timeout: float = 2.0) -> None:  # noqa: ASYNC109 -- lines left when the time runs out are counted as dropped, which a caller's asyncio.timeout could not do
+        """Write what is queued (for at most ``timeout`` seconds), then stop."""
+        if self._closed:
+            return
+        self._closed = True
+        task = self._task or asyncio.create_task(self._run(), name="gw-request-log")
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._queue.join()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        self._task = None
+        self.dropped += self._queue.qsize()
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        if self.dropped:
+            logger.warning(
+                "the request log dropped %d lines (queue full or write errors)", self.dropped
+            )
+
+    async def _run(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < self._batch_size and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                await asyncio.to_thread(self._write, batch)
+            except Exception:  # noqa: BLE001 -- the log is best-effort: a broken stderr must never fail a request; the lines are counted as dropped
+                self.write_errors += 1
+                self.dropped += len(batch)
+            else:
+                self.written += len(batch)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    def _write(self, batch: Sequence[tuple[LineFormat, TraceRecord]]) -> None:
+        """Format and write one batch (in a worker thread, one batch at a time); a batch
+        holds both formats only around a reload that changed the setting."""
+        for line_format, run in itertools.groupby(batch, key=operator.itemgetter(0)):
+            traces = [trace for _, trace in run]
+            if line_format == "json":
+                lines = self._encoder.encode_lines([request_line(t, self._time) for t in traces])
+                self._stream.write(lines.decode())
+                self._stream.flush()
+            else:
+                console = self._rich_console()
+                for trace in traces:
+                    console.print(rich_line(trace))
+
+    def _rich_console(self) -> Console:
+        if self._console is None:
+            self._console = Console(file=self._stream, highlight=False, soft_wrap=True)
+        return self._console

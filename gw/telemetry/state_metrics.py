@@ -1,0 +1,148 @@
+"""StateMetrics: gauges and counters read from gw's live parts at scrape time.
+
+Nothing here runs per request: ``collect`` reads admission, the health book, the telemetry
+queues and the reloader when Prometheus asks.
+
+- ``gw_admission_in_flight``, ``gw_admission_waiting`` (gauges) and
+  ``gw_admission_shed_total`` (requests refused 503 ``overloaded`` after queueing).
+- ``gw_breaker_state{provider,model}``: 0 closed, 1 half_open, 2 open; for every target
+  of the config's routes (closed until called), and every other target the config knows
+  (catalog) that health has seen. A directly addressed unknown model is not listed.
+- ``gw_telemetry_queue_depth{queue}``, ``gw_telemetry_dropped_total{queue}``: each queue
+  named on the telemetry hub (``traces``, ``usage``, ...); a durable queue's dropped are
+  the items it lost.
+- ``gw_config_revision``, ``gw_config_reloads_total`` (revisions applied since start),
+  ``gw_config_reload_failures_total`` (edits refused).
+- ``gw_build_info{version,python}``: always 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from gw.config.snapshot import Snapshot
+from gw.execution.health import BreakerState, HealthBook
+from gw.telemetry.hub import QueueReporter
+from gw.telemetry.metric_labels import LabelSpace
+
+BREAKER_VALUES: Final[Mapping[BreakerState, int]] = {"closed": 0, "half_open": 1, "open": 2}
+
+
+class AdmissionCounts(Protocol):
+    """The server's admission control (gw/server/admission.py)."""
+
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def waiting(self) -> int: ...
+    @property
+    def shed(self) -> int: ...
+
+
+class ReloadCounts(Protocol):
+    """The reloader's status (gw/reload.py)."""
+
+    @property
+    def reloads(self) -> int: ...
+    @property
+    def failures(self) -> int: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateSources:
+    """Where the values come from; a missing part leaves its metrics without samples."""
+
+    snapshot: Callable[[], Snapshot]
+    monotonic: Callable[[], float]  # the health book's clock
+    version: str
+    python: str
+    health: HealthBook | None = None
+    admission: AdmissionCounts | None = None
+    reloads: Callable[[], ReloadCounts] | None = None
+    queues: Mapping[str, QueueReporter] = field(default_factory=dict)
+
+
+class StateMetrics:
+    """A prometheus-client collector over ``StateSources``; see the module docstring."""
+
+    def __init__(self, sources: StateSources) -> None:
+        self._sources = sources
+
+    def collect(self) -> Iterable[Metric]:
+        yield from self._admission()
+        yield self._breakers()
+        yield from self._queues()
+        yield from self._config()
+        build = GaugeMetricFamily("gw_build_info", "Which gw runs.", labels=("version", "python"))
+        build.add_metric((self._sources.version, self._sources.python), 1)
+        yield build
+
+    def _admission(self) -> Iterable[Metric]:
+        admission = self._sources.admission
+        in_flight = GaugeMetricFamily("gw_admission_in_flight", "Requests holding a slot.")
+        waiting = GaugeMetricFamily("gw_admission_waiting", "Requests queued for a slot.")
+        shed = CounterMetricFamily(
+            "gw_admission_shed_total", "Requests refused after queueing (503 overloaded)."
+        )
+        if admission is not None:
+            in_flight.add_metric((), admission.in_flight)
+            waiting.add_metric((), admission.waiting)
+            shed.add_metric((), admission.shed)
+        return in_flight, waiting, shed
+
+    def _breakers(self) -> Metric:
+        family = GaugeMetricFamily(
+            "gw_breaker_state",
+            "Circuit breaker per target: 0 closed, 1 half_open, 2 open.",
+            labels=("provider", "model"),
+        )
+        snapshot = self._sources.snapshot()
+        states: dict[tuple[str, str], BreakerState] = {
+            (target.provider, target.model): "closed"
+            for route in snapshot.routes.values()
+            for target in route.targets
+        }
+        health = self._sources.health
+        if health is not None:
+            space = LabelSpace(snapshot)
+            for seen in health.states(now=self._sources.monotonic()):
+                provider, _, model = seen.key.partition("/")
+                if space.target(provider, model) == (provider, model):
+                    states[(provider, model)] = seen.breaker
+        for labels, state in states.items():
+            family.add_metric(labels, BREAKER_VALUES[state])
+        return family
+
+    def _queues(self) -> Iterable[Metric]:
+        depth = GaugeMetricFamily(
+            "gw_telemetry_queue_depth", "Items waiting in a telemetry queue.", labels=("queue",)
+        )
+        dropped = CounterMetricFamily(
+            "gw_telemetry_dropped_total",
+            "Items a telemetry queue let go (traces under pressure; usage rows lost).",
+            labels=("queue",),
+        )
+        for name, report in list(self._sources.queues.items()):
+            stats = report()
+            depth.add_metric((name,), stats.depth)
+            dropped.add_metric((name,), stats.dropped)
+        return depth, dropped
+
+    def _config(self) -> Iterable[Metric]:
+        revision = GaugeMetricFamily("gw_config_revision", "The config revision running.")
+        revision.add_metric((), self._sources.snapshot().revision)
+        reloads = CounterMetricFamily(
+            "gw_config_reloads_total", "Config revisions applied since start."
+        )
+        failures = CounterMetricFamily(
+            "gw_config_reload_failures_total", "Config edits refused since start."
+        )
+        if self._sources.reloads is not None:
+            status = self._sources.reloads()
+            reloads.add_metric((), status.reloads)
+            failures.add_metric((), status.failures)
+        return revision, reloads, failures

@@ -1,0 +1,237 @@
+"""The dashboard's login through a live gw in keys mode: `gw dashboard` prints a one-time
+link, the link opens a read-only session cookie once, an expired link is refused, and no
+page or asset carries the admin key or runs inline script."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from http.cookies import SimpleCookie
+from pathlib import Path
+
+import httpx
+import pytest
+
+from e2e.gw_process import GwServer, run_cli
+
+pytestmark = pytest.mark.e2e
+
+ADMIN = "gw-admin-dashboard-0123456789abcdefghijkl"
+CONFIG = """
+auth: {{mode: keys, admin_key: env:GW_TEST_ADMIN, dashboard_link_ttl: {ttl}}}
+providers: [{{name: mock, kind: mock}}]
+routes: [{{name: mock, targets: [{{provider: mock, model: mock-1}}]}}]
+"""
+SHORT_TTL_S = 1.0
+BEARER = {"authorization": f"Bearer {ADMIN}"}
+HTML_SINKS = re.compile(r"\.(?:inner|outer)HTML\s*=|insertAdjacentHTML|document\.write|eval\(")
+LINK = re.compile(r"^(http://127\.0\.0\.1:\d+)/dashboard/login\?token=([A-Za-z0-9_-]{43,})$")
+
+
+def start(home: Path, ttl: str) -> GwServer:
+    config = home / "gw.yaml"
+    config.write_text(CONFIG.format(ttl=ttl))
+    return GwServer(home / "state", config, env={"GW_TEST_ADMIN": ADMIN}).start()
+
+
+@pytest.fixture(scope="module")
+def keys_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GwServer]:
+    server = start(tmp_path_factory.mktemp("dashboard"), "60s")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def short_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GwServer]:
+    """Links that expire after a second, so expiry is seen without a long wait."""
+    server = start(tmp_path_factory.mktemp("dashboard-short"), f"{SHORT_TTL_S:g}s")
+    yield server
+    server.stop()
+
+
+def gw_dashboard(server: GwServer, *args: str, key: str | None = ADMIN) -> dict[str, object]:
+    env = {**server.env, "GW_ADMIN_KEY": key or ""}
+    done = run_cli("dashboard", "--state-dir", str(server.state_dir), "--json", *args, env=env)
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def log_in(server: GwServer, link: str) -> str:
+    """Open the login link as a browser would; the session cookie's value."""
+    with httpx.Client(timeout=30.0) as http:
+        answer = http.get(link)
+    assert answer.status_code == 303, answer.text
+    assert answer.headers["location"] == "/"
+    cookie = SimpleCookie(answer.headers["set-cookie"])["gw_dashboard"]
+    return cookie.value
+
+
+def new_link(server: GwServer) -> str:
+    with server.client() as http:
+        answer = http.post("/admin/v1/dashboard/login-link", headers=BEARER)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["cache-control"] == "no-store"
+    return str(answer.json()["url"])
+
+
+def test_gw_dashboard_prints_a_link_that_logs_in_once(keys_gw: GwServer) -> None:
+    printed = gw_dashboard(keys_gw)
+    assert printed["auth_mode"] == "keys"
+    assert printed["login_link"] is True
+    assert printed["expires_in_s"] == 60
+    match = LINK.match(str(printed["url"]))
+    assert match is not None, printed
+    assert match.group(1) == keys_gw.url
+
+    with httpx.Client(timeout=30.0) as http:
+        first = http.get(str(printed["url"]))
+        second = http.get(str(printed["url"]))
+    assert first.status_code == 303  # to /: the token leaves the address bar
+    assert first.headers["location"] == "/"
+    assert first.headers["cache-control"] == "no-store"
+    assert first.headers["referrer-policy"] == "no-referrer"
+    cookie = SimpleCookie(first.headers["set-cookie"])["gw_dashboard"]
+    assert len(cookie.value) >= 43
+    assert cookie.value != match.group(2)
+    assert cookie["httponly"] is True
+    assert cookie["samesite"].lower() == "strict"
+    assert cookie["path"] == "/"
+    assert cookie["max-age"] == "28800"
+    assert not cookie["secure"]  # plain http on loopback: a Secure cookie would not return
+
+    assert second.status_code == 403
+    assert second.headers["content-type"].startswith("text/html")
+    assert "cannot be used" in second.text
+    assert "gw dashboard" in second.text
+    assert "default-src 'self'" in second.headers["content-security-policy"]
+
+
+def test_gw_dashboard_without_the_admin_key_says_what_to_do(keys_gw: GwServer) -> None:
+    env = {**keys_gw.env, "GW_ADMIN_KEY": ""}
+    done = run_cli("dashboard", "--state-dir", str(keys_gw.state_dir), env=env, check=False)
+    assert done.returncode == 1
+    assert "GW_ADMIN_KEY" in done.stderr
+    assert "token=" not in done.stdout
+
+
+def test_an_expired_link_is_refused(short_gw: GwServer) -> None:
+    link = new_link(short_gw)
+    time.sleep(SHORT_TTL_S + 0.5)
+    with httpx.Client(timeout=30.0) as http:
+        answer = http.get(link)
+    assert answer.status_code == 403
+    assert "set-cookie" not in answer.headers
+    assert "gw dashboard" in answer.text
+
+
+def test_a_bad_token_is_refused(keys_gw: GwServer) -> None:
+    with keys_gw.client() as http:
+        for query in ("", "?token=", "?token=" + "A" * 43):
+            answer = http.get("/dashboard/login" + query)
+            assert answer.status_code == 403
+            assert "set-cookie" not in answer.headers
+
+
+def test_the_session_reads_the_admin_api_and_writes_nothing(keys_gw: GwServer) -> None:
+    session = log_in(keys_gw, new_link(keys_gw))
+    cookie = {"cookie": f"gw_dashboard={session}"}
+    config = keys_gw.config.read_text() if keys_gw.config else ""
+    with keys_gw.client() as http:
+        assert http.post(
+            "/v1/chat/completions",
+            json={"model": "mock", "messages": [{"role": "user", "content": "hi"}]},
+            headers=BEARER,
+        ).is_success
+        for path in (
+            "/admin/v1/traces?limit=5",
+            "/admin/v1/health",
+            "/admin/v1/usage?by=day&since=7d",
+            "/admin/v1/status",
+            "/admin/v1/config",
+        ):
+            answer = http.get(path, headers=cookie)
+            assert answer.status_code == 200, (path, answer.text)
+            assert ADMIN not in answer.text
+        same_origin = cookie | {"sec-fetch-site": "same-origin"}
+        assert http.get("/admin/v1/traces", headers=same_origin).status_code == 200
+        # Without the cookie, a forged one, or sent from another site's page: no access.
+        assert http.get("/admin/v1/traces").status_code == 401
+        forged = {"cookie": "gw_dashboard=" + "A" * 43}
+        assert http.get("/admin/v1/traces", headers=forged).status_code == 401
+        elsewhere = cookie | {"sec-fetch-site": "cross-site"}
+        assert http.get("/admin/v1/traces", headers=elsewhere).status_code == 401
+        # The cookie is not an API key.
+        chat = http.post(
+            "/v1/chat/completions",
+            json={"model": "mock", "messages": [{"role": "user", "content": "hi"}]},
+            headers=cookie,
+        )
+        assert chat.status_code == 401
+        # Reads only: every write with just the cookie is refused, and changes nothing.
+        writes = [
+            http.post("/admin/v1/reload", headers=cookie),
+            http.post("/admin/v1/dashboard/login-link", headers=cookie),
+            http.put(
+                "/admin/v1/routes/planted",
+                json={"targets": [{"provider": "mock", "model": "mock-2"}]},
+                headers=cookie,
+            ),
+            http.delete("/admin/v1/routes/mock", headers=cookie),
+        ]
+        for answer in writes:
+            assert answer.status_code == 403, answer.text
+            assert answer.json()["error"]["code"] == "permission_denied"
+            assert "may only read" in answer.json()["error"]["message"]
+        # ... while the admin key still may.
+        assert http.post("/admin/v1/reload", headers=BEARER).status_code == 200
+    assert (keys_gw.config.read_text() if keys_gw.config else "") == config
+
+
+def test_log_out_ends_the_session(keys_gw: GwServer) -> None:
+    session = log_in(keys_gw, new_link(keys_gw))
+    cookie = {"cookie": f"gw_dashboard={session}"}
+    with keys_gw.client() as http:
+        assert http.get("/admin/v1/health", headers=cookie).status_code == 200
+        out = http.get("/dashboard/logout", headers=cookie)
+        assert out.status_code == 303
+        assert SimpleCookie(out.headers["set-cookie"])["gw_dashboard"]["max-age"] == "0"
+        assert http.get("/admin/v1/health", headers=cookie).status_code == 401
+
+
+def test_pages_and_assets_are_locked_down_and_hold_no_key(keys_gw: GwServer) -> None:
+    with keys_gw.client() as http:
+        index = http.get("/")
+        assert index.status_code == 200
+        csp = index.headers["content-security-policy"]
+        for directive in ("default-src 'self'", "script-src 'self'", "frame-ancestors 'none'"):
+            assert directive in csp
+        assert "unsafe-inline" not in csp
+        assert "unsafe-eval" not in csp
+        assert index.headers["x-content-type-options"] == "nosniff"
+        assert index.headers["cache-control"] == "no-store"
+        # No inline script: every <script> loads a file; no inline event handlers or styles.
+        scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", index.text, re.DOTALL)
+        assert scripts
+        assert all(not body.strip() for body in scripts)
+        assert not re.search(r"\son[a-z]+=|\sstyle=", index.text)
+
+        assets = set(re.findall(r'(?:src|href)="(/dashboard/assets/[^"]+)"', index.text))
+        seen: set[str] = set()
+        while assets:
+            path = assets.pop()
+            seen.add(path)
+            answer = http.get(path)
+            assert answer.status_code == 200, path
+            assert answer.headers["x-content-type-options"] == "nosniff"
+            assert ADMIN not in answer.text
+            if path.endswith(".js"):
+                assert answer.headers["content-type"].startswith("text/javascript")
+                assert not HTML_SINKS.search(answer.text), path  # text nodes only
+                assert "localStorage" not in answer.text
+                imported = re.findall(r'from "\./([a-z_]+\.js)"', answer.text)
+                assets |= {f"/dashboard/assets/{name}" for name in imported} - seen
+        assert {"/dashboard/assets/app.js", "/dashboard/assets/explain.js"} <= seen
+        assert ADMIN not in index.text
+        assert http.get("/dashboard/assets/../gw.yaml").status_code == 404
+        assert http.get("/dashboard/assets/nope.js").status_code == 404
