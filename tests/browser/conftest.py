@@ -38,8 +38,10 @@ def unavailable(reason: str) -> NoReturn:
     pytest.skip(f"dashboard browser tests skipped: {reason}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def playwright_driver() -> Iterator[Playwright]:
+    """Per test: while Playwright's sync API is open, its event loop runs in this thread,
+    and every later test's ``asyncio.run`` would fail."""
     if not CHROMIUM.exists():
         unavailable(
             os.environ.get("GW_BROWSER_UNAVAILABLE")
