@@ -122,14 +122,16 @@ class Reloader:
             return await self._reload(source)
 
     async def edit(
-        self, change: Callable[[str], str], source: RevisionSource = "admin"
+        self, change: Callable[[str | None], str], source: RevisionSource = "admin"
     ) -> Snapshot | None:
-        """Under the reload lock: read the file, ``change`` its text (it may raise to
-        refuse), check the result as a reload would (``ConfigError``, the file untouched),
-        write it atomically and apply it. Returns as ``reload``."""
+        """Under the reload lock: read the file (None when it is gone), ``change`` its text
+        (it may raise to refuse), check the result as a reload would (``ConfigError``, the
+        file untouched), write it atomically and apply it. Returns as ``reload``."""
         async with self._lock:
             try:
-                text = await asyncio.to_thread(self._path.read_text, encoding="utf-8")
+                text: str | None = await asyncio.to_thread(self._path.read_text, encoding="utf-8")
+            except FileNotFoundError:
+                text = None  # a rollback puts a deleted file back
             except (OSError, UnicodeDecodeError) as exc:
                 raise ConflictError(f"cannot read {self._path}: {exc}") from None
             new_text = change(text)

@@ -350,7 +350,9 @@ def with_request_log(telemetry: TelemetryHub, snapshots: SnapshotHolder) -> Tele
     return telemetry
 
 
-def gateway_metrics(telemetry: TelemetryHub, services: ServerServices) -> Callable[[], bytes]:
+def gateway_metrics(
+    telemetry: TelemetryHub, services: ServerServices
+) -> Callable[[str | None], bytes]:
     """Prometheus metrics (gw/telemetry/metrics.py), fed every trace and reading the live
     parts of ``services`` at scrape time; built even while ``telemetry.metrics`` is off,
     so a reload can turn /metrics on."""

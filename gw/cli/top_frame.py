@@ -154,6 +154,16 @@ class Delta:
         return dict(sums)
 
 
+def restarted(before: Scrape, after: Scrape) -> bool:
+    """Whether the server restarted between the scrapes: a request counter went down.
+    Decided once for the whole scrape, so that a histogram's buckets never mix reset and
+    not-reset counts (which would make its cumulative counts non-monotonic)."""
+    old = before.series(REQUESTS)
+    return any(value < old.get(key, 0.0) for key, value in after.series(REQUESTS).items()) or (
+        sum(after.series(REQUESTS).values()) < sum(old.values())
+    )
+
+
 def increase(before: float | None, after: float) -> float:
     """A counter's increase; one that went down was reset (a restart) and counts from 0."""
     if before is None or after < before:
@@ -215,6 +225,8 @@ def _counted_tokens(labels: Labels) -> bool:
 
 class _Deltas:
     def __init__(self, before: Scrape, after: Scrape) -> None:
+        if restarted(before, after):  # every series starts from zero, not each on its own
+            before = Scrape({})
         self.requests = Delta(before, after, REQUESTS)
         self.duration = Delta(before, after, DURATION)
         self.ttft = Delta(before, after, TTFT)

@@ -115,7 +115,11 @@ class ConfigWriter:
         path = reloader.status.path
         flags: list[bool] = []
 
-        def edit(text: str) -> str:  # runs under the reloader's lock
+        def edit(text: str | None) -> str:  # runs under the reloader's lock
+            if text is None:
+                raise ConflictError(
+                    f"{path} is gone; put it back (or `gw config rollback N`), then retry"
+                )
             current = self.services.snapshot().revision
             if if_match is not None and if_match != current:
                 raise PreconditionFailedError(

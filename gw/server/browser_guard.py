@@ -16,27 +16,47 @@ SDKs and curl send no ``Origin`` and a loopback ``Host``, so they are not affect
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
-
-from gw.server.auth import is_loopback
 
 
 def open_mode_refusal(headers: Mapping[str, str], allowed_origins: tuple[str, ...]) -> str | None:
     """Why this request must be refused in open mode; None when it may go on."""
     origin = headers.get("origin")
-    own = f"http://{headers.get('host', '')}"  # gw's own pages (the dashboard) are no threat
-    if origin is not None and origin != own and origin not in allowed_origins:
+    # gw's own pages (the dashboard) are no threat.
+    if origin is not None and not is_own_origin(origin, headers) and origin not in allowed_origins:
         return (
             f"a web page ({origin[:200]}) may not call gw while auth is open; list the "
             "page's origin in server.cors_origins, or use API keys (auth.mode: keys)"
         )
     host = _hostname(headers.get("host", ""))
-    if host and not is_loopback(host):
+    if host and not is_loopback_name(host):
         return (
             f"Host {host[:200]!r} is not a loopback name, and auth is open; call gw as "
             "127.0.0.1 or localhost, or use API keys (auth.mode: keys)"
         )
     return None
+
+
+def is_own_origin(origin: str, headers: Mapping[str, str]) -> bool:
+    """Whether ``origin`` is gw's own, as the request's ``Host`` names it."""
+    host = headers.get("host", "")
+    return origin in (f"http://{host}", f"https://{host}")
+
+
+def is_loopback_name(host: str) -> bool:
+    """A name or address that can only mean this machine: ``localhost`` and its
+    subdomains (browsers resolve ``*.localhost`` to loopback themselves), loopback
+    addresses, IPv4-mapped ones included; one trailing dot allowed."""
+    name = host.removesuffix(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool((mapped or address).is_loopback)
 
 
 def _hostname(host: str) -> str:

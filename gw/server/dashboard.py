@@ -30,6 +30,7 @@ from litestar.datastructures import Cookie
 from litestar.exceptions import NotFoundException
 from litestar.handlers import HTTPRouteHandler
 
+from gw.errors import ConflictError
 from gw.execution.gateway import RequestFailedError
 from gw.server.admin_config import AdminApi
 from gw.server.dashboard_sessions import COOKIE_NAME, SESSION_TTL_S
@@ -147,6 +148,11 @@ def dashboard_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
             ctx = await api.begin(request, "admin.dashboard_login_link")
         except RequestFailedError as refused:
             return openai_error_response(refused.error, refused.trace)
+        if services.authenticator.mode == "open":
+            # Anyone may call an open gw: a session minted now would outlive a switch to
+            # keys. An open gw's dashboard needs no login anyway.
+            error = ConflictError("auth is open: the dashboard needs no login link; open /")
+            return api.fail(ctx, error)
         ttl = ctx.snapshot.config.auth.dashboard_link_ttl.seconds
         path = f"{LOGIN_PATH}?token={sessions.issue_link_token(ttl)}"
         base = str(request.base_url).rstrip("/")

@@ -27,6 +27,7 @@ from typing import Final
 from gw.errors import PermissionDeniedError
 from gw.ports import Clock
 from gw.server.auth import Principal
+from gw.server.browser_guard import is_own_origin
 
 COOKIE_NAME: Final = "gw_dashboard"
 DASHBOARD_KEY_ID: Final = "dashboard"
@@ -150,4 +151,4 @@ def from_elsewhere(headers: Mapping[str, str]) -> bool:
     if fetch_site is not None and fetch_site not in ("same-origin", "none"):
         return True
     origin = headers.get("origin")
-    return origin is not None and origin != f"http://{headers.get('host', '')}"
+    return origin is not None and not is_own_origin(origin, headers)

@@ -29,12 +29,15 @@ def metrics_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
         try:
             if services.metrics is None or not ctx.snapshot.config.telemetry.metrics:
                 raise EndpointNotFoundError("no such endpoint: /metrics (telemetry.metrics is off)")
-            require_scope(await services.authenticate(request), "usage:read")
+            principal = await services.authenticate(request)
+            require_scope(principal, "usage:read")
+            # Like /admin/v1/usage: a tenant's key sees its own tenant's series only.
+            tenant = None if principal.has_scope("admin") else principal.tenant
         except GatewayError as error:
             failed = services.gateway.reject(ctx, error, stream=False)
             return openai_error_response(failed.error, failed.trace)
         return Response(
-            content=services.metrics(),
+            content=services.metrics(tenant),
             media_type=CONTENT_TYPE,
             headers=gw_headers(ctx.request_id, "-", ctx.snapshot.revision),
         )

@@ -43,7 +43,7 @@ class ConfigReloads(Protocol):
     async def reload(self, source: Any = "admin") -> Snapshot | None: ...
 
     async def edit(
-        self, change: Callable[[str], str], source: Any = "admin"
+        self, change: Callable[[str | None], str], source: Any = "admin"
     ) -> Snapshot | None: ...
 
     async def rollback(self, revision: int) -> Snapshot | None: ...
@@ -69,7 +69,7 @@ class ServerServices:
         ready: Callable[[], Awaitable[None]] | None = None,
         facts: ServerFacts | None = None,
         dashboard: DashboardSessions | None = None,
-        metrics: Callable[[], bytes] | None = None,
+        metrics: Callable[[str | None], bytes] | None = None,
     ) -> None:
         self.gateway = gateway
         self.snapshot = snapshot
@@ -86,7 +86,8 @@ class ServerServices:
         self.facts = facts  # for GET /admin/v1/status (gw/server/status.py)
         # The dashboard's login links and sessions (in memory; gw/server/dashboard_sessions.py).
         self.dashboard = dashboard if dashboard is not None else DashboardSessions(clock)
-        self.metrics = metrics  # renders GET /metrics (gw/telemetry/metrics.py); None: off
+        # Renders GET /metrics, all of it or one tenant's (gw/telemetry/metrics.py); None: off
+        self.metrics = metrics
 
     async def authenticate(self, request: HttpRequest) -> Principal:
         """Who sent ``request``, from the address the server sees (the socket peer, or the

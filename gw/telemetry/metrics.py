@@ -14,9 +14,10 @@ composition root does, when it builds the server), not every CLI command.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import Metric
 
 from gw.config.snapshot import Snapshot
 from gw.telemetry.request_metrics import RequestMetrics
@@ -36,6 +37,23 @@ class GatewayMetrics:
         self.registry.register(self.requests)
         self.registry.register(StateMetrics(sources))
 
-    def render(self) -> bytes:
-        """Every metric, in the Prometheus text format, version 0.0.4."""
-        return generate_latest(self.registry)
+    def render(self, tenant: str | None = None) -> bytes:
+        """Every metric, in the Prometheus text format, version 0.0.4; with ``tenant``,
+        only the series labelled with that tenant (what a tenant's own key may see)."""
+        if tenant is None:
+            return generate_latest(self.registry)
+        return generate_latest(_TenantView(self.registry, tenant))
+
+
+class _TenantView:
+    """The registry's series whose ``tenant`` label is one tenant; the others, and metrics
+    without a tenant label (routes' latency, breakers, queues), are left out."""
+
+    def __init__(self, registry: CollectorRegistry, tenant: str) -> None:
+        self._registry, self._tenant = registry, tenant
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self._registry.collect():
+            family.samples = [s for s in family.samples if s.labels.get("tenant") == self._tenant]
+            if family.samples:
+                yield family

@@ -235,3 +235,14 @@ def test_pages_and_assets_are_locked_down_and_hold_no_key(keys_gw: GwServer) -> 
         assert ADMIN not in index.text
         assert http.get("/dashboard/assets/../gw.yaml").status_code == 404
         assert http.get("/dashboard/assets/nope.js").status_code == 404
+
+
+def test_an_open_gw_mints_no_login_link(tmp_path: Path) -> None:
+    # Anyone may call an open gw; a session minted then would outlive a switch to keys.
+    config = tmp_path / "gw.yaml"
+    config.write_text("providers: [{name: mock, kind: mock}]\n")
+    with GwServer(tmp_path / "state", config) as server, server.client() as http:
+        answer = http.post("/admin/v1/dashboard/login-link")
+    assert answer.status_code == 409, answer.text
+    assert answer.json()["error"]["code"] == "conflict"
+    assert "token" not in answer.text

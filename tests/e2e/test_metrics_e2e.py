@@ -46,7 +46,7 @@ policies:
 KEYS_CONFIG = """
 providers: [{name: mock, kind: mock}]
 routes: [{name: mock, targets: [{provider: mock, model: mock-1}]}]
-tenants: [{name: team-a}]
+tenants: [{name: team-a}, {name: team-b}]
 auth: {mode: keys, admin_key: env:GW_TEST_ADMIN}
 """
 ADMIN_KEY = "metrics-admin-key-0123456789abcdefXYZ"
@@ -236,10 +236,34 @@ def test_keys_mode_needs_usage_read(tmp_path: Path) -> None:
         assert denied.status_code == 403
         assert denied.json()["error"]["code"] == "permission_denied"
         assert "usage:read" in denied.json()["error"]["message"]
-        assert scrape(server, ADMIN_KEY).status_code == 200
+        other = server.cli_json("keys", "create", "--config", str(config), "--tenant", "team-b")[
+            "key"
+        ]
+        body = {"model": "mock", "messages": HI}
+        with server.client() as http:
+            for key in (inference, other):
+                answered = http.post(
+                    "/v1/chat/completions", json=body, headers={"authorization": f"Bearer {key}"}
+                )
+                assert answered.status_code == 200
+        everything = scrape(server, ADMIN_KEY)
+        assert everything.status_code == 200
+        # The refused scrapes were requests too, counted without the key's id.
+        requests = values(
+            parse(everything.text)["gw_requests_total"], "tenant", "status_class", "error_code"
+        )
+        assert requests == {
+            ("", "4xx", "authentication_failed"): 1,
+            ("", "4xx", "permission_denied"): 1,
+            ("team-a", "2xx", ""): 1,
+            ("team-b", "2xx", ""): 1,
+        }
+        assert inference_key["id"] not in everything.text
+        # A tenant's key sees its own tenant's series and nothing else.
         allowed = scrape(server, reader)
         assert allowed.status_code == 200
-        # The refused scrapes were requests too, counted without the key's id.
-        requests = values(parse(allowed.text)["gw_requests_total"], "status_class", "error_code")
-        assert requests == {("4xx", "authentication_failed"): 1, ("4xx", "permission_denied"): 1}
-        assert inference_key["id"] not in allowed.text
+        own = parse(allowed.text)
+        assert values(own["gw_requests_total"], "tenant", "status_class") == {("team-a", "2xx"): 1}
+        assert "team-b" not in allowed.text
+        assert "gw_breaker_state" not in allowed.text
+        assert {dict(labels)["tenant"] for name in own for labels in own[name]} == {"team-a"}

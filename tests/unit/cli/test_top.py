@@ -167,7 +167,11 @@ def test_a_restarted_server_counts_from_zero() -> None:
     assert increase(10.0, 3.0) == 3.0  # a reset
     assert increase(10.0, 12.0) == 2.0
     top = compute_frame(Scrape.parse(AFTER), Scrape.parse(BEFORE), 1.0)
-    assert top.requests == 100 + 5 + 2  # each series that went down; backup's 10 held
+    # A restart resets every series at once: backup's 10, which did not go down, are new too.
+    assert top.requests == 100 + 5 + 2 + 10
+    # And a histogram's buckets all start from zero together, so its quantiles stay sane.
+    assert top.latency_ms.p50 is not None
+    assert top.latency_ms.p50 <= (top.latency_ms.p99 or 0)
 
 
 def test_no_traffic_gives_no_quantiles() -> None:

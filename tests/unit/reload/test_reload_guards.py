@@ -13,6 +13,7 @@ from unit.reload.test_reloader import BETTER, BROKEN, GOOD, Harness, model_of
 
 from gw.config import Config, ConfigError
 from gw.reload import AppliedConfig, WatchTask
+from gw.store.sqlite import StoredRevision
 
 
 def make(tmp_path: Path, **options: object) -> tuple[Harness, Path]:
@@ -133,3 +134,24 @@ def test_sighup_is_ignored_once_the_watch_stops() -> None:
         assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, previous)
+
+
+def test_a_deleted_config_file_can_be_rolled_back(tmp_path: Path) -> None:
+    h, path = make(tmp_path)
+    path.write_text(BETTER)
+    asyncio.run(h.reloader.reload())  # revision 2 (m2)
+    path.unlink()
+    asyncio.run(h.reloader.reload())  # "the file is gone": still m2
+
+    async def stored(revision: int) -> StoredRevision:
+        return StoredRevision(
+            revision=revision, time=0.0, source="start", hash="h", content=GOOD, redacted=None
+        )
+
+    h.reloader._stored_revision = stored
+    applied = asyncio.run(h.reloader.rollback(1))
+
+    assert applied is not None
+    assert path.read_text() == GOOD
+    assert model_of(h.snapshot) == "m1"
+    assert h.reloader.status.error is None
