@@ -30,6 +30,7 @@ from gw.config import Config, ConfigError, Snapshot, compile_snapshot, config_ha
 from gw.config.catalog import ShippedCatalog, parse_catalog
 from gw.config.redact import redacted
 from gw.config.schema import ServerConfig
+from gw.config.validate import SECRET_SCHEMES
 from gw.environment import DATABASE_FILE_NAME, SERVER_FILE_NAME
 from gw.errors import GatewayError
 from gw.execution.accounts import AccountBook
@@ -324,19 +325,37 @@ def add_otel(telemetry: TelemetryHub, plan: ServePlan, snapshots: SnapshotHolder
     otlp = plan.config.telemetry.otlp
     if not otlp.enabled:
         return
-    check_otel(plan)
-    exporter = load_otel(otlp, server_address=snapshot_addresses(snapshots.get))
+    headers = check_otel(plan)
+    exporter = load_otel(otlp, headers=headers, server_address=snapshot_addresses(snapshots.get))
     telemetry.add(exporter, start=exporter.start, stop=exporter.stop)
     telemetry.report_queue("otlp", lambda: QueueStats(exporter.queue_depth, exporter.dropped))
 
 
-def check_otel(plan: ServePlan) -> None:
-    """Refuse ``telemetry.otlp.enabled`` without the ``otel`` extra installed."""
-    if plan.config.telemetry.otlp.enabled:
+def check_otel(plan: ServePlan) -> dict[str, str]:
+    """Refuse ``telemetry.otlp.enabled`` without the ``otel`` extra installed, or with a
+    header whose ``env:``/``vault:`` reference does not resolve; the headers to send, with
+    their references resolved (none when export is off). ``run`` calls it before anything
+    is opened, so a refusal leaves nothing behind; the vault is read only when a header
+    refers to it."""
+    otlp = plan.config.telemetry.otlp
+    if not otlp.enabled:
+        return {}
+    try:
+        require_otel()
+    except OtelUnavailableError as error:
+        raise ServeError(str(error)) from None
+    in_vault = any(field.startswith("telemetry.otlp.") for field in vault_references(plan.config))
+    resolver = SecretResolver(plan.environ, load_vault(plan) if in_vault else None)
+    headers: dict[str, str] = {}
+    for name, value in otlp.headers.items():
+        if not value.startswith(SECRET_SCHEMES):  # a literal, allowed where it is no credential
+            headers[name] = value
+            continue
         try:
-            require_otel()
-        except OtelUnavailableError as error:
-            raise ServeError(str(error)) from None
+            headers[name] = resolver.resolve(value, field=f"telemetry.otlp.headers.{name}")
+        except GatewayError as error:
+            raise ServeError(error.message) from None
+    return headers
 
 
 def with_request_log(telemetry: TelemetryHub, snapshots: SnapshotHolder) -> TelemetryHub:

@@ -81,6 +81,8 @@ def vault_references(config: Config) -> dict[str, str]:
         fields[f"providers[{index}].api_key"] = provider.api_key
         for position, account in enumerate(provider.accounts):
             fields[f"providers[{index}].accounts[{position}].api_key"] = account.api_key
+    for name, value in config.telemetry.otlp.headers.items():  # resolved at start (gw/wiring.py)
+        fields[f"telemetry.otlp.headers.{name}"] = value
     prefix = f"{VAULT_SCHEME}:"
     return {
         field: reference.removeprefix(prefix)

@@ -69,6 +69,7 @@ from gw.cli.traces_view import format_cost, format_ms, local_time, status_text
 from gw.record import AttemptRecord, TraceRecord
 from gw.routing.decision import Candidate, RouteDecision
 from gw.telemetry.explain import iso_utc
+from gw.telemetry.printable import printable
 
 
 def explain_renderables(trace: TraceRecord, *, tz: tzinfo | None = None) -> list[RenderableType]:
@@ -112,10 +113,10 @@ def _header(trace: TraceRecord, tz: tzinfo | None) -> Panel:
     rows: list[tuple[str, Text]] = [
         ("time", Text(f"{local_time(trace.time, tz)}  ({iso_utc(trace.time)})")),
         ("endpoint", Text(trace.endpoint + ("  (stream)" if trace.stream else ""))),
-        ("requested model", Text(trace.requested_model)),
+        ("requested model", Text(printable(trace.requested_model))),
     ]
     if trace.client_request_id is not None:
-        rows.append(("client request id", Text(trace.client_request_id)))
+        rows.append(("client request id", Text(printable(trace.client_request_id))))
     if decision is not None:
         rows += [
             ("route", Text(decision.route + ("  (direct)" if decision.direct else ""))),
@@ -130,7 +131,7 @@ def _header(trace: TraceRecord, tz: tzinfo | None) -> Panel:
     rows += [
         ("revision", Text(str(trace.revision))),
         ("status", outcome),
-        ("answered by" if trace.answered else "last tried", Text(trace.route_header)),
+        ("answered by" if trace.answered else "last tried", Text(printable(trace.route_header))),
         ("latency", Text(_duration(trace.latency_ms) + _ttft_suffix(trace.ttft_ms))),
     ]
     for label, value in rows:

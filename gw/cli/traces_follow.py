@@ -5,6 +5,11 @@ The store is polled every ``POLL_S`` seconds with a cursor on the order traces a
 in pieces and memory stays bounded. Lines come oldest first, as in ``tail -f``: with
 ``--json`` one ``gw traces --json`` item per line (JSON lines), else the request log's
 line (gw/telemetry/request_log.py). A store that does not exist yet is waited for.
+
+Traces hold client text (an unknown model's name, ``provider/<anything>``) and this prints
+to a terminal: the request log's line shows it through ``printable``, and JSON lines are
+ASCII, so no control character reaches the terminal raw (JSON escapes only C0 controls,
+not C1 ones such as U+009B, a CSI to some terminals).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ Emit = Callable[[TraceRecord], None]
 
 
 def emit_json(trace: TraceRecord) -> None:
-    typer.echo(json.dumps(trace_summary_json(trace), ensure_ascii=False))  # flushes
+    typer.echo(json.dumps(trace_summary_json(trace), ensure_ascii=True))  # flushes
 
 
 def emit_line(trace: TraceRecord) -> None:

@@ -31,6 +31,7 @@ from rich.text import Text
 
 from gw.record import TraceRecord
 from gw.telemetry.explain import iso_utc  # one format for every --json
+from gw.telemetry.printable import printable
 
 
 def local_time(timestamp: float, tz: tzinfo | None = None) -> str:
@@ -73,8 +74,8 @@ def traces_table(traces: Sequence[TraceRecord], *, tz: tzinfo | None = None) -> 
         table.add_row(
             Text(local_time(trace.time, tz)),
             Text(trace.request_id),
-            Text(trace.requested_model),
-            Text(trace.route_header),
+            Text(printable(trace.requested_model)),
+            Text(printable(trace.route_header)),
             status_text(trace.status),
             Text(trace.error_code or "-"),
             Text(format_ms(trace.latency_ms)),

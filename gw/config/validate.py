@@ -220,6 +220,15 @@ def _state_problems(state: StateConfig) -> Iterator[Problem]:
             yield f"state.{field}", "must be longer than 0s"
 
 
+# OTLP headers that carry a credential (Honeycomb's team key, Grafana's Authorization, a
+# collector token): their values must be env:NAME or vault:NAME references, since a literal
+# value would sit in gw.yaml, in every stored config revision and in backups.
+OTLP_CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-honeycomb-team"}
+)
+OTLP_CREDENTIAL_WORDS = ("token", "key", "secret", "password", "auth")
+
+
 def _otlp_problems(otlp: OtlpConfig) -> Iterator[Problem]:
     if otlp.enabled and not otlp.endpoint:
         yield (
@@ -229,3 +238,17 @@ def _otlp_problems(otlp: OtlpConfig) -> Iterator[Problem]:
         )
     if otlp.endpoint and not otlp.endpoint.startswith(("http://", "https://")):
         yield "telemetry.otlp.endpoint", "must be an http:// or https:// URL"
+    for name, value in otlp.headers.items():
+        field = f"telemetry.otlp.headers.{name}"
+        lowered = name.lower()
+        if value.startswith(SECRET_SCHEMES):
+            yield from _secret_reference(field, value)  # env: or vault: with no name
+        elif lowered in OTLP_CREDENTIAL_HEADERS or any(
+            word in lowered for word in OTLP_CREDENTIAL_WORDS
+        ):
+            yield (
+                field,
+                f"{name} carries a credential: write env:NAME or vault:NAME (a variable in "
+                "gw's environment or a secret in the vault holding the whole value, e.g. "
+                "'Bearer ...'), never the value itself, which would be stored with the config",
+            )

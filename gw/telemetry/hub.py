@@ -2,12 +2,18 @@
 
 The trace store's queue and the usage ledger always; metrics, request logs and OpenTelemetry
 when configured. Each is a ``TraceSink`` fed through one ``TraceFanout``; each may add a
-start hook (run at server start) and a stop hook (run at shutdown, before the trace and
-usage queues are flushed and the store closes). A consumer with a queue of its own names
-it with ``report_queue``, so ``/metrics`` shows its depth and drops."""
+start hook (run at server start) and a stop hook (run at shutdown, before the store
+closes). A consumer with a queue of its own names it with ``report_queue``, so
+``/metrics`` shows its depth and drops.
+
+Strategy for ``stop``: the usage ledger is the one queue that must not be lost, so nothing
+may stand before it. Every stop runs at once, each with its errors caught and logged (by
+type only); a stop hook gets at most ``stop_timeout`` seconds, the usage ledger its own
+bounded flush. So the wait is bounded and usage is flushed whatever the other hooks do."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple, Protocol
@@ -15,6 +21,7 @@ from typing import NamedTuple, Protocol
 from gw.ports import TraceSink
 from gw.telemetry.fanout import TraceFanout
 from gw.telemetry.recorder import TraceRecorder, TraceWriter
+from gw.telemetry.throttled_log import error_kind
 from gw.telemetry.usage import UsageRecorder, UsageWriter
 
 Hook = Callable[[], Awaitable[None]]
@@ -34,7 +41,8 @@ class TelemetryStore(TraceWriter, UsageWriter, Protocol):
 
 
 class TelemetryHub:
-    def __init__(self, store: TelemetryStore) -> None:
+    def __init__(self, store: TelemetryStore, *, stop_timeout: float = 10.0) -> None:
+        self._stop_timeout = stop_timeout
         self.recorder = TraceRecorder(store)
         self.usage = UsageRecorder(store)  # the usage ledger: durable, flushed in stop()
         self.consumers: list[TraceSink] = [self.recorder]
@@ -65,11 +73,28 @@ class TelemetryHub:
         return TraceFanout(self.consumers)
 
     async def stop(self) -> None:
-        for stop in self.stops:
-            await stop()
-        await self.recorder.stop()
+        """Flush the usage ledger and the trace queue and run every stop hook, all at once
+        (see the module docstring); never raises."""
+        await asyncio.gather(
+            _stop_quietly("the usage ledger", self.usage.stop, None),  # bounded by its own timeout
+            _stop_quietly("the trace recorder", self.recorder.stop, None),
+            *(_stop_quietly(_hook_name(stop), stop, self._stop_timeout) for stop in self.stops),
+        )
         if self.recorder.dropped:
             logger.warning(
                 "%d traces were dropped (queue full or write errors)", self.recorder.dropped
             )
-        await self.usage.stop()  # every queued usage row is written before the store closes
+
+
+async def _stop_quietly(name: str, stop: Hook, timeout: float | None) -> None:  # noqa: ASYNC109 -- a hook is given up on, not cancelled by its caller: one stuck hook must not keep the others (or usage) waiting
+    try:
+        async with asyncio.timeout(timeout):
+            await stop()
+    except TimeoutError:
+        logger.warning("%s did not stop within %.1f s", name, timeout or 0.0)
+    except Exception as exc:  # noqa: BLE001 -- one failing stop must not skip the others; only its type is logged (invariant 9)
+        logger.warning("%s failed to stop: %s", name, error_kind(exc))
+
+
+def _hook_name(hook: Hook) -> str:
+    return getattr(hook, "__qualname__", None) or type(hook).__name__

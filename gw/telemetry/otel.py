@@ -1,10 +1,10 @@
 """OtelExporter: every finished request as OpenTelemetry spans over OTLP/HTTP, opt-in.
 
-Strategy: ``submit`` runs on the request path, so it only does ``put_nowait`` on a bounded
-queue; when the queue is full the trace is dropped and counted (invariant 8). One
-background task turns queued traces into spans after the fact, with the times the trace
-recorded (gw/telemetry/otel_spans.py), and yields to the event loop after each; the SDK's
-batch processor exports them from its own thread. ``stop`` builds the spans still queued
+Strategy: ``submit`` runs on the request path, so it only queues the trace on a
+``LossyQueue`` (gw/telemetry/lossy_queue.py), which drops and counts when full (invariant
+8). Its task turns queued traces into spans after the fact, with the times the trace
+recorded (gw/telemetry/otel_spans.py), yielding to the event loop after each small batch;
+the SDK's batch processor exports them from its own thread. ``stop`` builds the spans still queued
 and shuts the provider down (which exports what it holds), within a bounded time.
 
 OpenTelemetry is imported only by ``load_otel``, which ``gw serve`` calls when
@@ -23,7 +23,9 @@ from typing import Final, Protocol
 
 from gw.config.schema import OtlpConfig
 from gw.record import TraceRecord
+from gw.telemetry.lossy_queue import LossyQueue
 from gw.telemetry.otel_attributes import ServerAddress
+from gw.telemetry.throttled_log import ThrottledLog, error_kind
 
 logger = logging.getLogger("gw.telemetry")
 
@@ -31,7 +33,6 @@ INSTALL_HINT: Final = (
     "install the otel extra: pip install 'gw[otel]' (the gw zipapp does not bundle "
     "OpenTelemetry; run gw from a Python environment where the extra is installed)"
 )
-ERROR_LOG_INTERVAL_S: Final = 60.0
 
 
 class OtelUnavailableError(Exception):
@@ -49,94 +50,71 @@ class SpanEmitter(Protocol):
 class OtelExporter:
     """A ``TraceSink`` that turns traces into spans off the request path.
 
-    Counters (plain ints, for metrics): ``submitted``, ``exported`` (traces turned into
-    spans), ``dropped`` (queue full, submitted after ``stop``, or still queued when the
-    stop timeout ran out) and ``errors`` (traces whose spans could not be built);
-    ``queue_depth`` is the number of traces waiting. Spans the SDK fails to deliver to the
-    collector are the SDK's to log.
+    Counters (for metrics): ``submitted``, ``exported`` (traces turned into spans),
+    ``dropped`` (queue full, submitted after ``stop``, or still queued when the stop timeout
+    ran out) and ``errors`` (traces whose spans could not be built); ``queue_depth`` is the
+    number of traces waiting. Spans the SDK fails to deliver to the collector are the
+    SDK's to log.
     """
 
-    def __init__(self, emitter: SpanEmitter, *, maxsize: int = 10_000) -> None:
-        if maxsize < 1:
-            raise ValueError("maxsize must be >= 1")
+    def __init__(
+        self, emitter: SpanEmitter, *, maxsize: int = 10_000, batch_size: int = 32
+    ) -> None:
+        # A batch is built without yielding to the loop (a few tens of µs a trace): small
+        # batches keep requests from waiting behind a burst.
         self._emitter = emitter
-        self._queue: asyncio.Queue[TraceRecord] = asyncio.Queue(maxsize)
-        self._task: asyncio.Task[None] | None = None
-        self._closed = False
-        self._last_error_log: float | None = None
-        self.submitted = 0
+        self.queue: LossyQueue[TraceRecord] = LossyQueue(
+            self._emit_batch, name="OpenTelemetry exporter", maxsize=maxsize, batch_size=batch_size
+        )
+        self._errors_log = ThrottledLog(logger)
         self.exported = 0
-        self.dropped = 0
         self.errors = 0
 
     @property
+    def submitted(self) -> int:
+        return self.queue.submitted
+
+    @property
+    def dropped(self) -> int:
+        return self.queue.dropped
+
+    @property
     def queue_depth(self) -> int:
-        return self._queue.qsize()
+        return self.queue.queue_depth
 
     def submit(self, trace: TraceRecord) -> None:
         """Queue a trace; never blocks, never raises. Drops (and counts) when full."""
-        self.submitted += 1
-        if self._closed:
-            self.dropped += 1
-            return
-        try:
-            self._queue.put_nowait(trace)
-        except asyncio.QueueFull:
-            self.dropped += 1
+        self.queue.submit(trace)
 
     async def start(self) -> None:
         """Start building spans (call from the event loop that will submit)."""
-        if self._task is None and not self._closed:
-            self._task = asyncio.create_task(self._run(), name="gw-otel-exporter")
+        await self.queue.start()
 
     async def stop(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 -- what is left when the time runs out is counted as dropped, which a caller's asyncio.timeout could not do
         """Build the spans of every queued trace and export them, for at most ``timeout``
         seconds; then shut the provider down. Later traces are dropped and counted."""
-        if self._closed:
-            return
-        self._closed = True
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait({self._task})
-            self._task = None
-        while not self._queue.empty() and loop.time() < deadline:
-            self._emit(self._queue.get_nowait())
-        left = self._queue.qsize()
-        if left:
-            self.dropped += left
-            logger.warning("OpenTelemetry export stopped with %d traces not exported", left)
-            while not self._queue.empty():
-                self._queue.get_nowait()
+        await self.queue.stop(timeout)
         if not await _run_in_thread(self._emitter.shutdown, max(0.0, deadline - loop.time())):
             logger.warning("OpenTelemetry export did not finish within %.1fs", timeout)
 
-    async def _run(self) -> None:
-        while True:
-            self._emit(await self._queue.get())
-            await asyncio.sleep(0)  # a burst of traces must not hold the loop from requests
-
-    def _emit(self, trace: TraceRecord) -> None:
-        try:
-            self._emitter.emit(trace)
-        except Exception as exc:  # noqa: BLE001 -- telemetry never fails a request: the trace is counted and skipped
-            self.errors += 1
-            self._log_error(exc)
-        else:
-            self.exported += 1
-
-    def _log_error(self, exc: Exception) -> None:
-        # The error's type only: its message could quote trace content (invariant 9).
-        now = asyncio.get_running_loop().time()
-        if self._last_error_log is not None and now - self._last_error_log < ERROR_LOG_INTERVAL_S:
-            return
-        self._last_error_log = now
-        logger.warning(
-            "OpenTelemetry span building failed: %s (errors so far: %d)",
-            type(exc).__name__,
-            self.errors,
-        )
+    async def _emit_batch(self, traces: list[TraceRecord]) -> None:
+        # No await inside: a batch is built whole, so a cancelled stop never splits one
+        # between ``exported`` and ``dropped``.
+        for trace in traces:
+            try:
+                self._emitter.emit(trace)
+            except Exception as exc:  # noqa: BLE001 -- telemetry never fails a request: the trace is counted and skipped
+                self.errors += 1
+                # The error's type only: its message could quote trace content (invariant 9).
+                self._errors_log.warning(
+                    "OpenTelemetry span building failed: %s (errors so far: %d)",
+                    error_kind(exc),
+                    self.errors,
+                )
+            else:
+                self.exported += 1
 
 
 def require_otel() -> None:
@@ -152,14 +130,21 @@ def require_otel() -> None:
         ) from None
 
 
-def load_otel(config: OtlpConfig, *, server_address: ServerAddress | None = None) -> OtelExporter:
-    """The exporter ``telemetry.otlp`` asks for, sending to ``<endpoint>/v1/traces``;
-    raises ``OtelUnavailableError`` when the ``otel`` extra is not installed."""
+def load_otel(
+    config: OtlpConfig,
+    *,
+    headers: dict[str, str] | None = None,
+    server_address: ServerAddress | None = None,
+) -> OtelExporter:
+    """The exporter ``telemetry.otlp`` asks for, sending to ``<endpoint>/v1/traces`` with
+    ``headers``: ``config.headers`` with their ``env:``/``vault:`` references resolved
+    (gw/wiring.py does it; none when omitted, never the unresolved references). Raises
+    ``OtelUnavailableError`` when the ``otel`` extra is not installed."""
     require_otel()
     from gw.telemetry.otel_spans import SpanWriter, otlp_processor  # noqa: PLC0415 -- as above
 
     writer = SpanWriter(
-        otlp_processor(config),
+        otlp_processor(config, headers or {}),
         service_name=config.service_name,
         server_address=server_address,
     )

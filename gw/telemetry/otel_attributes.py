@@ -5,6 +5,12 @@ ones (``error.type``, ``http.response.status_code``, ``server.address``) and gw'
 (``gw.*``). Never content (invariant 9): no prompt, completion or error message, since an
 upstream's message may quote the prompt; an error is told by its stable gw code. Nothing
 here imports OpenTelemetry: values are plain ``str``, ``bool``, ``int`` and ``float``.
+
+A client chooses some values: the ``model`` it sends (a route name, or any
+``provider/<anything>`` for a direct call, which becomes ``gw.route`` too, the attempt's
+model and the span names) and its ``X-Request-Id``. Those go through ``client_text``: at
+most 256 characters, no control characters, so a client cannot bloat every span it
+causes or put line breaks and escape sequences into a tracing backend's UI.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ Attributes = dict[str, AttributeValue]
 ServerAddress = Callable[[str, str | None], tuple[str, int] | None]
 """(provider, account) -> the upstream's host and port, when known."""
 
-MAX_MODEL_CHARS: Final = 256  # a client's ``model`` is any string; a span name stays short
+MAX_CLIENT_CHARS: Final = 256  # a client's ``model`` is any string; a span name stays short
 
 # gen_ai.operation.name by the trace's endpoint; another endpoint is its own name.
 OPERATIONS: Final = {"chat.completions": "chat", "messages": "chat", "embeddings": "embeddings"}
@@ -50,7 +56,17 @@ def operation_name(endpoint: str) -> str:
 
 def span_name(operation: str, model: str) -> str:
     """``{gen_ai.operation.name} {gen_ai.request.model}``, as the conventions name spans."""
-    return f"{operation} {model[:MAX_MODEL_CHARS]}" if model else operation
+    return client_text(f"{operation} {model}") if model else operation
+
+
+def client_text(value: str) -> str:
+    """A client-derived value as it may appear in a span: every character that
+    ``str.isprintable`` rejects deleted (C0, DEL and C1 controls, format characters such
+    as bidi overrides, line and paragraph separators, unassigned code points, spaces
+    other than U+0020), then cut to ``MAX_CLIENT_CHARS``."""
+    if not value.isprintable():  # C-speed; the usual name is printable and kept as is
+        value = "".join(char for char in value if char.isprintable())
+    return value[:MAX_CLIENT_CHARS]
 
 
 def provider_name(kind: str | None, provider: str) -> str:
@@ -63,7 +79,7 @@ def request_attributes(trace: TraceRecord) -> Attributes:
     last = trace.attempts[-1] if trace.attempts else None
     attributes: Attributes = {
         "gen_ai.operation.name": operation_name(trace.endpoint),
-        "gen_ai.request.model": trace.requested_model[:MAX_MODEL_CHARS],
+        "gen_ai.request.model": client_text(trace.requested_model),
         "gen_ai.request.stream": trace.stream,
         "http.response.status_code": trace.status,
         "gw.request_id": trace.request_id,
@@ -72,16 +88,16 @@ def request_attributes(trace: TraceRecord) -> Attributes:
         "gw.attempts": len(trace.attempts),
     }
     _put(attributes, "gen_ai.provider.name", _provider_of(last))
-    _put(attributes, "gen_ai.response.model", trace.model if trace.answered else None)
+    _put(attributes, "gen_ai.response.model", _client_text(trace.model if trace.answered else None))
     _put(attributes, "gen_ai.request.max_tokens", decision.max_output_tokens if decision else None)
     _put(attributes, "gen_ai.response.time_to_first_chunk", _first_chunk_s(trace, trace.ttft_ms))
     _put(attributes, "error.type", trace.error_code)
-    _put(attributes, "gw.route", trace.route)
+    _put(attributes, "gw.route", _client_text(trace.route))
     _put(attributes, "gw.policy", trace.policy)
     _put(attributes, "gw.provider", trace.provider)
     _put(attributes, "gw.tenant", trace.tenant)
     _put(attributes, "gw.key_id", trace.key_id)
-    _put(attributes, "gw.client_request_id", trace.client_request_id)
+    _put(attributes, "gw.client_request_id", _client_text(trace.client_request_id))
     _put(attributes, "gw.cost_usd", trace.cost_usd)
     _put(attributes, "gw.usage_source", trace.usage_source)
     _put(attributes, "gw.degraded", True if decision is not None and decision.degraded else None)
@@ -98,14 +114,14 @@ def attempt_attributes(
     attributes: Attributes = {
         "gen_ai.operation.name": operation_name(trace.endpoint),
         "gen_ai.provider.name": provider_name(attempt.provider_kind, attempt.provider),
-        "gen_ai.request.model": attempt.model,
+        "gen_ai.request.model": client_text(attempt.model),  # a direct call's is the client's
         "gw.request_id": trace.request_id,
         "gw.provider": attempt.provider,
         "gw.attempt.number": attempt.number,
         "gw.attempt.outcome": attempt.outcome,
     }
     decision = trace.decision
-    _put(attributes, "gen_ai.response.model", attempt.model if answered else None)
+    _put(attributes, "gen_ai.response.model", _client_text(attempt.model if answered else None))
     _put(attributes, "gen_ai.request.max_tokens", decision.max_output_tokens if decision else None)
     _put(attributes, "gen_ai.response.time_to_first_chunk", _first_chunk_s(trace, attempt.ttft_ms))
     _put(attributes, "error.type", attempt.error_code)
@@ -163,6 +179,10 @@ def url_address(url: str | None) -> tuple[str, int] | None:
     except ValueError:  # a malformed port: no address rather than a failed span
         return None
     return (parts.hostname, port) if parts.hostname else None
+
+
+def _client_text(value: str | None) -> str | None:
+    return None if value is None else client_text(value)
 
 
 def _provider_of(attempt: AttemptRecord | None) -> str | None:

@@ -8,16 +8,20 @@ Only metadata is logged: ids, route, upstream, status, the error *code*, timings
 counts, cost, tenant and key id. Never a body, a prompt, an error message (an upstream's
 message may quote the prompt) or a header value (invariant 9).
 
-Strategy: ``submit`` runs on the request path, so it only does ``put_nowait`` on a bounded
-queue and drops (counting) when the queue is full. One background task takes what is
-queued, formats and writes it in a worker thread (a slow or blocked stderr pipe must never
-stall the event loop: the queue fills and lines are dropped instead).
+Strategy: ``submit`` runs on the request path, so it only queues the trace on a
+``LossyQueue`` (gw/telemetry/lossy_queue.py), which drops and counts when full. Its
+consumer hands each batch to a ``WriterThread`` of the log's own that formats and writes
+it: a slow or blocked stderr never stalls the event loop or gw's exit (the queue fills and
+lines are dropped instead; ``stop`` waits a bounded time).
+
+Client text (an unknown model's name, ``provider/<anything>``) is cut to ``TEXT_MAX_CHARS``
+in both formats, and printed through ``printable`` in Rich lines: it must not drive the
+operator's terminal.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import functools
 import itertools
 import logging
 import math
@@ -34,11 +38,12 @@ from rich.text import Text
 from gw.config.schema import RequestLogFormat
 from gw.record import TraceRecord
 from gw.telemetry.explain import iso_utc
+from gw.telemetry.lossy_queue import LossyQueue
+from gw.telemetry.printable import TEXT_MAX_CHARS, printable
+from gw.telemetry.writer_thread import WriterThread
 
 logger = logging.getLogger("gw.telemetry")
 LineFormat = Literal["json", "rich"]
-ROUTE_MAX_CHARS = 200
-"""A route the client named but gw does not know is client text: keep lines bounded."""
 
 
 class RequestLine(msgspec.Struct, frozen=True, kw_only=True):
@@ -80,8 +85,14 @@ def level_of(status: int) -> str:
 
 
 def route_of(trace: TraceRecord) -> str:
+    """The route gw resolved, else the model the client named (client text: cut short)."""
     route = trace.route if trace.route is not None else trace.requested_model
-    return route[:ROUTE_MAX_CHARS]
+    return route[:TEXT_MAX_CHARS]
+
+
+def _bounded(text: str | None) -> str | None:
+    """``provider/<anything>`` puts client text in provider and model: keep lines bounded."""
+    return None if text is None else text[:TEXT_MAX_CHARS]
 
 
 class IsoTime:
@@ -116,8 +127,8 @@ def request_line(trace: TraceRecord, iso_time: Callable[[float], str] = iso_utc)
         request_id=trace.request_id,
         endpoint=trace.endpoint,
         route=route_of(trace),
-        provider=trace.provider,
-        model=trace.model,
+        provider=_bounded(trace.provider),
+        model=_bounded(trace.model),
         status=trace.status,
         error_code=trace.error_code,
         latency_ms=round(trace.latency_ms, 3),
@@ -138,7 +149,8 @@ def _ms(value: float) -> str:
 
 
 def rich_line(trace: TraceRecord) -> Text:
-    """The compact terminal line of a trace: the same facts as the JSON line."""
+    """The compact terminal line of a trace: the same facts as the JSON line, client text
+    through ``printable``."""
     status_style = "red" if trace.status >= 500 else "yellow" if trace.status >= 400 else "green"
     moment = datetime.fromtimestamp(trace.time, UTC).astimezone()
     line = Text.assemble(
@@ -146,9 +158,9 @@ def rich_line(trace: TraceRecord) -> Text:
         " ",
         (str(trace.status), status_style),
         " ",
-        (route_of(trace), "bold"),
+        (printable(route_of(trace)), "bold"),
         " → ",
-        trace.route_header,
+        printable(trace.route_header, 2 * TEXT_MAX_CHARS),
         " ",
         _ms(trace.latency_ms),
     )
@@ -163,7 +175,7 @@ def rich_line(trace: TraceRecord) -> Text:
     if trace.cost_usd is not None:
         line.append(f" ${trace.cost_usd:.6f}")
     if trace.tenant is not None:
-        line.append(f" tenant {trace.tenant}", style="cyan")
+        line.append(f" tenant {printable(trace.tenant)}", style="cyan")
     if trace.stream:
         line.append(" stream", style="dim")
     line.append(f" {trace.request_id}", style="dim")
@@ -204,25 +216,32 @@ class RequestLog:
         batch_size: int = 1024,
         console: Console | None = None,
     ) -> None:
-        if maxsize < 1 or batch_size < 1:
-            raise ValueError("maxsize and batch_size must be >= 1")
         self._stream = stream
         self._setting = setting
         self._tty = _isatty(stream)
-        self._queue: asyncio.Queue[tuple[LineFormat, TraceRecord]] = asyncio.Queue(maxsize)
-        self._batch_size = batch_size
         self._encoder = msgspec.json.Encoder()
         self._time = IsoTime()
         self._console = console
-        self._task: asyncio.Task[None] | None = None
-        self._closed = False
-        self.written = 0
-        self.dropped = 0
-        self.write_errors = 0
+        self._writer = WriterThread("gw-request-log")
+        self.queue: LossyQueue[tuple[LineFormat, TraceRecord]] = LossyQueue(
+            self._hand_to_writer, name="request log", maxsize=maxsize, batch_size=batch_size
+        )
+
+    @property
+    def written(self) -> int:
+        return self.queue.written
+
+    @property
+    def dropped(self) -> int:
+        return self.queue.dropped
+
+    @property
+    def write_errors(self) -> int:
+        return self.queue.errors
 
     @property
     def queue_depth(self) -> int:
-        return self._queue.qsize()
+        return self.queue.queue_depth
 
     def submit(self, trace: TraceRecord) -> None:
         """Queue one line; never blocks, never raises. Drops (and counts) when full."""
@@ -232,58 +251,28 @@ class RequestLog:
         line_format: LineFormat = (
             ("rich" if self._tty else "json") if setting == "auto" else setting
         )
-        if self._closed:
-            self.dropped += 1
-            return
-        try:
-            self._queue.put_nowait((line_format, trace))
-        except asyncio.QueueFull:
-            self.dropped += 1
+        self.queue.submit((line_format, trace))
 
     async def start(self) -> None:
         """Start the background writer (call from the event loop that will submit)."""
-        if self._task is None and not self._closed:
-            self._task = asyncio.create_task(self._run(), name="gw-request-log")
+        await self.queue.start()
 
     async def stop(self, timeout: float = 2.0) -> None:  # noqa: ASYNC109 -- lines left when the time runs out are counted as dropped, which a caller's asyncio.timeout could not do
-        """Write what is queued (for at most ``timeout`` seconds), then stop."""
-        if self._closed:
-            return
-        self._closed = True
-        task = self._task or asyncio.create_task(self._run(), name="gw-request-log")
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
-                await self._queue.join()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        self._task = None
-        self.dropped += self._queue.qsize()
-        while not self._queue.empty():
-            self._queue.get_nowait()
+        """Write what is queued (for at most ``timeout`` seconds), then stop. A write stuck
+        on a blocked stream is left to its daemon thread, never waited for past that."""
+        await self.queue.stop(timeout)
+        self._writer.close()
         if self.dropped:
+            # Through gw's logger, whose handler only queues (gw/telemetry/log_lines.py).
             logger.warning(
                 "the request log dropped %d lines (queue full or write errors)", self.dropped
             )
 
-    async def _run(self) -> None:
-        while True:
-            batch = [await self._queue.get()]
-            while len(batch) < self._batch_size and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            try:
-                await asyncio.to_thread(self._write, batch)
-            except Exception:  # noqa: BLE001 -- the log is best-effort: a broken stderr must never fail a request; the lines are counted as dropped
-                self.write_errors += 1
-                self.dropped += len(batch)
-            else:
-                self.written += len(batch)
-            finally:
-                for _ in batch:
-                    self._queue.task_done()
+    async def _hand_to_writer(self, batch: list[tuple[LineFormat, TraceRecord]]) -> None:
+        await self._writer.run(functools.partial(self._write, batch))
 
     def _write(self, batch: Sequence[tuple[LineFormat, TraceRecord]]) -> None:
-        """Format and write one batch (in a worker thread, one batch at a time); a batch
+        """Format and write one batch (in the writer thread, one batch at a time); a batch
         holds both formats only around a reload that changed the setting."""
         for line_format, run in itertools.groupby(batch, key=operator.itemgetter(0)):
             traces = [trace for _, trace in run]

@@ -23,18 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import deque
 from collections.abc import Sequence
 from itertools import islice
-from typing import Final, Protocol
+from typing import Protocol
 
 from gw.ports import UsageRow
+from gw.telemetry.throttled_log import ThrottledLog, error_kind
 
 logger = logging.getLogger("gw.telemetry")
-
-ERROR_LOG_INTERVAL_S: Final = 60.0
-"""After one warning, further ones of the same kind are logged at most this often."""
 
 
 class UsageWriter(Protocol):
@@ -79,7 +76,7 @@ class UsageRecorder:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._closed = False
-        self._last_log: dict[str, float] = {}
+        self._log = ThrottledLog(logger)  # only counts and error types, never a row (invariant 9)
         self.submitted = 0
         self.written = 0
         self.write_errors = 0
@@ -98,7 +95,7 @@ class UsageRecorder:
             self.lost += 1
             why = "after the recorder stopped" if self._closed else "past its hard limit"
             message = f"usage row not recorded: submitted {why} (lost: {self.lost})"
-            self._warn("lost", message, level=logging.ERROR)
+            self._log.log(logging.ERROR, "%s", message, kind="lost")
             return
         if len(self._rows) >= self._maxsize:
             self.overflowed += 1
@@ -116,7 +113,9 @@ class UsageRecorder:
                     self._room.clear()
                     await self._room.wait()
         except TimeoutError:
-            self._warn("full", f"usage queue full ({len(self._rows)} rows): the store is slow")
+            self._log.warning(
+                "usage queue full (%d rows): the store is slow", len(self._rows), kind="full"
+            )
 
     async def start(self) -> None:
         """Start the writer task (call from the event loop that will submit)."""
@@ -182,7 +181,12 @@ class UsageRecorder:
             raise
         except Exception as exc:  # noqa: BLE001 -- any writer error is counted, logged and retried: the rows stay queued
             self.write_errors += 1
-            self._warn("write", f"usage write failed: {_kind(exc)}; {len(self._rows)} rows kept")
+            self._log.warning(
+                "usage write failed: %s; %d rows kept",
+                error_kind(exc),
+                len(self._rows),
+                kind="write",
+            )
             return False
         for _ in batch:
             self._rows.popleft()
@@ -190,19 +194,3 @@ class UsageRecorder:
         if len(self._rows) < self._maxsize:
             self._room.set()
         return True
-
-    def _warn(self, kind: str, message: str, *, level: int = logging.WARNING) -> None:
-        # Only counts and error types are logged, never a row (invariant 9).
-        now = time.monotonic()
-        last = self._last_log.get(kind)
-        if last is not None and now - last < ERROR_LOG_INTERVAL_S:
-            return
-        self._last_log[kind] = now
-        logger.log(level, "%s", message)
-
-
-def _kind(exc: Exception) -> str:
-    """The error's type, and SQLite's error name when it has one (not its message)."""
-    kind = type(exc).__name__
-    sqlite_name = getattr(exc, "sqlite_errorname", None)
-    return f"{kind} ({sqlite_name})" if isinstance(sqlite_name, str) else kind

@@ -23,6 +23,7 @@ UPSTREAM_ERROR = f"primary cannot answer '{PROMPT}' right now"
 WAIT_S = 30.0  # spans leave in batches (every 5 s by default): a generous bound
 SERVER, CLIENT = 2, 3  # OTLP span kinds
 ERROR = 2  # OTLP status code
+TOKEN = "tok-otel-e2e"  # the collector's credential, from gw's environment
 
 CONFIG = """
 health: {{degraded_after: 1000, unhealthy_after: 1000, error_rate: 1.0, lock_accounts: false}}
@@ -31,7 +32,7 @@ telemetry:
   otlp:
     enabled: true
     endpoint: "{collector}"
-    headers: {{x-collector-token: tok-otel-e2e}}
+    headers: {{x-collector-token: 'env:GW_E2E_OTLP_TOKEN'}}  # resolved at start
     service_name: gw-e2e
 providers:
   - {{name: primary, kind: openai_compatible, base_url: "{primary}"}}
@@ -93,7 +94,7 @@ def test_requests_are_exported_as_genai_spans_without_content(tmp_path: Path) ->
         )
         config = tmp_path / "gw.yaml"
         config.write_text(CONFIG.format(collector=collector.url, primary=primary.base_url))
-        with GwServer(tmp_path / "state", config) as gw:
+        with GwServer(tmp_path / "state", config, env={"GW_E2E_OTLP_TOKEN": TOKEN}) as gw:
             client = openai.OpenAI(base_url=gw.base_url, api_key="sk-unused", max_retries=0)
             with client.chat.completions.with_streaming_response.create(
                 model="chat", messages=[{"role": "user", "content": PROMPT}], stream=True
@@ -175,7 +176,7 @@ def test_requests_are_exported_as_genai_spans_without_content(tmp_path: Path) ->
     assert request_span(spans, last_id).name == "chat mock/mock-1"
 
     exports = collector.received()
-    assert all(e.headers.get("x-collector-token") == "tok-otel-e2e" for e in exports)
+    assert all(e.headers.get("x-collector-token") == TOKEN for e in exports)
     assert all(e.headers.get("content-type") == "application/x-protobuf" for e in exports)
     wire = b"".join(e.body for e in exports)
     assert stream_id.encode() in wire

@@ -1,15 +1,21 @@
 """SIGTERM while streams are in flight, through a live gw: the streams finish whole, gw
-exits 0, and every request's usage row is in the ledger afterwards."""
+exits 0, and every request's usage row is in the ledger afterwards; the same when stderr
+blocks (nobody reads it)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import subprocess
 import threading
+import time
 from pathlib import Path
 
 import httpx
 
-from e2e.gw_process import GwServer, run_cli
+from e2e.gw_process import GW, GwServer, run_cli
+from fakes.blocked_pipe import BlockedPipe
 
 CONFIG = """
 providers:
@@ -64,3 +70,54 @@ def test_sigterm_lets_streams_finish_then_exits_0_with_usage_recorded(tmp_path: 
     usage = run_cli("usage", "--by", "model", "--json", "--state-dir", str(tmp_path / "state"))
     rows = json.loads(usage.stdout)
     assert sum(row["requests"] for row in rows) == STREAMS
+
+
+FAST_CONFIG = """
+providers:
+  - {name: fast, kind: mock, mock: {words: 3}}
+routes: [{name: fast, targets: [{provider: fast, model: fast-1}]}]
+"""
+REQUESTS = 30
+
+
+def test_a_stderr_nobody_reads_holds_neither_requests_nor_the_exit(tmp_path: Path) -> None:
+    """stderr is a full pipe (a paused terminal or pager): requests are answered, SIGTERM
+    still ends gw promptly with exit 0, and every usage row is in the ledger."""
+    config = tmp_path / "gw.yaml"
+    config.write_text(FAST_CONFIG)
+    state = tmp_path / "state"
+    state.mkdir()
+    with BlockedPipe() as pipe, (tmp_path / "stdout.log").open("wb") as out:
+        process = subprocess.Popen(
+            [GW, "serve", "--port", "0", "--state-dir", str(state), "--config", str(config)],
+            stdout=out,
+            stderr=pipe.write_fd,
+        )
+        try:
+            url = wait_for_url(process, state / "server.json")
+            body = {"model": "fast", "messages": [{"role": "user", "content": "hi"}]}
+            with httpx.Client(base_url=url, timeout=10) as http:
+                for _ in range(REQUESTS):  # each logs a line that cannot be written
+                    assert http.post("/v1/chat/completions", json=body).status_code == 200
+            process.send_signal(signal.SIGTERM)
+            exit_status = process.wait(timeout=20)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=5)
+    assert exit_status == 0
+    usage = run_cli("usage", "--by", "model", "--json", "--state-dir", str(state))
+    assert sum(row["requests"] for row in json.loads(usage.stdout)) == REQUESTS
+
+
+def wait_for_url(process: subprocess.Popen[bytes], server_file: Path) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "gw serve exited early"
+        if server_file.exists():
+            with contextlib.suppress(json.JSONDecodeError):
+                info = json.loads(server_file.read_text())
+                if info.get("pid") == process.pid:
+                    return str(info["url"])
+        time.sleep(0.05)
+    raise AssertionError("gw serve did not start within 30 s")

@@ -342,7 +342,7 @@ def live_state() -> dict[str, Any]:
     admission = Admission(max_concurrency=4, queue_timeout=1.0)
     admission.in_flight, admission.waiting, admission.shed = 3, 2, 5
     hub = TelemetryHub(NoStore())
-    hub.recorder.dropped = 7
+    hub.recorder.queue.dropped = 7  # the counter the recorder reports
     hub.report_queue("otel", lambda: QueueStats(depth=4, dropped=1))
     return {"health": health, "admission": admission, "reloads": Reloads, "queues": hub.queues}
 

@@ -157,7 +157,7 @@ def test_a_failing_writer_is_counted_and_logged_without_trace_content(
         asyncio.run(main())
     assert writer.calls == 3
     assert (recorder.write_errors, recorder.dropped, recorder.written) == (3, 5, 0)
-    assert "trace write failed: RuntimeError" in caplog.text
+    assert "trace recorder write failed: RuntimeError" in caplog.text
     assert "secret-looking" not in caplog.text
     assert "req-" not in caplog.text
     # Later failures within the interval are counted, not logged again.

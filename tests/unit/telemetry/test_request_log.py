@@ -20,6 +20,8 @@ from gw.telemetry.explain import iso_utc
 from gw.telemetry.log_lines import install_log_handler
 from gw.telemetry.request_log import IsoTime, RequestLog, request_line, resolve_format, rich_line
 
+from fakes.blocked_pipe import BlockedPipe, run_within
+
 PROMPT = "please summarise my secret turnip recipe"
 
 FIELDS = [
@@ -350,3 +352,75 @@ def test_the_cached_time_format_is_iso_utc() -> None:
     stamps += [1_773_583_000 + n * 0.0371 for n in range(3000)]
     for stamp in stamps:
         assert iso_time(stamp) == iso_utc(stamp), stamp
+
+
+def test_a_stderr_nobody_reads_holds_neither_the_loop_nor_stop_nor_the_exit() -> None:
+    """A real full pipe: the writer thread is stuck in write; requests go on, ``stop``
+    returns within its timeout, and so does ``asyncio.run`` (its default executor must not
+    hold a stuck thread)."""
+    with BlockedPipe() as pipe:
+        log = RequestLog(pipe.stream, lambda: "json", maxsize=8)
+
+        async def main() -> tuple[int, float]:
+            await log.start()
+            ticks = 0
+            for n in range(40):
+                log.submit(answered(f"req-{n}"))
+                await asyncio.sleep(0.001)  # other coroutines (requests) keep being served
+                ticks += 1
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            await log.stop(timeout=0.2)
+            return ticks, loop.time() - started
+
+        ticks, stop_took = run_within(5.0, main)
+        assert ticks == 40
+        assert stop_took < 1.0
+        assert (log.written, log.dropped, log.queue_depth) == (0, 40, 0)
+
+
+def hostile(model: str, provider: str | None = None) -> TraceRecord:
+    return TraceRecord(
+        request_id="r",
+        time=0.0,
+        endpoint="chat.completions",
+        requested_model=model,
+        stream=False,
+        status=404,
+        revision=1,
+        latency_ms=1.0,
+        provider=provider,
+        model=model if provider else None,
+        tenant="team\x1b[31m",
+        error_code="model_not_found",
+    )
+
+
+ESCAPES = "evil\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\x9b2J"
+
+
+def test_client_text_never_reaches_the_terminal_as_escapes() -> None:
+    console = Console(width=400, record=True, color_system=None, file=io.StringIO())
+    console.print(rich_line(hostile(ESCAPES)))
+    console.print(rich_line(hostile(ESCAPES, provider="openai-prod")))
+    text = console.export_text()
+    assert "\x1b" not in text
+    assert "\x9b" not in text
+    assert "\x07" not in text
+    assert "evil\\x1b]52;c;" in text  # shown escaped, so the operator sees what came
+    assert "→ openai-prod/evil\\x1b" in text
+    assert "tenant team\\x1b[31m" in text
+
+
+def test_rich_mode_on_a_terminal_writes_no_client_escapes() -> None:
+    _, written = run_log([hostile(ESCAPES, provider="openai-prod")], setting="rich")
+    assert "\x1b" not in written
+    assert "\x9b" not in written
+
+
+def test_the_json_line_bounds_provider_and_model_too() -> None:
+    trace = hostile("m" * 5000, provider="openai-prod")
+    line = request_line(trace)
+    assert line.model == "m" * 200
+    assert line.route == "m" * 200
+    assert b"\x1b" not in msgspec.json.encode(request_line(hostile(ESCAPES, "p")))
