@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from gw.telemetry.throttled_log import ThrottledLog, error_kind
 
@@ -153,3 +153,30 @@ class LossyQueue(Generic[T]):
             )
         else:
             self.written += len(batch)
+
+
+class QueueCounters:
+    """The counters of a consumer built on a ``LossyQueue`` named ``queue``, for metrics
+    and tests: ``submitted``, ``written``, ``dropped``, ``write_errors``, ``queue_depth``."""
+
+    queue: LossyQueue[Any]
+
+    @property
+    def submitted(self) -> int:
+        return self.queue.submitted
+
+    @property
+    def written(self) -> int:
+        return self.queue.written
+
+    @property
+    def dropped(self) -> int:
+        return self.queue.dropped
+
+    @property
+    def write_errors(self) -> int:
+        return self.queue.errors
+
+    @property
+    def queue_depth(self) -> int:
+        return self.queue.queue_depth

@@ -23,7 +23,7 @@ from typing import Final, Protocol
 
 from gw.config.schema import OtlpConfig
 from gw.record import TraceRecord
-from gw.telemetry.lossy_queue import LossyQueue
+from gw.telemetry.lossy_queue import LossyQueue, QueueCounters
 from gw.telemetry.otel_attributes import ServerAddress
 from gw.telemetry.throttled_log import ThrottledLog, error_kind
 
@@ -47,7 +47,7 @@ class SpanEmitter(Protocol):
     def shutdown(self) -> None: ...
 
 
-class OtelExporter:
+class OtelExporter(QueueCounters):
     """A ``TraceSink`` that turns traces into spans off the request path.
 
     Counters (for metrics): ``submitted``, ``exported`` (traces turned into spans),
@@ -69,18 +69,6 @@ class OtelExporter:
         self._errors_log = ThrottledLog(logger)
         self.exported = 0
         self.errors = 0
-
-    @property
-    def submitted(self) -> int:
-        return self.queue.submitted
-
-    @property
-    def dropped(self) -> int:
-        return self.queue.dropped
-
-    @property
-    def queue_depth(self) -> int:
-        return self.queue.queue_depth
 
     def submit(self, trace: TraceRecord) -> None:
         """Queue a trace; never blocks, never raises. Drops (and counts) when full."""

@@ -38,7 +38,7 @@ from rich.text import Text
 from gw.config.schema import RequestLogFormat
 from gw.record import TraceRecord
 from gw.telemetry.explain import iso_utc
-from gw.telemetry.lossy_queue import LossyQueue
+from gw.telemetry.lossy_queue import LossyQueue, QueueCounters
 from gw.telemetry.printable import TEXT_MAX_CHARS, printable
 from gw.telemetry.writer_thread import WriterThread
 
@@ -198,7 +198,7 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
-class RequestLog:
+class RequestLog(QueueCounters):
     """A ``TraceSink`` writing one line per trace to ``stream`` (normally stderr).
 
     ``setting`` is called per trace (the config's ``telemetry.request_log``). Counters:
@@ -226,22 +226,6 @@ class RequestLog:
         self.queue: LossyQueue[tuple[LineFormat, TraceRecord]] = LossyQueue(
             self._hand_to_writer, name="request log", maxsize=maxsize, batch_size=batch_size
         )
-
-    @property
-    def written(self) -> int:
-        return self.queue.written
-
-    @property
-    def dropped(self) -> int:
-        return self.queue.dropped
-
-    @property
-    def write_errors(self) -> int:
-        return self.queue.errors
-
-    @property
-    def queue_depth(self) -> int:
-        return self.queue.queue_depth
 
     def submit(self, trace: TraceRecord) -> None:
         """Queue one line; never blocks, never raises. Drops (and counts) when full."""
