@@ -80,9 +80,14 @@ class SSEParser:
         if rest:
             self._partial.append(rest)
         messages: list[SSEMessage] = []
+        data_lines = self._data
         for line in lines:
-            self._take_line(line, messages)
-        self._pending_bytes = len(rest) + sum(len(piece) for piece in self._data)
+            # The common line, ``data: ...``, without a call: this runs for every chunk.
+            if line.startswith(b"data:"):
+                data_lines.append(line[6:] if line.startswith(b" ", 5) else line[5:])
+            else:
+                self._take_line(line, messages)
+        self._pending_bytes = len(rest) + sum(map(len, data_lines)) if data_lines else len(rest)
         return messages
 
     def close(self) -> list[SSEMessage]:

@@ -1,9 +1,13 @@
 """SqliteStore: traces and config revisions in one SQLite file, through aiosqlite.
 
-The connection runs in autocommit mode (``isolation_level=None``) and every write opens
-its own ``BEGIN IMMEDIATE`` transaction, so a batch of traces or a revision bump is
-atomic and takes the write lock up front (no lock upgrade deadlock between a running
-server and a CLI command). WAL lets readers proceed while the server writes;
+The connection runs in autocommit mode (``isolation_level=None``) and every write of
+several statements, and every usage write, opens its own ``BEGIN IMMEDIATE``
+transaction, so a revision bump or a batch of usage rows is atomic, takes the write lock
+up front (no lock upgrade deadlock between a running server and a CLI command), and is
+rolled back when its writer is cancelled before the commit. A batch of traces (lossy)
+is one statement, which SQLite runs as its own transaction, write lock taken at its
+start: no ``BEGIN`` and ``COMMIT`` round trips to aiosqlite's thread, each a thread
+wake-up for the event loop. WAL lets readers proceed while the server writes;
 ``synchronous=NORMAL`` in WAL mode can lose the last commits on power loss but never
 corrupts the file, which is the right trade for lossy traces.
 
@@ -193,8 +197,7 @@ class SqliteStore:
                 for t, body in zip(traces, bodies, strict=True)
             ]
         )
-        async with self._transaction():
-            await self._conn.execute(_INSERT_TRACES, (batch,))
+        await self._write_one(_INSERT_TRACES, (batch,))
 
     async def list_traces(
         self, *, limit: int = 20, client_request_id: str | None = None
@@ -529,6 +532,11 @@ class SqliteStore:
         return len(sizes), sum(sizes) + len(sizes) * TRACE_ROW_OVERHEAD
 
     # -- machinery ------------------------------------------------------------------------
+
+    async def _write_one(self, sql: str, params: tuple[bytes]) -> None:
+        """One write statement, atomic by itself (autocommit: see the module docstring)."""
+        async with self._lock:
+            await self._conn.execute(sql, params)
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[None]:

@@ -12,7 +12,9 @@ Strategy: ``submit`` runs on the request path, so it only queues the trace on a
 ``LossyQueue`` (gw/telemetry/lossy_queue.py), which drops and counts when full. Its
 consumer hands each batch to a ``WriterThread`` of the log's own that formats and writes
 it: a slow or blocked stderr never stalls the event loop or gw's exit (the queue fills and
-lines are dropped instead; ``stop`` waits a bounded time).
+lines are dropped instead; ``stop`` waits a bounded time). The consumer lingers
+``flush_interval`` for more lines before each hand-over: waking the thread once per line
+cost more CPU than formatting the line (streaming benchmark, README "Performance").
 
 Client text (an unknown model's name, ``provider/<anything>``) is cut to ``TEXT_MAX_CHARS``
 in both formats, and printed through ``printable`` in Rich lines: it must not drive the
@@ -214,6 +216,7 @@ class RequestLog(QueueCounters):
         *,
         maxsize: int = 10_000,
         batch_size: int = 1024,
+        flush_interval: float = 0.05,
         console: Console | None = None,
     ) -> None:
         self._stream = stream
@@ -224,7 +227,11 @@ class RequestLog(QueueCounters):
         self._console = console
         self._writer = WriterThread("gw-request-log")
         self.queue: LossyQueue[tuple[LineFormat, TraceRecord]] = LossyQueue(
-            self._hand_to_writer, name="request log", maxsize=maxsize, batch_size=batch_size
+            self._hand_to_writer,
+            name="request log",
+            maxsize=maxsize,
+            batch_size=batch_size,
+            linger=flush_interval,
         )
 
     def submit(self, trace: TraceRecord) -> None:

@@ -128,9 +128,10 @@ class UsageRecorder:
             return
         self._stopping = True
         self._arrived.set()
-        if self._rows and self.write_errors:
-            logger.warning(
-                "usage recorder stopping with %d rows queued after %d failed writes:"
+        if self._rows:  # said before the flush, which may wait on a locked database
+            logger.log(
+                logging.WARNING if self.write_errors else logging.INFO,
+                "usage recorder stopping with %d rows queued (%d failed writes so far):"
                 " flushing for up to %.0f s",
                 len(self._rows),
                 self.write_errors,

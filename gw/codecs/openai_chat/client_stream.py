@@ -102,6 +102,7 @@ class ChatStreamEncoder:
         self._tool_ids: set[int] = set()
         self._tool_names: set[int] = set()
         self._usage: Usage | None = None
+        self._text_frame: tuple[bytes, bytes] | None = None  # see _text
 
     def encode(self, event: StreamEvent) -> bytes:
         """Zero or more complete ``data: {...}\\n\\n`` frames for ``event``."""
@@ -111,7 +112,7 @@ class ChatStreamEncoder:
                 # Completions has no reasoning field (usage still counts it).
                 return b""
             case TextDelta(text=text):
-                return self._open("") + self._chunk(_Delta(content=text))
+                return self._open("") + self._text(text)
             case ToolCallDelta():
                 return self._tool_call(event)
             case UsageEvent(usage=usage):
@@ -165,16 +166,29 @@ class ChatStreamEncoder:
         return self._chunk(_Delta(role="assistant", content=content))
 
     def _chunk(self, delta: _Delta, finish_reason: str | None = None) -> bytes:
+        return _frame(self._chunk_struct(delta, finish_reason))
+
+    def _chunk_struct(self, delta: _Delta, finish_reason: str | None = None) -> _Chunk:
         choice = _ChunkChoice(delta=delta, finish_reason=finish_reason)
-        return _frame(
-            _Chunk(
-                id=self._id,
-                created=self._created,
-                model=self._model,
-                choices=[choice],
-                usage=self._usage_field,
-            )
+        return _Chunk(
+            id=self._id,
+            created=self._created,
+            model=self._model,
+            choices=[choice],
+            usage=self._usage_field,
         )
+
+    def _text(self, text: str) -> bytes:
+        """``_chunk(_Delta(content=text))``, byte for byte, for a fraction of its cost: a
+        stream is mostly text chunks that differ only in the text, so the bytes around it
+        are encoded once per stream. (``"content":""`` occurs once in the template: the
+        quotes of any string value are escaped.)"""
+        if self._text_frame is None:
+            template = _frame(self._chunk_struct(_Delta(content="")))
+            head, _, tail = template.partition(b'"content":""')
+            self._text_frame = (head + b'"content":', tail)
+        head, tail = self._text_frame
+        return head + _ENCODER.encode(text) + tail
 
 
 def _first(seen: set[int], index: int, present: bool) -> bool:

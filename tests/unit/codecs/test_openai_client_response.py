@@ -12,6 +12,7 @@ import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from gw.codecs.openai_chat import ChatStreamEncoder, encode_chat_response
+from gw.codecs.openai_chat.client_stream import _Delta
 from gw.codecs.sse import SSEParser
 from gw.ir import (
     ChatResponse,
@@ -296,3 +297,15 @@ def test_id_and_name_are_sent_once_per_tool_call() -> None:
     calls = final.choices[0].message.tool_calls
     assert calls is not None
     assert (calls[0].id, calls[0].function.name, calls[0].function.arguments) == ("c", "f", "{}")
+
+
+@pytest.mark.parametrize("include_usage", [False, True])
+def test_text_chunks_are_the_struct_encoding_byte_for_byte(include_usage: bool) -> None:
+    """The text fast path (bytes around the text encoded once) changes no byte."""
+    encoder = ChatStreamEncoder(
+        request_id='req "1"', model='m\n"content":""', created=7, include_usage=include_usage
+    )
+    encoder.encode(TextDelta(text="opens the message"))
+    for text in ("plain", 'quote " and \\ backslash', "line\nbreak\u2028", "é 😀", ""):
+        expected = encoder._chunk(_Delta(content=text))  # the struct path, for reference
+        assert encoder.encode(TextDelta(text=text)) == expected

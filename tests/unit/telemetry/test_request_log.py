@@ -235,7 +235,8 @@ class BlockedStream(io.StringIO):
 
 def test_a_blocked_stream_never_blocks_the_event_loop() -> None:
     stream = BlockedStream()
-    log = RequestLog(stream, lambda: "json", maxsize=5)
+    # No linger: the first line goes to the writer at once, which then blocks on it.
+    log = RequestLog(stream, lambda: "json", maxsize=5, flush_interval=0.0)
 
     async def main() -> None:
         await log.start()
