@@ -19,7 +19,10 @@ stderr = Console(stderr=True, highlight=False)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    stderr.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
+    # soft_wrap: no line breaks inserted, so a path in the message can be copied whole.
+    stderr.print(
+        f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True
+    )
     raise typer.Exit(code)
 
 
