@@ -111,3 +111,8 @@ def replace_file(path: Path, text: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def database_path(home: Path) -> Path:
+    """The state database in state directory ``home``."""
+    return home / DATABASE_FILE_NAME

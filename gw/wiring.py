@@ -31,7 +31,7 @@ from gw.config.catalog import ShippedCatalog, parse_catalog
 from gw.config.redact import redacted
 from gw.config.schema import ServerConfig
 from gw.config.validate import SECRET_SCHEMES
-from gw.environment import DATABASE_FILE_NAME, SERVER_FILE_NAME
+from gw.environment import SERVER_FILE_NAME, database_path
 from gw.errors import GatewayError
 from gw.execution.accounts import AccountBook
 from gw.execution.engine import Engine
@@ -96,10 +96,6 @@ class SnapshotHolder:
 
     def get(self) -> Snapshot:
         return self.current
-
-
-def database_path(home: Path) -> Path:
-    return home / DATABASE_FILE_NAME
 
 
 def check_exposure(plan: ServePlan, admin_key: str | None) -> None:

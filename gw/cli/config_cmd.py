@@ -42,9 +42,9 @@ from gw.cli.options import (
 )
 from gw.config import ConfigError
 from gw.config.redact import REDACTED, redacted
+from gw.environment import database_path
 from gw.store import SqliteStore, StoreError
 from gw.store.sqlite import RevisionRow, StoredRevision
-from gw.wiring import database_path
 
 __all__ = ["REDACTED", "config_app", "redacted"]
 

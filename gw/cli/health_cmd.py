@@ -8,6 +8,8 @@ The server and, in ``keys`` mode, the admin key are found as for every admin cal
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import msgspec
 import typer
 from rich.table import Table
@@ -22,7 +24,9 @@ from gw.cli.options import (
     resolve_home,
 )
 from gw.cli.traces_view import format_ms
-from gw.server.admin import HealthReport, LatencyView, TargetView
+
+if TYPE_CHECKING:  # the server's modules load only for `gw serve` (Litestar: ~0.3 s)
+    from gw.server.admin import HealthReport, LatencyView, TargetView
 
 HEALTH_PATH = "/admin/v1/health"
 STATUS_STYLES = {"healthy": "green", "degraded": "yellow", "unhealthy": "red"}
@@ -41,6 +45,8 @@ def health_command(
         typer.echo(answer.text)
         return
     try:
+        from gw.server.admin import HealthReport  # noqa: PLC0415
+
         report = msgspec.json.decode(answer.content, type=HealthReport)
     except msgspec.DecodeError as error:
         fail(f"the server answered an unexpected health report: {error}")

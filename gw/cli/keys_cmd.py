@@ -32,10 +32,10 @@ from gw.cli.options import (
     resolve_home,
 )
 from gw.config import Config
+from gw.environment import database_path
 from gw.store import SqliteStore, StoreError
 from gw.store.api_keys import new_key, parse_scopes
 from gw.store.ip_allowlist import parse_allowlist
-from gw.wiring import database_path
 
 keys_app = typer.Typer(help="API keys: create (shown once), list, revoke.", no_args_is_help=True)
 

@@ -16,10 +16,9 @@ from rich.markup import escape
 
 from gw.cli.console import fail, print_json, stderr, stdout
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
-from gw.environment import SERVER_FILE_NAME
+from gw.environment import SERVER_FILE_NAME, database_path
 from gw.store import StoreError
 from gw.store.backup import DatabaseSummary, backup, restore
-from gw.wiring import database_path
 
 state_app = typer.Typer(
     help="Back up and restore gw's state database (traces, usage, config history, keys).",

@@ -19,9 +19,9 @@ from gw.cli.admin_client import NoServerError, admin_call, answer_json
 from gw.cli.config_cmd import read_store
 from gw.cli.console import fail, print_json, stdout
 from gw.cli.options import ConfigOption, JsonOption, StateDirOption, resolve_home
+from gw.environment import database_path
 from gw.server.status import file_size
 from gw.store import SqliteStore
-from gw.wiring import database_path
 
 STATUS_PATH = "/admin/v1/status"
 

@@ -14,10 +14,10 @@ from gw.cli.explain_view import explain_renderables
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
 from gw.cli.traces_follow import emit_json, emit_line, follow, wait_for_store
 from gw.cli.traces_view import traces_json, traces_table
+from gw.environment import database_path
 from gw.record import TraceRecord
 from gw.store import SqliteStore, StoreError
 from gw.telemetry.explain import explain_json
-from gw.wiring import database_path
 
 
 async def _read_traces(path: Path, limit: int, client_request_id: str | None) -> list[TraceRecord]:

@@ -18,9 +18,9 @@ from rich.text import Text
 
 from gw.cli.console import fail, print_json, stdout
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
+from gw.environment import database_path
 from gw.store import SqliteStore, StoreError
 from gw.store.usage import UsageGroup, UsageTotals, parse_since, report_json
-from gw.wiring import database_path
 
 ByOption = Annotated[
     UsageGroup,
