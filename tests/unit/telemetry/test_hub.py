@@ -8,32 +8,11 @@ import logging
 from collections.abc import Sequence
 
 import pytest
+from unit.telemetry.test_usage_recorder import make_row
 
-from gw.execution.periods import period_label
 from gw.ports import UsageRow
 from gw.record import TraceRecord
 from gw.telemetry.hub import TelemetryHub
-
-
-def make_row(n: int) -> UsageRow:
-    time = 1_773_583_323.0 + n
-    return UsageRow(
-        request_id=f"req-{n:08d}",
-        time=time,
-        day=period_label("day", time),
-        month=period_label("month", time),
-        tenant=None,
-        key_id=None,
-        route="chat",
-        provider="p",
-        model="m",
-        status=200,
-        error_code=None,
-        input_tokens=10,
-        output_tokens=2,
-        cost_usd=0.001,
-        usage_source="provider",
-    )
 
 
 class MemoryStore:
