@@ -4,10 +4,10 @@ The connection runs in autocommit mode (``isolation_level=None``) and every writ
 several statements, and every usage write, opens its own ``BEGIN IMMEDIATE``
 transaction, so a revision bump or a batch of usage rows is atomic, takes the write lock
 up front (no lock upgrade deadlock between a running server and a CLI command), and is
-rolled back when its writer is cancelled before the commit. A batch of traces (lossy)
-is one statement, which SQLite runs as its own transaction, write lock taken at its
-start: no ``BEGIN`` and ``COMMIT`` round trips to aiosqlite's thread, each a thread
-wake-up for the event loop. WAL lets readers proceed while the server writes;
+rolled back when its writer is cancelled before the commit. Traces (lossy) go in 32 rows
+per statement, which SQLite runs as its own transaction, write lock taken at its start:
+no ``BEGIN`` and ``COMMIT`` round trips to aiosqlite's thread, each a thread wake-up for
+the event loop. WAL lets readers proceed while the server writes;
 ``synchronous=NORMAL`` in WAL mode can lose the last commits on power loss but never
 corrupts the file, which is the right trade for lossy traces.
 
@@ -34,6 +34,7 @@ import msgspec
 from gw.ports import UsageRow
 from gw.record import TraceRecord
 from gw.store.api_keys import ApiKey
+from gw.store.batch_insert import insert_statements
 from gw.store.migrations import (
     LATEST_VERSION,
     SCHEMA_VERSION_TABLE,
@@ -46,7 +47,6 @@ from gw.store.usage import (
     UsageTotals,
     report_sql,
     totals_from_row,
-    usage_batch,
 )
 
 logger = logging.getLogger("gw.store")
@@ -55,21 +55,12 @@ BUSY_TIMEOUT_MS: Final = 5_000
 MIN_PREFIX: Final = 8
 """Shortest request id prefix ``get_trace`` resolves (shorter ones only match exactly)."""
 
-# A whole batch goes in as one JSON array bound to one parameter, so SQLite inserts it in a
-# single step. executemany() would release and retake the GIL around every row, and while
-# the event loop thread is busy each retake waits a switch interval (5 ms): measured here,
-# 256 rows took 1.2 s that way under load, and 45 ms as one statement. Each body is
-# embedded pre-encoded (``msgspec.Raw``) and ``->>`` returns its JSON text byte for byte,
-# so ``size`` (its length, computed in Python) is the stored body's size.
+# Traces go in as one multi-row INSERT per ``ROWS_PER_STATEMENT`` rows (batch_insert.py).
 _INSERT_TRACES: Final = """
 INSERT OR REPLACE INTO traces (
     request_id, time, status, error_code, route, provider, model, latency_ms,
     client_request_id, revision, body, size
-)
-SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6,
-       value->>7, value->>8, value->>9, value->>10, value->>11
-FROM json_each(?)
-"""
+)"""
 
 _INSERT_KEY: Final = """
 INSERT INTO api_keys (
@@ -177,27 +168,27 @@ class SqliteStore:
         """Store traces in one transaction; a trace with a known request id replaces it."""
         if not traces:
             return
-        bodies = [self._encoder.encode(t) for t in traces]
-        batch = self._encoder.encode(
-            [
+        rows = []
+        for trace in traces:
+            body = self._encoder.encode(trace)
+            rows.append(
                 (
-                    t.request_id,
-                    t.time,
-                    t.status,
-                    t.error_code,
-                    t.requested_model,
-                    t.provider,
-                    t.model,
-                    t.latency_ms,
-                    t.client_request_id,
-                    t.revision,
-                    msgspec.Raw(body),
+                    trace.request_id,
+                    trace.time,
+                    trace.status,
+                    trace.error_code,
+                    trace.requested_model,
+                    trace.provider,
+                    trace.model,
+                    trace.latency_ms,
+                    trace.client_request_id,
+                    trace.revision,
+                    body.decode(),  # stored as JSON text, which SQLite's JSON functions read
                     len(body),
                 )
-                for t, body in zip(traces, bodies, strict=True)
-            ]
-        )
-        await self._write_one(_INSERT_TRACES, (batch,))
+            )
+        for sql, params in insert_statements(_INSERT_TRACES, rows):
+            await self._write_one(sql, params)
 
     async def list_traces(
         self, *, limit: int = 20, client_request_id: str | None = None
@@ -452,8 +443,10 @@ class SqliteStore:
         """Store usage rows in one transaction; a known request id keeps its first row."""
         if not rows:
             return
+        values = [msgspec.structs.astuple(row) for row in rows]
         async with self._transaction():
-            await self._conn.execute(INSERT_USAGE, (usage_batch(rows),))
+            for sql, params in insert_statements(INSERT_USAGE, values):
+                await self._conn.execute(sql, params)
 
     async def usage_report(
         self, by: UsageGroup, since: float | None = None, tenant: str | None = None
@@ -533,7 +526,7 @@ class SqliteStore:
 
     # -- machinery ------------------------------------------------------------------------
 
-    async def _write_one(self, sql: str, params: tuple[bytes]) -> None:
+    async def _write_one(self, sql: str, params: Sequence[object]) -> None:
         """One write statement, atomic by itself (autocommit: see the module docstring)."""
         async with self._lock:
             await self._conn.execute(sql, params)

@@ -1,6 +1,6 @@
 """The usage ledger in SQL: writing rows, the grouped report, and the ``--since`` syntax.
 
-Rows go in as one JSON array bound to one parameter (as traces do, see ``sqlite.py``);
+Rows go in as multi-row inserts (``batch_insert.py``), in one transaction;
 ``INSERT OR IGNORE`` on the request id keeps the first row of a request, so a batch
 written twice (a retry after an unclear failure) counts once.
 
@@ -53,16 +53,8 @@ _SECONDS: Final = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 COST_DIGITS: Final = 10
 
 _FIELDS: Final = UsageRow.__struct_fields__
-INSERT_USAGE: Final = (
-    f"INSERT OR IGNORE INTO usage ({', '.join(_FIELDS)}) SELECT "  # noqa: S608 - fixed names
-    + ", ".join(f"value->>{index}" for index in range(len(_FIELDS)))
-    + " FROM json_each(?)"
-)
-
-
-def usage_batch(rows: Sequence[UsageRow]) -> bytes:
-    """``rows`` as the JSON array ``INSERT_USAGE`` reads (one array per row, field order)."""
-    return msgspec.json.encode([msgspec.structs.astuple(row) for row in rows])
+INSERT_USAGE: Final = f"INSERT OR IGNORE INTO usage ({', '.join(_FIELDS)})"
+"""The head of the multi-row insert (gw/store/batch_insert.py), one value per field."""
 
 
 class UsageTotals(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,6 +17,7 @@ from gw.execution.periods import period_label
 from gw.ports import UsageRow
 from gw.record import TraceRecord
 from gw.store import LATEST_VERSION, SqliteStore
+from gw.store.batch_insert import ROWS_PER_STATEMENT
 from gw.store.migrations import MIGRATIONS
 from gw.store.sqlite import TRACE_ROW_OVERHEAD
 from gw.telemetry.pruner import TracePruner
@@ -258,3 +259,24 @@ def test_a_pruned_file_reuses_its_pages_instead_of_growing(tmp_path: Path) -> No
 
     sizes = run_with_store(path, body)
     assert sizes[-1] <= sizes[0]
+
+
+def test_a_batch_larger_than_one_statement_stores_every_trace(tmp_path: Path) -> None:
+    path = tmp_path / "gw.db"
+    records = [trace(n, NOW + n) for n in range(2 * ROWS_PER_STATEMENT + 5)]
+    replaced = msgspec.structs.replace(records[0], status=502)  # a later row wins
+
+    async def body(store: SqliteStore) -> tuple[int, int]:
+        await store.write_traces([*records, replaced])
+        return await store.trace_volume()
+
+    count, _ = run_with_store(path, body)
+    assert count == len(records)
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT request_id, status, size, body FROM traces").fetchall()
+    by_id = {request_id: (status, size, body) for request_id, status, size, body in rows}
+    assert by_id[records[0].request_id][0] == 502
+    for record in records[1:]:
+        status, size, body = by_id[record.request_id]
+        assert (status, size) == (200, body_bytes(record))
+        assert msgspec.json.decode(body, type=TraceRecord) == record

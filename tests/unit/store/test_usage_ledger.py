@@ -15,6 +15,7 @@ import pytest
 from gw.execution.periods import period_label
 from gw.ports import UsageRow
 from gw.store import SqliteStore
+from gw.store.batch_insert import ROWS_PER_STATEMENT
 from gw.store.usage import USAGE_GROUPS, UsageTotals, parse_since, report_json
 
 T = TypeVar("T")
@@ -226,3 +227,16 @@ def test_a_write_cancelled_while_waiting_for_the_lock_leaves_the_store_usable(
             return sum(t.requests for t in totals)
 
     assert asyncio.run(main()) == 1
+
+
+def test_a_batch_larger_than_one_statement_keeps_every_row_once(tmp_path: Path) -> None:
+    many = [row(f"m{n:03d}", input_tokens=n) for n in range(2 * ROWS_PER_STATEMENT + 5)]
+    many.append(row("m000", input_tokens=10_000))  # a repeat in a later statement is ignored
+
+    async def body(store: SqliteStore) -> list[UsageTotals]:
+        await store.write_usage(many)
+        return await store.usage_report("tenant")
+
+    [totals] = run_with_store(tmp_path / "gw.db", body)
+    assert totals.requests == len(many) - 1
+    assert totals.input_tokens == sum(range(2 * ROWS_PER_STATEMENT + 5))
