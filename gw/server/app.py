@@ -117,7 +117,7 @@ def open_mode_guard(
     """Before every handler: in open mode, refuse what a web page sent (browser_guard)."""
 
     async def guard(request: HttpRequest) -> Response[bytes] | None:
-        if services.authenticator.mode != "open" or request.url.path in PROBES:
+        if services.authenticator.mode != "open" or request.scope["path"] in PROBES:
             return None
         origins = services.snapshot().config.server.cors_origins
         reason = open_mode_refusal(request.headers, origins)

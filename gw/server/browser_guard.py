@@ -16,6 +16,7 @@ SDKs and curl send no ``Origin`` and a loopback ``Host``, so they are not affect
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Mapping
 
@@ -44,6 +45,7 @@ def is_own_origin(origin: str, headers: Mapping[str, str]) -> bool:
     return origin in (f"http://{host}", f"https://{host}")
 
 
+@functools.lru_cache(maxsize=256)  # every open-mode request asks; a client uses one Host
 def is_loopback_name(host: str) -> bool:
     """A name or address that can only mean this machine: ``localhost`` and its
     subdomains (browsers resolve ``*.localhost`` to loopback themselves), loopback
