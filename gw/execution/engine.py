@@ -43,6 +43,10 @@ from gw.ir import (
     EmbeddingResponse,
     StreamEvent,
     StreamStart,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    Usage,
     UsageEvent,
 )
 from gw.ports import (
@@ -121,6 +125,10 @@ class OpenStream:
         self._deadline = deadline
         self._clock = clock
         self.error: GatewayError | None = None
+        # What the stream has carried so far, for the trace and the usage row.
+        self.usage: Usage | None = None
+        self.output_chars = 0
+        self.began = False  # events() has started running (and so will close the tail)
 
     @property
     def attempts(self) -> list[AttemptRecord]:
@@ -138,17 +146,24 @@ class OpenStream:
         self.error = ClientAbortedError("the client left before the stream was sent")
         self.log.finish(self._pending, "aborted", self.error)
 
-    async def events(self) -> AsyncGenerator[StreamEvent, None]:
+    async def events(
+        self, on_end: Callable[[], object] | None = None
+    ) -> AsyncGenerator[StreamEvent, None]:
         """Yield every event; a failure after the commit raises, for the caller to render.
 
-        The attempt is closed as answered, failed or aborted (client gone) when this ends.
+        The attempt is closed as answered, failed or aborted (client gone) when this ends,
+        and then ``on_end`` runs (the gateway writes the trace), however it ended. The
+        tallies are kept here rather than in a wrapping generator: each generator layer
+        costs every chunk of every stream a resume.
         """
+        self.began = True
         outcome_error: GatewayError | None = None
         task = asyncio.current_task()
         assert task is not None  # noqa: S101 - async generators run in a task
         watch = IdleWatch(task)
         try:
             for event in self._head:
+                self._tally(event)
                 yield event
             while True:
                 budget = max(min(self._idle_timeout, self._deadline - self._clock.monotonic()), 0)
@@ -166,6 +181,7 @@ class OpenStream:
                     ) from None
                 finally:
                     watch.end()
+                self._tally(event)
                 yield event
         except GatewayError as error:
             outcome_error = self.error = error
@@ -178,11 +194,26 @@ class OpenStream:
             raise
         finally:
             watch.close()
-            await _close_quietly(self._tail)
-            outcome: AttemptOutcome = "answered"
-            if outcome_error is not None:
-                outcome = "aborted" if isinstance(outcome_error, ClientAbortedError) else "failed"
-            self.log.finish(self._pending, outcome, outcome_error)
+            try:
+                await _close_quietly(self._tail)
+            finally:  # recorded even if a cancellation lands in the close
+                self._end(outcome_error, on_end)
+
+    def _end(self, error: GatewayError | None, on_end: Callable[[], object] | None) -> None:
+        outcome: AttemptOutcome = "answered"
+        if error is not None:
+            outcome = "aborted" if isinstance(error, ClientAbortedError) else "failed"
+        self.log.finish(self._pending, outcome, error)
+        if on_end is not None:
+            on_end()
+
+    def _tally(self, event: StreamEvent) -> None:
+        if isinstance(event, (TextDelta, ThinkingDelta)):
+            self.output_chars += len(event.text)
+        elif isinstance(event, UsageEvent):
+            self.usage = event.usage
+        elif isinstance(event, ToolCallDelta):
+            self.output_chars += len(event.arguments) + len(event.name or "")
 
 
 class Engine:

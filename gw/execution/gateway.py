@@ -8,7 +8,6 @@ exactly one trace.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from fnmatch import fnmatchcase
 from typing import Any, TypeVar
@@ -39,12 +38,8 @@ from gw.ir import (
     EmbeddingRequest,
     EmbeddingResponse,
     StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
     Usage,
 )
-from gw.ir import UsageEvent as UsageEventIR
 from gw.ports import Clock, TraceSink, UsageSink
 from gw.record import AttemptRecord, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
@@ -453,52 +448,36 @@ class StreamSession:
         self._opened = opened
         self.target = opened.target
         self.reported_model = opened.reported_model
-        self._started = False
+        self._finished = False
 
     async def close(self) -> None:
-        """End a stream whose events were never read (the client left first): the upstream
-        request is closed and the trace written. Does nothing once ``events`` has run."""
-        if self._started:
+        """End the stream if ``events`` never did (the client left before it was read):
+        the upstream request is closed and the trace written. Does nothing once it ended."""
+        if self._finished:
             return
-        self._started = True
         try:
-            await self._opened.abandon()
+            if not self._opened.began:  # a generator never started never runs its finally
+                await self._opened.abandon()
         finally:  # traced and settled even if a cancellation lands in abandon()
-            self._gateway.finish_stream(
-                ctx=self._ctx,
-                request=self._request,
-                decision=self._decision,
-                opened=self._opened,
-                usage=None,
-                output_chars=0,
-            )
+            self._finish()
 
-    async def events(self) -> AsyncGenerator[StreamEvent, None]:
-        """The stream's events; a failure after the commit raises ``GatewayError``."""
-        self._started = True
-        usage: Usage | None = None
-        output_chars = 0
-        try:
-            # aclosing: the inner stream (and its upstream request) is closed before the
-            # trace is written, even when the client hangs up at a yield.
-            async with contextlib.aclosing(self._opened.events()) as events:
-                async for event in events:
-                    if isinstance(event, UsageEventIR):
-                        usage = event.usage
-                    elif isinstance(event, TextDelta | ThinkingDelta):
-                        output_chars += len(event.text)
-                    elif isinstance(event, ToolCallDelta):
-                        output_chars += len(event.arguments) + len(event.name or "")
-                    yield event
-        finally:
-            self._gateway.finish_stream(
-                ctx=self._ctx,
-                request=self._request,
-                decision=self._decision,
-                opened=self._opened,
-                usage=usage,
-                output_chars=output_chars,
-            )
+    def events(self) -> AsyncGenerator[StreamEvent, None]:
+        """The stream's events; a failure after the commit raises ``GatewayError``. The trace
+        is written when the stream ends, after the upstream request is closed."""
+        return self._opened.events(on_end=self._finish)
+
+    def _finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        self._gateway.finish_stream(
+            ctx=self._ctx,
+            request=self._request,
+            decision=self._decision,
+            opened=self._opened,
+            usage=self._opened.usage,
+            output_chars=self._opened.output_chars,
+        )
 
 
 def _streams(request: ChatRequest | EmbeddingRequest) -> bool:

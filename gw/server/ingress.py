@@ -8,8 +8,7 @@ for OpenAI Chat Completions and Anthropic Messages, so it lives here once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 import msgspec
@@ -17,7 +16,7 @@ from litestar import Response
 
 from gw.errors import ClientAbortedError, GatewayError, RequestTimeoutError
 from gw.execution.gateway import RequestContext, RequestFailedError, StreamSession
-from gw.ir import ChatRequest, ChatResponse, ErrorEvent, StreamEvent
+from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord
 from gw.server.admission import queue_header
 from gw.server.auth import require_model, require_scope
@@ -26,7 +25,7 @@ from gw.server.disconnect import ClientGoneError, ClientWatch
 from gw.server.hints import parse_hints
 from gw.server.responses import JSON, gw_headers, trace_headers
 from gw.server.services import HttpRequest, ServerServices
-from gw.server.sse_stream import LastChunk, SSEStream
+from gw.server.sse_stream import SSEStream, StreamEncoder
 
 
 class ModelRequest(Protocol):
@@ -37,12 +36,6 @@ class ModelRequest(Protocol):
 
 
 DecodedT = TypeVar("DecodedT", bound=ModelRequest)
-
-
-class StreamEncoder(Protocol):
-    def encode(self, event: StreamEvent) -> bytes: ...
-
-    def done(self) -> bytes: ...
 
 
 class ClientFormat(Protocol):
@@ -139,7 +132,8 @@ async def _serve(
             )
         session = await watch.run(gateway.open_stream(ctx, chat))
         streamed = SSEStream(
-            _sse(client.stream_encoder(session, ctx, chat), session),
+            session.events(),
+            client.stream_encoder(session, ctx, chat),
             watch=watch,
             on_close=_closer(services, session),
             headers={
@@ -175,19 +169,6 @@ def _closer(services: ServerServices, session: StreamSession) -> Callable[[], Aw
             await session.close()
 
     return close
-
-
-async def _sse(encoder: StreamEncoder, session: StreamSession) -> AsyncGenerator[bytes, None]:
-    """Encode the committed stream; a later failure becomes one error event (invariant 3)."""
-    try:
-        async with contextlib.aclosing(session.events()) as events:
-            async for event in events:
-                frame = encoder.encode(event)
-                if frame:
-                    yield frame
-        yield LastChunk(encoder.done())
-    except GatewayError as error:
-        yield LastChunk(encoder.encode(ErrorEvent(code=error.code, message=error.client_message)))
 
 
 def _with_principal(ctx: RequestContext, key_id: str | None, tenant: str | None) -> RequestContext:

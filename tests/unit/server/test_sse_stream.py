@@ -1,4 +1,5 @@
-"""The streaming response cleans up once however it ends, even before its first chunk."""
+"""The streaming response encodes events as they come, ends with the closing frames or one
+error event, and cleans up once however it ends, even before its first chunk."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from gw.server.sse_stream import LastChunk, SSEStream
+from gw.errors import UpstreamError
+from gw.ir import ErrorEvent, StreamEvent, TextDelta
+from gw.server.sse_stream import SSEStream
 
 
 class FakeWatch:
@@ -23,15 +26,31 @@ class FakeWatch:
         self.closed += 1
 
 
-def run(send: Any, *, client_left: bool) -> tuple[FakeWatch, list[str], BaseException | None]:
+class FakeEncoder:
+    def encode(self, event: StreamEvent) -> bytes:
+        if isinstance(event, ErrorEvent):
+            return f"data: error {event.code}\n\n".encode()
+        assert isinstance(event, TextDelta)
+        return f"data: {event.text}\n\n".encode() if event.text else b""
+
+    def done(self) -> bytes:
+        return b"data: [DONE]\n\n"
+
+
+def run(
+    send: Any, *, client_left: bool, fail: bool = False
+) -> tuple[FakeWatch, list[str], BaseException | None]:
     watch = FakeWatch(client_left=client_left)
     log: list[str] = []
 
-    async def frames() -> AsyncGenerator[bytes, None]:
+    async def frames() -> AsyncGenerator[StreamEvent, None]:
         log.append("started")
         try:
-            yield b"data: 1\n\n"
-            yield LastChunk(b"data: [DONE]\n\n")
+            yield TextDelta(text="1")
+            yield TextDelta(text="")  # encodes to nothing: no empty write
+            if fail:
+                raise UpstreamError("upstream stream ended early", blame="upstream")
+            yield TextDelta(text="2")
         finally:
             log.append("generator closed")
 
@@ -39,7 +58,13 @@ def run(send: Any, *, client_left: bool) -> tuple[FakeWatch, list[str], BaseExce
         log.append("on_close")
 
     async def go() -> BaseException | None:
-        response = SSEStream(frames(), watch=watch, on_close=on_close, headers={})  # type: ignore[arg-type]
+        response = SSEStream(
+            frames(),
+            FakeEncoder(),
+            watch=watch,  # type: ignore[arg-type]
+            on_close=on_close,
+            headers={},
+        )
         asgi = response.to_asgi_response(None, None)
 
         async def receive() -> Any:
@@ -54,7 +79,7 @@ def run(send: Any, *, client_left: bool) -> tuple[FakeWatch, list[str], BaseExce
     return watch, log, asyncio.run(go())
 
 
-def test_a_whole_stream_ends_with_the_last_chunk_and_one_cleanup() -> None:
+def test_a_whole_stream_ends_with_the_closing_frames_and_one_cleanup() -> None:
     sent: list[Any] = []
 
     async def send(message: Any) -> None:
@@ -62,8 +87,26 @@ def test_a_whole_stream_ends_with_the_last_chunk_and_one_cleanup() -> None:
 
     watch, log, escaped = run(send, client_left=False)
     assert escaped is None
-    assert [m.get("more_body") for m in sent] == [None, True, False]
-    assert sent[-1]["body"] == b"data: [DONE]\n\n"
+    assert [m.get("more_body") for m in sent] == [None, True, True, False]
+    assert [m.get("body") for m in sent[1:]] == [
+        b"data: 1\n\n",
+        b"data: 2\n\n",
+        b"data: [DONE]\n\n",
+    ]
+    assert log == ["started", "generator closed", "on_close"]
+    assert watch.closed == 1
+
+
+def test_a_failure_after_the_first_chunk_ends_with_one_error_event() -> None:
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    watch, log, escaped = run(send, client_left=False, fail=True)
+    assert escaped is None
+    assert [m.get("body") for m in sent[1:]] == [b"data: 1\n\n", b"data: error upstream_error\n\n"]
+    assert sent[-1]["more_body"] is False
     assert log == ["started", "generator closed", "on_close"]
     assert watch.closed == 1
 
