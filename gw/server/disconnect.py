@@ -1,20 +1,60 @@
 """Notice a client that hangs up while gw is still working on its answer.
 
 A Litestar handler and the streaming response it returns run in one task, the server's
-task for the request. One watcher task per request cancels that task when the client
-disconnects, whether gw is awaiting the upstream or streaming the answer: the upstream
-request is then cancelled at once instead of running to its end for nobody.
+task for the request. ``ClientWatch`` cancels that task when the client disconnects,
+whether gw is awaiting the upstream or streaming the answer: the upstream request is then
+cancelled at once instead of running to its end for nobody.
+
+gw's own server protocol (``HangUpNoticeProtocol``) says so directly, from the lost
+connection, through a hook in the request's scope: no task per request. Under any other
+ASGI server (test clients) a watcher task waits on ``receive()`` for ``http.disconnect``
+instead, which costs a task per request (about 3% of a stream's CPU).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from gw.server.services import HttpRequest
 
 T = TypeVar("T")
+CLIENT_GONE = "gw.client_gone"  # the ASGI scope extension: {"hook": ClientGoneHook}
+
+
+class ClientGoneHook:
+    """Where the server's protocol reaches the watch of one request."""
+
+    __slots__ = ("callback",)
+
+    def __init__(self) -> None:
+        self.callback: Callable[[], None] | None = None
+
+
+class HangUpNoticeProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, calling a request's hook when its client hangs up."""
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.scope["extensions"] = {CLIENT_GONE: {"hook": ClientGoneHook()}}
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        cycle = self.cycle
+        super().connection_lost(exc)
+        if cycle is not None and not cycle.response_complete:
+            hook = client_gone_hook(cycle.scope)
+            if hook is not None and hook.callback is not None:
+                hook.callback()
+
+
+def client_gone_hook(scope: Any) -> ClientGoneHook | None:
+    """The request's hook, when the server that made ``scope`` is gw's own."""
+    extension = (scope.get("extensions") or {}).get(CLIENT_GONE) or {}
+    hook = extension.get("hook")
+    return hook if isinstance(hook, ClientGoneHook) else None
 
 
 class ClientGoneError(Exception):
@@ -29,12 +69,20 @@ class ClientWatch:
         assert task is not None  # noqa: S101 - always called from a request's task
         self._task = task
         self.left = False
-        self._watcher = asyncio.ensure_future(self._watch(request))
+        self._watcher: asyncio.Future[None] | None = None
+        self._hook = client_gone_hook(request.scope)
+        if self._hook is not None:
+            self._hook.callback = self._client_left
+        else:
+            self._watcher = asyncio.ensure_future(self._watch(request))
 
     async def _watch(self, request: HttpRequest) -> None:
         # With the body read, the server's receive() only returns on a disconnect.
         while (await request.receive())["type"] != "http.disconnect":
             pass
+        self._client_left()
+
+    def _client_left(self) -> None:
         self.left = True
         self._task.cancel()
 
@@ -58,4 +106,7 @@ class ClientWatch:
             raise ClientGoneError from None
 
     def close(self) -> None:
-        self._watcher.cancel()
+        if self._hook is not None:
+            self._hook.callback = None
+        if self._watcher is not None:
+            self._watcher.cancel()

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import asyncio
 
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE
+
+from gw.server.disconnect import HangUpNoticeProtocol
 
 
-class HeaderTimeoutProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, closing connections whose headers come too slowly."""
+class HeaderTimeoutProtocol(HangUpNoticeProtocol):
+    """uvicorn's httptools protocol (telling requests of hang-ups: gw/server/disconnect.py),
+    closing connections whose headers come too slowly."""
 
     header_timeout: float = 10.0  # seconds; set by header_timeout_protocol()
 
