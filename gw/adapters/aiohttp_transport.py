@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Mapping
 
 import aiohttp
@@ -26,6 +27,7 @@ def build_session(max_connections: int = 512) -> aiohttp.ClientSession:
     )
 
 
+@functools.lru_cache(maxsize=64)  # a handful of configured values; built per request before
 def _timeout(timeouts: AttemptTimeouts, *, streaming: bool) -> aiohttp.ClientTimeout:
     # No total: the engine bounds whole attempts. No sock_read for streams: the engine
     # times their first token and idle gaps, and sock_read re-arms a timer on every chunk.
