@@ -5,9 +5,10 @@ exporter are each one; the usage ledger is not (it must not lose rows: gw/teleme
 Strategy: ``submit`` only does ``put_nowait`` on a bounded queue, so a request never waits
 for a consumer; when the queue is full the item is dropped and counted (invariant 8). One
 background task waits on the queue (no polling while idle); when an item arrives it lingers
-up to ``linger`` seconds for more, up to ``batch_size``, then hands the batch to
-``consume``. A batch whose ``consume`` raises is counted in ``errors`` and its items as
-dropped, logged by error type only: telemetry never fails a request.
+``linger`` seconds (unless a full batch is already waiting), takes up to ``batch_size``,
+then hands the batch to ``consume``. A batch whose ``consume`` raises is counted in
+``errors`` and its items as dropped, logged by error type only: telemetry never fails a
+request.
 
 ``stop`` consumes what is queued for at most its timeout, then cancels the consumer; the
 batch it was in and everything still queued are counted as dropped, as is anything
@@ -113,25 +114,24 @@ class LossyQueue(Generic[T]):
             await asyncio.sleep(0)  # a burst must not hold the loop from requests
 
     async def _collect(self) -> list[T]:
-        """Wait for one item, then gather more until the batch is full or the linger ends."""
+        """Wait for one item, then linger once for more and take up to a full batch.
+
+        One sleep, not a wake-up per item: waiting on the queue with a timeout woke this
+        task for every item submitted during the linger, a cost on every request.
+        """
         self._idle = True
         try:
             batch = [await self._queue.get()]
         finally:
             self._idle = False
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._linger
-        while len(batch) < self._batch_size:
-            while not self._queue.empty() and len(batch) < self._batch_size:
-                batch.append(self._queue.get_nowait())
-            remaining = deadline - loop.time()
-            if len(batch) >= self._batch_size or remaining <= 0 or self._stopping:
-                break
+        if self._linger > 0 and not self._stopping and self._queue.qsize() < self._batch_size - 1:
             try:
-                async with asyncio.timeout(remaining):
-                    batch.append(await self._queue.get())
-            except TimeoutError:
-                break
+                await asyncio.sleep(self._linger)
+            except asyncio.CancelledError:
+                self.dropped += len(batch)  # what is still queued, stop() counts
+                raise
+        while not self._queue.empty() and len(batch) < self._batch_size:
+            batch.append(self._queue.get_nowait())
         return batch
 
     async def _hand_over(self, batch: list[T]) -> None:

@@ -128,3 +128,23 @@ def test_a_burst_does_not_hold_the_event_loop() -> None:
 def test_bad_sizes_are_refused() -> None:
     with pytest.raises(ValueError, match="must be >= 1"):
         LossyQueue(Consumer(), name="test", maxsize=0)
+
+
+def test_items_arriving_during_the_linger_join_one_batch_and_a_cut_linger_counts() -> None:
+    consumer = Consumer()
+    lossy: LossyQueue[int] = LossyQueue(consumer, name="test", linger=0.05)
+    stuck: LossyQueue[int] = LossyQueue(Consumer(), name="stuck", linger=30.0)
+
+    async def main() -> None:
+        await lossy.start()
+        await stuck.start()
+        for n in range(5):  # one item per loop turn, all within the linger
+            lossy.submit(n)
+            stuck.submit(n)
+            await asyncio.sleep(0)
+        await lossy.stop(timeout=1.0)
+        await stuck.stop(timeout=0.05)  # cancelled while lingering
+
+    asyncio.run(main())
+    assert consumer.batches == [[0, 1, 2, 3, 4]]
+    assert (stuck.submitted, stuck.written, stuck.dropped, stuck.queue_depth) == (5, 0, 5, 0)
