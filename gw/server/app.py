@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-import traceback
 from collections.abc import Awaitable, Callable, Sequence
 
 import msgspec
@@ -11,36 +9,35 @@ from litestar import Litestar, Response, get
 from litestar.exceptions import HTTPException
 
 from gw.errors import (
-    EndpointNotFoundError,
     GatewayError,
-    InternalError,
-    InvalidRequestError,
-    MethodNotAllowedError,
     PermissionDeniedError,
 )
 from gw.server.admin import admin_handlers
 from gw.server.admin_config import config_handlers
 from gw.server.admin_inspect import inspect_handlers
 from gw.server.browser_guard import open_mode_refusal
-from gw.server.chat import chat_handlers
+from gw.server.chat import CHAT_PATH, chat_endpoint, chat_handlers
 from gw.server.dashboard import dashboard_handlers
 from gw.server.edges import cors_config
 from gw.server.embeddings import embedding_handlers
-from gw.server.messages import message_handlers
+from gw.server.error_pages import ErrorPages
+from gw.server.fast_path import FastPath
+from gw.server.messages import MESSAGES_PATH, message_handlers, messages_endpoint
 from gw.server.metrics_endpoint import metrics_handlers
 from gw.server.models import model_handlers
 from gw.server.openapi_doc import openapi_handlers
-from gw.server.responses import JSON, anthropic_error_response, openai_error_response
+from gw.server.responses import JSON
 from gw.server.services import HttpRequest, ServerServices
 
 Hook = Callable[[], Awaitable[None]]
 PROBES = frozenset({"/livez", "/readyz"})  # liveness checks carry no data: never guarded
-logger = logging.getLogger("gw.server")
 
 
 def build_app(
     services: ServerServices, *, on_startup: Sequence[Hook] = (), on_shutdown: Sequence[Hook] = ()
-) -> Litestar:
+) -> FastPath:
+    """The ASGI app: Litestar, with SDKs' inference POSTs taken by the fast path first."""
+
     @get("/livez", include_in_schema=False)
     async def livez() -> Response[bytes]:
         return Response(content=b'{"status":"ok"}', media_type=JSON)
@@ -57,40 +54,15 @@ def build_app(
         ready = {"status": "ready", "revision": services.snapshot().revision}
         return Response(content=msgspec.json.encode(ready), media_type=JSON)
 
-    def render(request: HttpRequest, error: GatewayError) -> Response[bytes]:
-        """Errors raised outside the handlers: same shape, headers and trace as the rest;
-        Anthropic's shape under /v1/messages, OpenAI's everywhere else."""
-        ctx = services.begin(request, "http")
-        failed = services.gateway.reject(ctx, error, stream=False)
-        if request.url.path.startswith("/v1/messages"):
-            return anthropic_error_response(failed.error, failed.trace)
-        return openai_error_response(failed.error, failed.trace)
-
-    def framework_error(request: HttpRequest, exc: Exception) -> Response[bytes]:
-        """Routing-level errors (unknown path, wrong method, unreadable request)."""
-        status = exc.status_code if isinstance(exc, HTTPException) else 500
-        path = request.url.path
-        if status == 404:
-            return render(request, EndpointNotFoundError(f"no such endpoint: {path}"))
-        if status == 405:
-            return render(request, MethodNotAllowedError(f"{request.method} not allowed on {path}"))
-        if status < 500:
-            return render(request, InvalidRequestError(f"the request could not be read ({status})"))
-        return internal_error(request, exc)
-
-    def internal_error(request: HttpRequest, exc: Exception) -> Response[bytes]:
-        # Frames only: an exception's text may carry request data (invariant 9).
-        frames = "".join(traceback.format_tb(exc.__traceback__))
-        logger.error("unhandled %s on %s:\n%s", type(exc).__name__, request.url.path, frames)
-        message = f"gw failed unexpectedly ({type(exc).__name__}); this is a gw bug"
-        return render(request, InternalError(message))
-
-    return Litestar(
-        before_request=open_mode_guard(services, render),
+    errors = ErrorPages(services)
+    guard = open_mode_guard(services, errors.render)
+    chat, messages = chat_endpoint(services), messages_endpoint(services)
+    app = Litestar(
+        before_request=guard,
         route_handlers=[
-            *chat_handlers(services),
+            *chat_handlers(chat),
             *embedding_handlers(services),
-            *message_handlers(services),
+            *message_handlers(services, messages),
             *model_handlers(services),
             *admin_handlers(services),
             *config_handlers(services),
@@ -101,7 +73,7 @@ def build_app(
             livez,
             readyz,
         ],
-        exception_handlers={HTTPException: framework_error, Exception: internal_error},
+        exception_handlers={HTTPException: errors.framework_error, Exception: errors.internal},
         on_startup=list(on_startup),
         on_shutdown=list(on_shutdown),
         request_max_body_size=None,  # read_body enforces server.max_body_bytes itself
@@ -109,6 +81,8 @@ def build_app(
         openapi_config=None,  # /openapi.json is hand-written: gw/server/openapi_doc.py
         cors_config=cors_config(services.snapshot().config.server.cors_origins),
     )
+    endpoints = {CHAT_PATH: chat, MESSAGES_PATH: messages}
+    return FastPath(app, endpoints, guard=guard, error_page=errors.any)
 
 
 def open_mode_guard(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -47,11 +48,20 @@ class OpenAIChatFormat:
         return openai_error_response(error, trace)
 
 
-def chat_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
+CHAT_PATH = "/v1/chat/completions"
+
+
+def chat_endpoint(services: ServerServices) -> Callable[[HttpRequest], Awaitable[Response[Any]]]:
+    """The endpoint function, for Litestar's route and for the fast path (fast_path.py)."""
     client = OpenAIChatFormat()
 
-    @post("/v1/chat/completions", status_code=200, include_in_schema=False)
     async def chat_completions(request: HttpRequest) -> Response[Any]:
         return await serve_chat(services, client, request)
 
-    return [chat_completions]
+    return chat_completions
+
+
+def chat_handlers(
+    endpoint: Callable[[HttpRequest], Awaitable[Response[Any]]],
+) -> list[HTTPRouteHandler]:
+    return [post(CHAT_PATH, status_code=200, include_in_schema=False)(endpoint)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from litestar import Response, post
@@ -68,13 +69,26 @@ def _message_id(ctx: RequestContext) -> str:
     return f"msg_{ctx.request_id.removeprefix('req_')}"
 
 
-def message_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
-    messages = AnthropicMessagesFormat()
-    count = _CountTokensFormat()
+MESSAGES_PATH = "/v1/messages"
 
-    @post("/v1/messages", status_code=200, include_in_schema=False)
+
+def messages_endpoint(
+    services: ServerServices,
+) -> Callable[[HttpRequest], Awaitable[Response[Any]]]:
+    """The endpoint function, for Litestar's route and for the fast path (fast_path.py)."""
+    messages = AnthropicMessagesFormat()
+
     async def create_message(request: HttpRequest) -> Response[Any]:
         return await serve_chat(services, messages, request)
+
+    return create_message
+
+
+def message_handlers(
+    services: ServerServices, endpoint: Callable[[HttpRequest], Awaitable[Response[Any]]]
+) -> list[HTTPRouteHandler]:
+    count = _CountTokensFormat()
+    create_message = post(MESSAGES_PATH, status_code=200, include_in_schema=False)(endpoint)
 
     @post("/v1/messages/count_tokens", status_code=200, include_in_schema=False)
     async def count_tokens(request: HttpRequest) -> Response[bytes]:
