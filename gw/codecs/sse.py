@@ -13,6 +13,7 @@ The parser follows the WHATWG "event stream interpretation" rules:
 from __future__ import annotations
 
 import re
+from typing import TypeAlias
 
 import msgspec
 
@@ -20,8 +21,14 @@ from gw.errors import UpstreamError
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _BOM = b"\xef\xbb\xbf"
+# Byte values, not b"\r" and b"\n": ``int in bytes`` is a plain scan, while ``bytes in
+# bytes`` first tries the operand as an int and raises and clears a TypeError, per call.
+_CR = ord("\r")
+_LF = ord("\n")
 # One event (its data lines and the line being read) may not grow beyond this.
 MAX_EVENT_BYTES = 16 * 2**20
+# A dispatched event as the general path collects it: data, event name, last event id.
+_Frame: TypeAlias = tuple[bytes, str | None, str | None]
 
 
 class SSEMessage(msgspec.Struct, frozen=True, kw_only=True):
@@ -37,7 +44,8 @@ class SSEParser:
 
     Lines are split as bytes and only complete field values are decoded: a line end is
     never inside a UTF-8 sequence, so a character cut between chunks needs no decoder
-    state, and the common chunk (``data: {...}\\n\\n``) costs one split.
+    state. ``feed_data`` returns the data alone, as bytes, and reads the common chunk
+    (``data: {...}\\n\\n``) without splitting it into lines.
     """
 
     def __init__(self) -> None:
@@ -48,12 +56,48 @@ class SSEParser:
         self._data: list[bytes] = []
         self._event: str | None = None
         self._last_id: str | None = None
+        # The last chunk ended an event and left nothing pending: the fast path may run.
+        self._between_events = False
 
     def feed(self, data: bytes) -> list[SSEMessage]:
         """Parse ``data`` and return every event it completes, in order.
 
         Raises ``UpstreamError`` when one event grows beyond ``MAX_EVENT_BYTES``.
         """
+        return [
+            SSEMessage(data=payload.decode("utf-8", "replace"), event=event, id=last_id)
+            for payload, event, last_id in self._parse(data)
+        ]
+
+    def feed_data(self, data: bytes) -> list[bytes]:
+        """Like ``feed``, but return only each event's data, undecoded.
+
+        For a reader that needs neither event names nor ids and decodes the bytes itself.
+        """
+        # Fast path: nearly every chunk is whole ``data:`` events, most often exactly one
+        # ``data: {...}\n\n``. With nothing pending from earlier chunks (no partial line,
+        # data lines, event name, "\r" or BOM check), such a chunk needs no line machinery.
+        if not (
+            self._between_events
+            and data[-2:] == b"\n\n"
+            and _CR not in data
+            and len(data) <= MAX_EVENT_BYTES  # the general path raises for a larger chunk
+        ):
+            return [payload for payload, _, _ in self._parse(data)]
+        if data[:6] == b"data: ":  # the usual chunk: one event of one line
+            payload = data[6:-2]
+            if _LF not in payload:
+                return [payload]
+        payloads: list[bytes] = []
+        for event in data[:-2].split(b"\n\n"):
+            if event[:5] != b"data:" or _LF in event:  # another field, or several lines
+                return [payload for payload, _, _ in self._parse(data)]
+            payloads.append(event[6:] if event[5:6] == b" " else event[5:])
+        return payloads
+
+    def _parse(self, data: bytes) -> list[_Frame]:
+        """The general path: each completed event's data, event name and last event id."""
+        self._between_events = False
         if not data:
             return []
         if self._at_start:
@@ -64,11 +108,11 @@ class SSEParser:
             self._skip_lf = False
             if data.startswith(b"\n"):
                 data = data[1:]
-        if b"\r" in data:
+        if _CR in data:
             self._skip_lf = data.endswith(b"\r")
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         self._count(len(data))
-        if b"\n" not in data:  # a long line arriving in pieces: keep them, join once
+        if _LF not in data:  # a long line arriving in pieces: keep them, join once
             self._partial.append(data)
             return []
         if self._partial:
@@ -79,15 +123,16 @@ class SSEParser:
         rest = lines.pop()
         if rest:
             self._partial.append(rest)
-        messages: list[SSEMessage] = []
+        messages: list[_Frame] = []
         data_lines = self._data
         for line in lines:
-            # The common line, ``data: ...``, without a call: this runs for every chunk.
+            # The common line, ``data: ...``, without a call.
             if line.startswith(b"data:"):
                 data_lines.append(line[6:] if line.startswith(b" ", 5) else line[5:])
             else:
                 self._take_line(line, messages)
         self._pending_bytes = len(rest) + sum(map(len, data_lines)) if data_lines else len(rest)
+        self._between_events = not (rest or data_lines or self._skip_lf) and self._event is None
         return messages
 
     def close(self) -> list[SSEMessage]:
@@ -99,6 +144,7 @@ class SSEParser:
         self._pending_bytes = 0
         self._data.clear()
         self._event = None
+        self._between_events = False
         return []
 
     def _count(self, size: int) -> None:
@@ -119,7 +165,7 @@ class SSEParser:
         self._at_start = False
         return data.removeprefix(_BOM)
 
-    def _take_line(self, line: bytes, messages: list[SSEMessage]) -> None:
+    def _take_line(self, line: bytes, messages: list[_Frame]) -> None:
         if not line:
             self._dispatch(messages)
             return
@@ -135,16 +181,10 @@ class SSEParser:
         elif field == b"id" and b"\x00" not in value:
             self._last_id = value.decode("utf-8", "replace")
 
-    def _dispatch(self, messages: list[SSEMessage]) -> None:
+    def _dispatch(self, messages: list[_Frame]) -> None:
         if self._data:
             data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
-            messages.append(
-                SSEMessage(
-                    data=data.decode("utf-8", "replace"),
-                    event=self._event or None,
-                    id=self._last_id,
-                )
-            )
+            messages.append((data, self._event or None, self._last_id))
             self._data.clear()
         self._event = None
 

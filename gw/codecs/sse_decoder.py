@@ -4,6 +4,10 @@ A subclass says how one SSE message becomes IR events (``_take_message``) and wh
 of the body is acceptable (``_check_end``). A failure met after some events of the same
 ``feed`` call is held back, so those events reach the client first; the next ``feed`` or
 ``close`` raises it.
+
+``SSEStreamDataDecoder`` is the same for a protocol that reads only each event's data: it
+takes the data as bytes (``_take_data``), with no ``SSEMessage`` and no ``str`` made per
+event, and gets ``SSEParser.feed_data``'s fast path for the usual chunk.
 """
 
 from __future__ import annotations
@@ -52,3 +56,31 @@ class SSEStreamDecoder:
         if self._pending_error is not None:
             error, self._pending_error = self._pending_error, None
             raise error
+
+
+class SSEStreamDataDecoder(SSEStreamDecoder):
+    """An ``SSEStreamDecoder`` whose subclass reads each event's data bytes (``_take_data``).
+
+    Event names and ids are not read. ``feed`` is the base class's loop over
+    ``SSEParser.feed_data``, written out rather than shared: this runs once per chunk.
+    """
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        """Decode ``data``; return the events it completes."""
+        if self._pending_error is not None:
+            self._raise_pending()
+        events: list[StreamEvent] = []
+        for payload in self._parser.feed_data(data):
+            if self.done:
+                break
+            try:
+                self._take_data(payload, events)
+            except GatewayError as error:
+                if not events:
+                    raise
+                self._pending_error = error
+                break
+        return events
+
+    def _take_data(self, data: bytes, events: list[StreamEvent]) -> None:
+        raise NotImplementedError

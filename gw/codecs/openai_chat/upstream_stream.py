@@ -13,36 +13,37 @@ import msgspec
 
 from gw.codecs.openai_chat.upstream_errors import error_from_payload
 from gw.codecs.openai_chat.upstream_response import UsageIn, finish_reason, malformed
-from gw.codecs.sse import SSEMessage
-from gw.codecs.sse_decoder import SSEStreamDecoder
+from gw.codecs.sse_decoder import SSEStreamDataDecoder
 from gw.errors import UpstreamError
 from gw.ir import Finish, StreamEvent, StreamStart, TextDelta, ToolCallDelta, UsageEvent
 
 
-class _FunctionDelta(msgspec.Struct):
+# gc=False on the chunk's Structs: a decoded chunk is a tree, never a reference cycle, so
+# the collector need not track the several Structs made per streamed chunk.
+class _FunctionDelta(msgspec.Struct, gc=False):
     name: str | None = None
     arguments: str | None = None
 
 
-class _ToolCallDelta(msgspec.Struct):
+class _ToolCallDelta(msgspec.Struct, gc=False):
     index: int | None = None
     id: str | None = None
     function: _FunctionDelta | None = None
 
 
-class _Delta(msgspec.Struct):
+class _Delta(msgspec.Struct, gc=False):
     content: str | None = None
     refusal: str | None = None
     tool_calls: list[_ToolCallDelta] | None = None
 
 
-class _ChunkChoice(msgspec.Struct):
+class _ChunkChoice(msgspec.Struct, gc=False):
     index: int = 0
     delta: _Delta | None = None
     finish_reason: str | None = None
 
 
-class _Chunk(msgspec.Struct):
+class _Chunk(msgspec.Struct, gc=False):
     id: str = ""
     kind: str | None = msgspec.field(default=None, name="object")
     model: str = ""
@@ -54,8 +55,11 @@ class _Chunk(msgspec.Struct):
 
 _DECODER = msgspec.json.Decoder(_Chunk)
 
+# What a chunk to skip decodes to: Azure's content-filter chunks have an empty "object".
+_SKIPPED = _Chunk(kind="")
 
-class UpstreamStreamDecoder(SSEStreamDecoder):
+
+class UpstreamStreamDecoder(SSEStreamDataDecoder):
     """Feed the raw response body as it arrives; call ``close()`` at EOF.
 
     ``feed`` raises the mapped ``GatewayError`` for an error object in the stream and
@@ -73,47 +77,52 @@ class UpstreamStreamDecoder(SSEStreamDecoder):
         self._tool_index_by_id: dict[str, int] = {}
         self._tool_named: set[int] = set()
 
-    def _take_message(self, message: SSEMessage, events: list[StreamEvent]) -> None:
-        self._take(message.data, events)
-
     def _check_end(self) -> None:
         if not self.done and not self._finished:
             raise UpstreamError("upstream stream ended early", blame="upstream")
 
-    def _take(self, data: str, events: list[StreamEvent]) -> None:
-        if data.strip() == "[DONE]":
-            self.done = True
-            return
+    def _take_data(self, data: bytes, events: list[StreamEvent]) -> None:
         try:
-            chunk = _DECODER.decode(data)
-        except msgspec.ValidationError as exc:
-            raise malformed(str(exc)) from None
+            chunk = _DECODER.decode(data)  # [DONE] is not JSON, so a chunk needs no test for it
         except msgspec.DecodeError:
-            raise malformed("a stream chunk is not JSON") from None
+            chunk = self._take_undecodable(data)
         if chunk.error is not None:
             raise error_from_payload(chunk.error)
-        if chunk.kind == "":
+        if chunk.kind == "":  # Azure's content-filter chunk, or [DONE]
             return
         if not self._started:
             self._started = True
             events.append(StreamStart(id=chunk.id, model=chunk.model, created=chunk.created))
         for choice in chunk.choices or ():
-            if choice.index == 0:
-                self._take_choice(choice, events)
+            if choice.index == 0:  # read here, not in a method: this runs for every chunk
+                delta = choice.delta
+                if delta is not None:
+                    text = delta.content or delta.refusal
+                    if text:
+                        events.append(TextDelta(text=text))
+                    for call in delta.tool_calls or ():
+                        events.append(self._tool_call(call))
+                if choice.finish_reason and not self._finished:
+                    self._finished = True
+                    events.append(Finish(reason=finish_reason(choice.finish_reason)))
         if chunk.usage is not None:
             events.append(UsageEvent(usage=chunk.usage.to_ir()))
 
-    def _take_choice(self, choice: _ChunkChoice, events: list[StreamEvent]) -> None:
-        delta = choice.delta
-        if delta is not None:
-            text = delta.content or delta.refusal
-            if text:
-                events.append(TextDelta(text=text))
-            for call in delta.tool_calls or ():
-                events.append(self._tool_call(call))
-        if choice.finish_reason and not self._finished:
-            self._finished = True
-            events.append(Finish(reason=finish_reason(choice.finish_reason)))
+    def _take_undecodable(self, data: bytes) -> _Chunk:
+        """What the bytes decoder refused, read as SSE text (``_SKIPPED`` for ``[DONE]``).
+
+        Rare: ``[DONE]``, a malformed chunk, or invalid UTF-8, which SSE text replaces.
+        """
+        text = data.decode("utf-8", "replace")
+        if text.strip() == "[DONE]":
+            self.done = True
+            return _SKIPPED
+        try:
+            return _DECODER.decode(text)
+        except msgspec.ValidationError as exc:
+            raise malformed(str(exc)) from None
+        except msgspec.DecodeError:
+            raise malformed("a stream chunk is not JSON") from None
 
     def _tool_call(self, call: _ToolCallDelta) -> ToolCallDelta:
         index = self._tool_index(call)

@@ -210,6 +210,21 @@ def test_stream_decoding_ignores_chunk_boundaries(cuts: list[int]) -> None:
     assert decode_all(pieces)[0] == TOOL_CALL_EVENTS
 
 
+def test_stream_one_event_a_chunk_as_upstreams_send_it() -> None:
+    # The SSE parser's fast path: each chunk is one whole ``data:`` event.
+    pieces = [event + b"\n\n" for event in TOOL_CALL_STREAM.split(b"\n\n") if event]
+    assert len(pieces) == 6
+    events, decoder = decode_all(pieces)
+    assert events == TOOL_CALL_EVENTS
+    assert decoder.done
+
+
+def test_stream_with_crlf_line_ends() -> None:
+    events, decoder = decode_all([TOOL_CALL_STREAM.replace(b"\n", b"\r\n")])
+    assert events == TOOL_CALL_EVENTS
+    assert decoder.done
+
+
 def test_text_stream_without_done_is_accepted_after_finish() -> None:
     stream = (
         chunk(delta({"role": "assistant", "content": ""}))
@@ -263,6 +278,32 @@ def test_data_after_done_is_ignored() -> None:
     events, decoder = decode_all([stream.encode()])
     assert decoder.done
     assert isinstance(events[-1], Finish)
+
+
+def test_data_after_done_in_later_chunks_is_ignored() -> None:
+    pieces = [chunk(delta({"content": "a"}, "stop")).encode(), b"data: [DONE]\n\n"]
+    events, decoder = decode_all([*pieces, b"data: garbage\n\n", b"data: {}\n\n"])
+    assert decoder.done
+    assert events[1:] == [TextDelta(text="a"), Finish(reason="stop")]
+
+
+@pytest.mark.parametrize("done", [b"data:[DONE]\n\n", b"data: \t[DONE] \xc2\xa0\n\n"])
+def test_done_with_whitespace_around_it(done: bytes) -> None:
+    events, decoder = decode_all([chunk(delta({"content": "a"})).encode(), done])
+    assert decoder.done
+    assert events[1:] == [TextDelta(text="a")]
+
+
+def test_invalid_utf8_in_a_chunk_is_replaced_as_sse_text_is() -> None:
+    pieces = [chunk(delta({"content": "a"})).encode().replace(b'"a"', b'"a\xff"')]
+    events = decode_all([*pieces, chunk(delta({}, "stop")).encode()])[0]
+    assert events[1] == TextDelta(text="a\ufffd")
+
+
+def test_a_chunk_of_the_wrong_shape_names_the_field() -> None:
+    decoder = UpstreamStreamDecoder()
+    with pytest.raises(UpstreamError, match=r"got `int` - at `\$\.choices`"):
+        decoder.feed(b'data: {"choices": 5}\n\n')
 
 
 @pytest.mark.parametrize(

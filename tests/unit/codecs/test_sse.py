@@ -134,3 +134,146 @@ def test_an_event_beyond_the_limit_is_an_upstream_error(monkeypatch: pytest.Monk
         parser.feed(b"data: " + b"b" * 60)
     fresh = SSEParser()
     assert fresh.feed(b"data: " + b"c" * 80 + b"\n\n") == [SSEMessage(data="c" * 80)]
+
+
+# feed_data has a fast path for chunks of whole ``data:`` events; the cases below are run
+# through it and checked against feed, which always takes the general path.
+
+FRAGMENTS = [
+    b'data: {"a":1}\n\n',
+    b"data:no space\n\n",
+    b"data:\n\n",
+    b"data:  two spaces\n\n",
+    b"data: \xff\n\n",
+    b"data: one\ndata: two\n\n",
+    b"event: e\ndata: named\n\n",
+    b"event: e\n",
+    b"id: 3\n\n",
+    b": comment\n\n",
+    b"data: crlf\r\n\r\n",
+    b"data: cr\r\r",
+    b"data: open\n",
+    b"data: partial",
+    b"\r",
+    b"\n",
+    b"\n\n",
+    b"retry: 5\n",
+    b"data\n\n",
+]
+
+
+def data_of_all(chunks: list[bytes]) -> list[bytes]:
+    parser = SSEParser()
+    payloads: list[bytes] = []
+    for chunk in chunks:
+        payloads.extend(parser.feed_data(chunk))
+    parser.close()
+    return payloads
+
+
+def expected_data(chunks: list[bytes]) -> list[str]:
+    return [message.data for message in parse_all(chunks)]
+
+
+def decoded(payloads: list[bytes]) -> list[str]:
+    return [payload.decode("utf-8", "replace") for payload in payloads]
+
+
+@given(
+    st.lists(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=3), max_size=10),
+    st.data(),
+)
+def test_feed_data_gives_the_data_feed_gives(
+    groups: list[list[bytes]], data: st.DataObject
+) -> None:
+    # Chunks mostly on event boundaries, as upstreams send them, so the fast path runs.
+    chunks = [b"".join(group) for group in groups]
+    if chunks and data.draw(st.booleans()):  # and sometimes one more cut, anywhere
+        index = data.draw(st.integers(0, len(chunks) - 1))
+        cut = data.draw(st.integers(0, len(chunks[index])))
+        chunks[index : index + 1] = [chunks[index][:cut], chunks[index][cut:]]
+    assert decoded(data_of_all(chunks)) == expected_data(chunks)
+
+
+def test_feed_data_on_the_sample_at_every_split_position() -> None:
+    for cut in range(len(SAMPLE) + 1):
+        chunks = [SAMPLE[:cut], SAMPLE[cut:]]
+        assert decoded(data_of_all(chunks)) == [message.data for message in EXPECTED]
+
+
+@pytest.mark.parametrize(
+    ("chunks", "expected"),
+    [
+        ([b"data: a\n\n", b"data: b\n\n"], [b"a", b"b"]),
+        ([b"data: a\n\n", b"data: b\n\ndata:c\n\ndata:\n\n"], [b"a", b"b", b"c", b""]),
+        ([b"data: a\n\n", b"data: b", b"c\n\n", b"data: d\n\n"], [b"a", b"bc", b"d"]),
+        ([b"data: a\n\n", b"data: b\n", b"\ndata: c\n\n"], [b"a", b"b", b"c"]),
+        ([b"data: a\n\n", b"data: ", b"data: b\n\n"], [b"a", b"data: b"]),
+        ([b"data: a\n\n", b"data: x\n", b"data: y\n\n"], [b"a", b"x\ny"]),
+        ([b"data: a\n\n", b"data: b\n\n\n", b"data: c\n\n"], [b"a", b"b", b"c"]),
+        ([b"data: a\n\n", b"data: b\r\n\r\n", b"data: c\r\n", b"\r\n"], [b"a", b"b", b"c"]),
+        ([b"data: a\r\r", b"\ndata: b\n\n", b"data: c\n\n"], [b"a", b"b", b"c"]),
+        ([b"data: a\n\n", b"data: b\r\n\n", b"data: c\rdata: d\n\n"], [b"a", b"b", b"c\nd"]),
+        ([b"data: a\n\n", b"data: b\ndata: c\n\n", b"data: d\n\n"], [b"a", b"b\nc", b"d"]),
+        (
+            [b"data: a\n\n", b": ping\n\n", b"data: b\n\nid: 1\n\n", b"data: c\n\n"],
+            [b"a", b"b", b"c"],
+        ),
+        ([b"\xef\xbb\xbfdata: a\n\n", b"data: b\n\n"], [b"a", b"b"]),
+        ([b"data: a\n\n", b"\xef\xbb\xbfdata: b\n\n"], [b"a"]),  # a BOM only counts at the start
+        ([b"data: a\n\n", b"data: \xe2\x82", b"\xac\n\n"], [b"a", "€".encode()]),
+    ],
+    ids=[
+        "one event a chunk",
+        "several events in one chunk",
+        "an event split over chunks",
+        "split inside the blank line",
+        "a line without its end pending",
+        "data lines pending",
+        "an extra blank line",
+        "crlf line ends",
+        "cr, then its lf in the next chunk",
+        "cr inside a chunk ending in lf",
+        "two data lines",
+        "comments and ids between",
+        "bom",
+        "bom later",
+        "utf-8 split",
+    ],
+)
+def test_feed_data_cases(chunks: list[bytes], expected: list[bytes]) -> None:
+    assert data_of_all(chunks) == expected
+    assert decoded(expected) == expected_data(chunks)
+
+
+def test_feed_data_takes_the_fast_path_for_whole_data_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parser = SSEParser()
+    assert parser.feed_data(b"data: first\n\n") == [b"first"]  # the start: general path
+    general: list[bytes] = []
+    parse = parser._parse
+    monkeypatch.setattr(parser, "_parse", lambda data: general.append(data) or parse(data))
+    assert parser.feed_data(b"data: a\n\n") == [b"a"]
+    assert parser.feed_data(b"data: b\n\ndata:c\n\n") == [b"b", b"c"]
+    assert general == []
+    assert parser.feed_data(b"event: e\ndata: d\n\n") == [b"d"]
+    assert general == [b"event: e\ndata: d\n\n"]
+
+
+def test_feed_data_keeps_the_event_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sse, "MAX_EVENT_BYTES", 100)
+    parser = SSEParser()
+    assert parser.feed_data(b"data: a\n\n") == [b"a"]
+    with pytest.raises(UpstreamError):
+        parser.feed_data(b"data: " + b"b" * 100 + b"\n\n")
+
+
+def test_feed_and_feed_data_may_be_mixed() -> None:
+    parser = SSEParser()
+    assert parser.feed(b"data: a\n\n") == [SSEMessage(data="a")]
+    assert parser.feed_data(b"event: e\n") == []
+    assert parser.feed_data(b"data: b\n\n") == [b"b"]  # ends the event named e
+    assert parser.feed(b"id: 1\ndata: c\n\n") == [SSEMessage(data="c", id="1")]
+    assert parser.feed_data(b"data: d\n\n") == [b"d"]
+    assert parser.feed(b"data: e\n\n") == [SSEMessage(data="e", id="1")]
