@@ -203,9 +203,11 @@ class OpenStream:
         outcome: AttemptOutcome = "answered"
         if error is not None:
             outcome = "aborted" if isinstance(error, ClientAbortedError) else "failed"
-        self.log.finish(self._pending, outcome, error)
-        if on_end is not None:
-            on_end()
+        try:
+            self.log.finish(self._pending, outcome, error)
+        finally:  # the trace is written even if recording the attempt failed
+            if on_end is not None:
+                on_end()
 
     def _tally(self, event: StreamEvent) -> None:
         if isinstance(event, (TextDelta, ThinkingDelta)):

@@ -455,6 +455,8 @@ class StreamSession:
         the upstream request is closed and the trace written. Does nothing once it ended."""
         if self._finished:
             return
+        # The response closes the events (which ends them and writes the trace) before it
+        # calls this, so only events never started are left to end here.
         try:
             if not self._opened.began:  # a generator never started never runs its finally
                 await self._opened.abandon()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -14,6 +13,7 @@ from gw.errors import GatewayError
 from gw.execution.gateway import RequestContext, StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord
+from gw.server.fast_path import Endpoint
 from gw.server.ingress import serve_chat
 from gw.server.responses import openai_error_response
 from gw.server.services import HttpRequest, ServerServices
@@ -51,7 +51,7 @@ class OpenAIChatFormat:
 CHAT_PATH = "/v1/chat/completions"
 
 
-def chat_endpoint(services: ServerServices) -> Callable[[HttpRequest], Awaitable[Response[Any]]]:
+def chat_endpoint(services: ServerServices) -> Endpoint:
     """The endpoint function, for Litestar's route and for the fast path (fast_path.py)."""
     client = OpenAIChatFormat()
 
@@ -62,6 +62,6 @@ def chat_endpoint(services: ServerServices) -> Callable[[HttpRequest], Awaitable
 
 
 def chat_handlers(
-    endpoint: Callable[[HttpRequest], Awaitable[Response[Any]]],
+    endpoint: Endpoint,
 ) -> list[HTTPRouteHandler]:
     return [post(CHAT_PATH, status_code=200, include_in_schema=False)(endpoint)]

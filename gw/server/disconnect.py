@@ -26,12 +26,14 @@ CLIENT_GONE = "gw.client_gone"  # the ASGI scope extension: {"hook": ClientGoneH
 
 
 class ClientGoneHook:
-    """Where the server's protocol reaches the watch of one request."""
+    """Where the server's protocol reaches the watch of one request. ``gone`` stays set
+    for a watch made after the hang-up (the client left while gw read or queued it)."""
 
-    __slots__ = ("callback",)
+    __slots__ = ("callback", "gone")
 
     def __init__(self) -> None:
         self.callback: Callable[[], None] | None = None
+        self.gone = False
 
 
 class HangUpNoticeProtocol(HttpToolsProtocol):
@@ -39,15 +41,17 @@ class HangUpNoticeProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self.scope["extensions"] = {CLIENT_GONE: {"hook": ClientGoneHook()}}
+        self.scope.setdefault("extensions", {})[CLIENT_GONE] = {"hook": ClientGoneHook()}
 
     def connection_lost(self, exc: Exception | None) -> None:
         cycle = self.cycle
         super().connection_lost(exc)
         if cycle is not None and not cycle.response_complete:
             hook = client_gone_hook(cycle.scope)
-            if hook is not None and hook.callback is not None:
-                hook.callback()
+            if hook is not None:
+                hook.gone = True
+                if hook.callback is not None:
+                    hook.callback()
 
 
 def client_gone_hook(scope: Any) -> ClientGoneHook | None:
@@ -73,6 +77,8 @@ class ClientWatch:
         self._hook = client_gone_hook(request.scope)
         if self._hook is not None:
             self._hook.callback = self._client_left
+            if self._hook.gone:  # left before this watch began: the cancel lands in run()
+                self._client_left()
         else:
             self._watcher = asyncio.ensure_future(self._watch(request))
 

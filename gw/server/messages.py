@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from litestar import Response, post
@@ -23,6 +22,7 @@ from gw.execution.gateway import RequestContext, StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord
 from gw.routing.estimate import estimate_input_tokens
+from gw.server.fast_path import Endpoint
 from gw.server.ingress import read_chat, serve_chat
 from gw.server.responses import JSON, anthropic_error_response, gw_headers
 from gw.server.services import HttpRequest, ServerServices
@@ -74,7 +74,7 @@ MESSAGES_PATH = "/v1/messages"
 
 def messages_endpoint(
     services: ServerServices,
-) -> Callable[[HttpRequest], Awaitable[Response[Any]]]:
+) -> Endpoint:
     """The endpoint function, for Litestar's route and for the fast path (fast_path.py)."""
     messages = AnthropicMessagesFormat()
 
@@ -84,9 +84,7 @@ def messages_endpoint(
     return create_message
 
 
-def message_handlers(
-    services: ServerServices, endpoint: Callable[[HttpRequest], Awaitable[Response[Any]]]
-) -> list[HTTPRouteHandler]:
+def message_handlers(services: ServerServices, endpoint: Endpoint) -> list[HTTPRouteHandler]:
     count = _CountTokensFormat()
     create_message = post(MESSAGES_PATH, status_code=200, include_in_schema=False)(endpoint)
 

@@ -165,7 +165,8 @@ class SqliteStore:
     # -- traces ---------------------------------------------------------------------------
 
     async def write_traces(self, traces: Sequence[TraceRecord]) -> None:
-        """Store traces in one transaction; a trace with a known request id replaces it."""
+        """Store traces, ``ROWS_PER_STATEMENT`` per statement (each its own transaction);
+        a trace with a known request id replaces it, so a batch written again is harmless."""
         if not traces:
             return
         rows = []

@@ -74,3 +74,14 @@ def test_a_cancel_from_elsewhere_is_not_taken_for_a_hang_up() -> None:
         task.uncancel()
 
     asyncio.run(main())
+
+
+def test_a_client_gone_before_the_watch_began_is_noticed_at_once() -> None:
+    """Hung up while gw read its body or queued it for a slot: the protocol saw it then."""
+    hook = ClientGoneHook()
+    hook.gone = True
+    scope = {"type": "http", "extensions": {CLIENT_GONE: {"hook": hook}}}
+
+    gone, watch = asyncio.run(watch_work(scope, lambda _messages: None))
+    assert gone
+    assert watch.left
