@@ -24,7 +24,6 @@ from gw import __version__
 from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
 from gw.adapters.directory import AdapterDirectory
 from gw.adapters.http_transport import HttpTransport
-from gw.adapters.httpx_transport import HttpxTransport, build_http_client
 from gw.adapters.secrets import SecretResolver, vault_references
 from gw.config import Config, ConfigError, Snapshot, compile_snapshot, config_hash
 from gw.config.catalog import ShippedCatalog, parse_catalog
@@ -545,6 +544,9 @@ def shipped_catalog() -> ShippedCatalog:
 def build_transport(kind: str) -> HttpTransport:
     """The upstream HTTP client (call inside the running event loop)."""
     if kind == "httpx":
+        # Imported only when chosen: httpx costs every start ~70 ms of imports.
+        from gw.adapters.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415
+
         return HttpxTransport(build_http_client())
     return AiohttpTransport(build_session())
 

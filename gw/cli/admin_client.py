@@ -11,9 +11,8 @@ import ipaddress
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import msgspec
 
 from gw.adapters.secrets import SecretResolver
@@ -21,6 +20,9 @@ from gw.cli.console import fail
 from gw.cli.options import load_or_fail, resolve_config
 from gw.environment import SERVER_FILE_NAME, process_environ
 from gw.errors import GatewayError
+
+if TYPE_CHECKING:  # httpx is imported when a call is made: every CLI start paid ~95 ms
+    import httpx
 
 ADMIN_KEY_ENV = "GW_ADMIN_KEY"
 TIMEOUT_S = 10.0
@@ -93,8 +95,15 @@ def admin_call(
     """One admin API call; ``NoServerError`` when no server answers."""
     url, headers = admin_target(home, config)
     # trust_env=False: a proxy from the environment must not intercept a loopback call.
-    with httpx.Client(timeout=TIMEOUT_S, trust_env=False) as client:
+    with http_client() as client:
         return request(client, url, method, path, headers=headers, body=body)
+
+
+def http_client() -> httpx.Client:
+    """A client for loopback admin calls (``trust_env=False``: no proxy from the env)."""
+    import httpx  # noqa: PLC0415 - see the import at the top
+
+    return httpx.Client(timeout=TIMEOUT_S, trust_env=False)
 
 
 def admin_target(home: Path, config: Path | None) -> tuple[str, dict[str, str]]:
@@ -125,6 +134,8 @@ def request(
     body: object | None = None,
 ) -> httpx.Response:
     """``method path`` on the server at ``url``; ``NoServerError`` when it does not answer."""
+    import httpx  # noqa: PLC0415 - see the import at the top
+
     try:
         return client.request(method, url + path, headers=headers, json=body)
     except httpx.ConnectError:

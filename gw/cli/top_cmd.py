@@ -14,18 +14,20 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import httpx
 import msgspec
 import typer
 from rich.live import Live
 
-from gw.cli.admin_client import TIMEOUT_S, NoServerError, admin_target, call_error, request
+from gw.cli.admin_client import NoServerError, admin_target, call_error, http_client, request
 from gw.cli.console import fail, print_json, stdout
 from gw.cli.options import ConfigOption, JsonOption, StateDirOption, resolve_home
 from gw.cli.top_frame import Scrape, TopFrame, compute_frame
 from gw.cli.top_view import top_renderable, waiting_renderable
+
+if TYPE_CHECKING:
+    import httpx
 
 METRICS_PATH = "/metrics"
 
@@ -81,7 +83,7 @@ def top_command(
         url, headers = admin_target(home, config)
     except NoServerError as error:
         fail(str(error))
-    with httpx.Client(timeout=TIMEOUT_S, trust_env=False) as client:
+    with http_client() as client:
         stream = frames(Scraper(client, url, headers), interval)
         try:
             show(stream, url, interval, once=once, as_json=as_json)
