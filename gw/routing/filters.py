@@ -61,38 +61,68 @@ def screen_targets(
     ``window_tokens`` is what must fit the context window, when not ``input_tokens``.
     """
     window_input = input_tokens if window_tokens is None else window_tokens
+    # What a passing target must satisfy, worked out once (this loop runs per request).
+    window_needed = window_input + (max_output_tokens or 0)
+    output_tokens = PROJECTED_OUTPUT_TOKENS if max_output_tokens is None else max_output_tokens
     kept: list[Candidate] = []
     rejected: list[Candidate] = []
     notes: list[str] = []
     for planned in targets:
         target, entry = planned.target, planned.entry
+        reason: RejectReason | None = None
+        detail: str | None = None
         if entry is None:
             notes.append(f"no catalog entry for {planned.key}; capabilities and price unknown")
-        cost = projected_cost_usd(entry, input_tokens, max_output_tokens)
-        reason, detail = _rejection(
-            entry,
-            needs=needs,
-            input_tokens=window_input,
-            max_output_tokens=max_output_tokens,
-            cost=cost,
-            max_cost_usd=max_cost_usd,
-        )
-        verdict = health.get(planned.key) if health else None
-        if verdict is not None:
-            if verdict.status == "unhealthy" and reason in (None, "cost_ceiling"):
-                reason, detail = "unhealthy", verdict.reason
-            elif verdict.status == "degraded" and reason is None:
-                notes.append(f"{planned.key} ordered last: {verdict.reason}")
-        candidate = Candidate(
-            provider=target.provider,
-            model=target.model,
-            priority=target.priority,
-            weight=target.weight,
-            estimated_cost_usd=cost,
-            rejected=reason,
-            detail=detail,
-        )
-        (kept if reason is None else rejected).append(candidate)
+            cost = None
+        else:
+            # projected_cost_usd, inlined; the same expression, so the same float.
+            cost = (
+                input_tokens * entry.input_per_mtok / 1e6
+                + output_tokens * entry.output_per_mtok / 1e6
+            )
+            window = entry.context_window
+            if (
+                (needs and not needs.issubset(entry.capabilities))
+                or (window is not None and window_needed > window)
+                or (max_cost_usd is not None and cost > max_cost_usd)
+            ):
+                reason, detail = _rejection(
+                    entry,
+                    needs=needs,
+                    input_tokens=window_input,
+                    max_output_tokens=max_output_tokens,
+                    cost=cost,
+                    max_cost_usd=max_cost_usd,
+                )
+        if health:
+            verdict = health.get(planned.key)
+            if verdict is not None:
+                if verdict.status == "unhealthy" and reason in (None, "cost_ceiling"):
+                    reason, detail = "unhealthy", verdict.reason
+                elif verdict.status == "degraded" and reason is None:
+                    notes.append(f"{planned.key} ordered last: {verdict.reason}")
+        if reason is None:
+            kept.append(
+                Candidate(
+                    provider=target.provider,
+                    model=target.model,
+                    priority=target.priority,
+                    weight=target.weight,
+                    estimated_cost_usd=cost,
+                )
+            )
+        else:
+            rejected.append(
+                Candidate(
+                    provider=target.provider,
+                    model=target.model,
+                    priority=target.priority,
+                    weight=target.weight,
+                    estimated_cost_usd=cost,
+                    rejected=reason,
+                    detail=detail,
+                )
+            )
     if not kept and any(c.rejected == "unhealthy" for c in rejected):
         return _relax_health(rejected, notes)
     if not kept and max_cost_usd is not None:

@@ -7,6 +7,7 @@ from gw.ir.request import ChatRequest
 
 # An embeddings request needs exactly this, whatever its inputs.
 EMBEDDING_NEEDS: frozenset[Capability] = frozenset({"embeddings"})
+NO_NEEDS: frozenset[Capability] = frozenset()
 
 
 def required_capabilities(request: ChatRequest) -> frozenset[Capability]:
@@ -18,18 +19,21 @@ def required_capabilities(request: ChatRequest) -> frozenset[Capability]:
     - ``json_schema`` / ``json_object``: the matching ``response_format`` type;
     - ``reasoning``: the client asked for reasoning (a thinking budget above 0, or an effort).
     """
-    needs: set[Capability] = set()
     choice = request.tool_choice
-    if request.tools or (choice is not None and choice.mode != "none"):
+    response_format = request.response_format
+    reasoning = request.reasoning
+    wants_tools = bool(request.tools) or (choice is not None and choice.mode != "none")
+    if not (wants_tools or response_format or reasoning or request.has_images):
+        return NO_NEEDS  # a plain chat: most requests stop here
+    needs: set[Capability] = set()
+    if wants_tools:
         needs.add("tools")
     if request.has_images:
         needs.add("vision")
-    response_format = request.response_format
     if response_format is not None and response_format.type == "json_schema":
         needs.add("json_schema")
     if response_format is not None and response_format.type == "json_object":
         needs.add("json_object")
-    reasoning = request.reasoning
     if reasoning is not None and (reasoning.effort is not None or reasoning.budget_tokens):
         needs.add("reasoning")
     return frozenset(needs)

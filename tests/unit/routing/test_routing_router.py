@@ -157,6 +157,11 @@ def test_projected_cost_assumes_1024_output_tokens_without_max_tokens() -> None:
         decision.estimated_input_tokens * 0.15 / 1e6 + 10 * 0.60 / 1e6
     )
     assert projected_cost_usd(None, 100, 100) is None
+    # Screening computes the cost inline; it must be exactly what projected_cost_usd says.
+    entry = snapshot().catalog[("openai", "mini")]
+    assert bounded.estimated_cost_usd == projected_cost_usd(
+        entry, decision.estimated_input_tokens, 10
+    )
 
 
 def test_cost_ceiling_relaxes_when_nothing_fits() -> None:
