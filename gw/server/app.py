@@ -7,6 +7,8 @@ from collections.abc import Awaitable, Callable, Sequence
 import msgspec
 from litestar import Litestar, Response, get
 from litestar.exceptions import HTTPException
+from litestar.plugins import PluginProtocol
+from litestar.plugins.core import MsgspecDIPlugin
 
 from gw.errors import (
     GatewayError,
@@ -57,7 +59,7 @@ def build_app(
     errors = ErrorPages(services)
     guard = open_mode_guard(services, errors.render)
     chat, messages = chat_endpoint(services), messages_endpoint(services)
-    app = Litestar(
+    app = GatewayLitestar(
         before_request=guard,
         route_handlers=[
             *chat_handlers(chat),
@@ -83,6 +85,19 @@ def build_app(
     )
     endpoints = {CHAT_PATH: chat, MESSAGES_PATH: messages}
     return FastPath(app, endpoints, guard=guard, error_page=errors.any)
+
+
+class GatewayLitestar(Litestar):
+    """Litestar without the plugins it adds whenever pydantic or attrs is importable.
+
+    gw's handlers take and return bytes and msgspec values only; importing pydantic and
+    Litestar's plugins for it took ~150 ms of every ``gw serve`` start (pydantic is
+    installed next to gw whenever the openai or anthropic SDK is).
+    """
+
+    @staticmethod
+    def _get_default_plugins(plugins: list[PluginProtocol]) -> list[PluginProtocol]:
+        return [*plugins, MsgspecDIPlugin()]
 
 
 def open_mode_guard(
