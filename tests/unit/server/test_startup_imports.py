@@ -1,0 +1,38 @@
+"""What `gw serve` does not import: pydantic costs ~150 ms of every start and gw does not
+use it (msgspec does its validation). It is installed whenever the openai or anthropic SDK
+is, as in this test environment, so only gw's own choices keep it out: typer below 0.29
+and Litestar without its default pydantic plugins (gw/server/app.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+UNWANTED = ("pydantic", "pydantic_core")
+
+CODE = f"""
+import sys
+from gw.cli.main import app
+from gw.server.app import GatewayLitestar
+import gw.wiring
+
+GatewayLitestar(route_handlers=[])  # Litestar adds its default plugins here
+try:
+    app(["version"], standalone_mode=False)  # typer parses a command's parameters here
+except SystemExit:
+    pass
+print(sorted(m for m in sys.modules if m.split(".")[0] in {UNWANTED!r}))
+"""
+
+
+def test_cli_and_server_start_without_pydantic() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CODE], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_pydantic_is_importable_here_so_the_check_above_means_something() -> None:
+    import pydantic  # noqa: PLC0415 - the point is that it can be imported
+
+    assert pydantic.VERSION
