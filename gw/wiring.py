@@ -85,6 +85,7 @@ class ServePlan(msgspec.Struct, frozen=True, kw_only=True):
     config_path: Path | None = None
     explicit: bool = False
     overrides: Mapping[str, Any] = msgspec.field(default_factory=dict)
+    on_listening: Callable[[], None] | None = None  # once the server accepts requests
 
 
 class SnapshotHolder:
@@ -286,6 +287,8 @@ async def serve(plan: ServePlan) -> None:
         auth = "open until an API key exists" if authenticator.provisional else authenticator.mode
         print(f"gw listening on {url} (revision {revision}, auth {auth}, config {plan.source})")
         sys.stdout.flush()
+        if plan.on_listening is not None:
+            plan.on_listening()
 
     async def close() -> None:
         # Runs inside uvicorn's lifespan shutdown: after SIGTERM, uvicorn re-raises the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +13,7 @@ from gw.buildinfo import build_info
 from gw.cli.config_cmd import config_app
 from gw.cli.console import fail, stdout
 from gw.cli.dashboard_cmd import dashboard_command
+from gw.cli.entry import resume_after_start
 from gw.cli.health_cmd import health_command
 from gw.cli.init_cmd import init_command
 from gw.cli.keys_cmd import keys_app
@@ -99,6 +101,7 @@ def serve_command(
     state_dir_flag: StateDirOption = None,
 ) -> None:
     """Run the gateway (default http://127.0.0.1:8787)."""
+    gc.disable()  # while the server loads; resumed once it listens (gw/cli/entry.py)
     home = resolve_home(state_dir_flag)
     path, explicit = resolve_config(config, home)
     flags = {
@@ -120,6 +123,7 @@ def serve_command(
         config_path=path,
         explicit=explicit,
         overrides={**env_overrides(environ), **flags},
+        on_listening=resume_after_start,
     )
     try:
         home.mkdir(parents=True, exist_ok=True)
