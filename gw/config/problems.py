@@ -14,3 +14,10 @@ class ConfigError(Exception):
         where = f"{source}:{line}" if line is not None else source
         field = f" {path}:" if path else ""
         super().__init__(f"{where}:{field} {reason}")
+
+
+class YamlEditError(ValueError):
+    """The text is not YAML, or not a mapping of sections with a list under ``section``.
+
+    Raised by gw/config/yaml_edit.py; defined here so that catching it does not import
+    ruamel.yaml, which that module needs (~25 ms of a start)."""

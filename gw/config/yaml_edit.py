@@ -21,6 +21,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
+from gw.config.problems import YamlEditError
+
 Section = Literal["routes", "policies"]
 _WIDTH = 4096  # never re-wrap a user's long lines
 _KEY_LINE = re.compile(r"^( *)[^\s#-][^#]*:\s*(#.*)?$")
@@ -28,10 +30,6 @@ _DASH_LINE = re.compile(r"^( *)- ")
 _CHILD_LINE = re.compile(r"^( *)[^\s#-]")
 # ``key:  # note`` -> ``key: []  # note``
 _EMPTY_LIST = re.compile(r"^([^#]*:)([ \t]*(#.*)?\r?\n?)$")
-
-
-class YamlEditError(ValueError):
-    """The text is not YAML, or not a mapping of sections with a list under ``section``."""
 
 
 class Indent:

@@ -34,15 +34,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from litestar import Response, delete, get, post, put
 from litestar.handlers import HTTPRouteHandler
 
 from gw.config import ConfigError
+from gw.config.problems import YamlEditError
 from gw.config.redact import redacted
-from gw.config.yaml_edit import Section, YamlEditError, delete_item, upsert_item
 from gw.errors import (
     ConflictError,
     EndpointNotFoundError,
@@ -57,6 +57,9 @@ from gw.server.auth import require_scope
 from gw.server.body import read_body
 from gw.server.responses import JSON, gw_headers, openai_error_response
 from gw.server.services import ConfigReloads, HttpRequest, ServerServices
+
+if TYPE_CHECKING:  # yaml_edit imports ruamel.yaml: loaded with the first write, not at start
+    from gw.config.yaml_edit import Section
 
 MAX_ITEM_BYTES = 1024 * 1024
 SECTIONS: tuple[Section, ...] = ("routes", "policies")
@@ -196,6 +199,8 @@ def upsert_change(section: Section, item: dict[str, Any], *, guarded: bool) -> C
     """The edit that puts ``item`` in ``section``; guarded: 409 when its name exists."""
 
     def change(text: str) -> tuple[str, bool]:
+        from gw.config.yaml_edit import upsert_item  # noqa: PLC0415 - ruamel.yaml: see above
+
         new_text, created = upsert_item(text, section, item)
         if guarded and not created:
             name = item["name"]
@@ -213,6 +218,8 @@ def delete_change(section: Section, name: str) -> Change:
     """The edit that removes ``name`` from ``section``; 404 when there is none."""
 
     def change(text: str) -> tuple[str, bool]:
+        from gw.config.yaml_edit import delete_item  # noqa: PLC0415 - ruamel.yaml: see above
+
         new_text = delete_item(text, section, name)
         if new_text is None:
             raise missing(section, name)

@@ -1,14 +1,15 @@
 """What `gw serve` does not import: pydantic costs ~150 ms of every start and gw does not
 use it (msgspec does its validation). It is installed whenever the openai or anthropic SDK
 is, as in this test environment, so only gw's own choices keep it out: typer below 0.29
-and Litestar without its default pydantic plugins (gw/server/app.py)."""
+and Litestar without its default pydantic plugins (gw/server/app.py). ruamel.yaml (~25 ms)
+is only needed by an admin write to the config file, and loads with the first one."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-UNWANTED = ("pydantic", "pydantic_core")
+UNWANTED = ("pydantic", "pydantic_core", "ruamel")
 
 CODE = f"""
 import sys
