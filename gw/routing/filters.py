@@ -101,28 +101,16 @@ def screen_targets(
                     reason, detail = "unhealthy", verdict.reason
                 elif verdict.status == "degraded" and reason is None:
                     notes.append(f"{planned.key} ordered last: {verdict.reason}")
-        if reason is None:
-            kept.append(
-                Candidate(
-                    provider=target.provider,
-                    model=target.model,
-                    priority=target.priority,
-                    weight=target.weight,
-                    estimated_cost_usd=cost,
-                )
-            )
-        else:
-            rejected.append(
-                Candidate(
-                    provider=target.provider,
-                    model=target.model,
-                    priority=target.priority,
-                    weight=target.weight,
-                    estimated_cost_usd=cost,
-                    rejected=reason,
-                    detail=detail,
-                )
-            )
+        candidate = Candidate(
+            provider=target.provider,
+            model=target.model,
+            priority=target.priority,
+            weight=target.weight,
+            estimated_cost_usd=cost,
+            rejected=reason,
+            detail=detail,
+        )
+        (kept if reason is None else rejected).append(candidate)
     if not kept and any(c.rejected == "unhealthy" for c in rejected):
         return _relax_health(rejected, notes)
     if not kept and max_cost_usd is not None:
@@ -149,7 +137,7 @@ def format_usd(amount: float) -> str:
 
 
 def _rejection(
-    entry: ModelEntry | None,
+    entry: ModelEntry,
     *,
     needs: frozenset[Capability],
     input_tokens: int,
@@ -158,8 +146,6 @@ def _rejection(
     max_cost_usd: float | None,
 ) -> tuple[RejectReason, str] | tuple[None, None]:
     """The first filter ``entry`` fails, with its detail; ``_KEPT`` when it passes them all."""
-    if entry is None:
-        return _KEPT
     if needs and not needs.issubset(entry.capabilities):
         missing = sorted(needs.difference(entry.capabilities))
         return "missing_capability", f"lacks {', '.join(missing)}"
