@@ -424,7 +424,6 @@ def uvicorn_config(app: Any, server_config: ServerConfig) -> uvicorn.Config:
         # runs between requests: a kept-alive connection idles min(header_timeout, 15 s).
         http=header_timeout_protocol(server_config.header_timeout.seconds),
         lifespan="on",
-        ws="none",  # gw serves no websockets; "auto" imported the websockets package at start
         log_level="warning",
         access_log=False,
         timeout_keep_alive=15,

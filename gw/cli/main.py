@@ -102,6 +102,15 @@ def serve_command(
 ) -> None:
     """Run the gateway (default http://127.0.0.1:8787)."""
     gc.disable()  # while the server loads; resumed once it listens (gw/cli/entry.py)
+    try:
+        serve(config, host, port, state_dir_flag)
+    finally:
+        gc.enable()  # already on after a start; on again after a failed one
+
+
+def serve(
+    config: Path | None, host: str | None, port: int | None, state_dir_flag: Path | None
+) -> None:
     home = resolve_home(state_dir_flag)
     path, explicit = resolve_config(config, home)
     flags = {

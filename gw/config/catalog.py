@@ -28,7 +28,7 @@ EMPTY_CATALOG: ShippedCatalog = {}
 
 def parse_catalog(text: str, source: str) -> ShippedCatalog:
     """Parse catalog YAML; a wrong key, type or negative price raises ``ConfigError``."""
-    data, lines = parse_yaml(text, source)
+    data, lines = parse_yaml(text, source, own_file=True)
     try:
         catalog = msgspec.convert(
             data or {}, dict[ProviderKind, dict[str, ModelFacts]], strict=True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
+from pathlib import Path
 
 from gw.cli.entry import resume_after_start
 
@@ -47,3 +48,53 @@ def test_the_gw_command_runs_the_entry_point() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "gw " in done.stdout
+
+
+# A real `gw serve` through the entry point, in a child: a thread waits for server.json,
+# reports the GC's state, then interrupts the server.
+SERVE_AND_REPORT = """
+import gc, json, os, signal, sys, threading, time
+from pathlib import Path
+from gw.cli.entry import main
+state = Path(sys.argv[1])
+
+def report():
+    for _ in range(6000):
+        if (state / "server.json").exists():
+            break
+        time.sleep(0.01)
+    print("REPORT", gc.isenabled(), gc.get_freeze_count() > 10000, flush=True)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=report, daemon=True).start()
+sys.argv = ["gw", "serve", "--port", "0", "--state-dir", str(state)]
+main()
+"""
+
+
+def test_a_serving_gw_has_its_gc_on_and_its_start_frozen(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SERVE_AND_REPORT, str(tmp_path / "state")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    report = [line for line in done.stdout.splitlines() if line.startswith("REPORT")]
+    assert report == ["REPORT True True"], done.stdout + done.stderr
+
+
+def test_a_failed_serve_gives_the_gc_back(tmp_path: Path) -> None:
+    config = tmp_path / "gw.yaml"
+    config.write_text("server: {port: nope}\n")
+    code = (
+        "import gc, sys\n"
+        "from gw.cli.main import app\n"
+        f"sys.argv = ['gw', 'serve', '--config', {str(config)!r}]\n"
+        "try:\n    app()\nexcept SystemExit:\n    pass\n"
+        "print('GC', gc.isenabled())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip().splitlines()[-1] == "GC True", done.stdout + done.stderr
