@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import yaml
@@ -20,17 +21,19 @@ def parse_yaml(text: str, source: str, *, own_file: bool = False) -> tuple[Any, 
     ``own_file``: text gw ships (the catalog), parsed by libyaml, ~8x faster; an error is
     still reported in the Python parser's words.
     """
-    if own_file:
-        try:
-            return _load(text, _LIBYAML_LOADER)
-        except yaml.YAMLError:
-            pass
     try:
+        if own_file:
+            with contextlib.suppress(yaml.YAMLError):
+                return _load(text, _LIBYAML_LOADER)
         return _load(text, yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise ConfigError(source, "", f"not valid YAML: {exc.problem}", line) from None
     except yaml.YAMLError as exc:
+        raise ConfigError(source, "", f"not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(source, "", "not valid YAML: nested too deeply") from None
+    except (ValueError, OverflowError) as exc:  # parsed, but not buildable: 2026-13-45
         raise ConfigError(source, "", f"not valid YAML: {exc}") from None
 
 
@@ -40,32 +43,45 @@ def _load(text: str, loader_class: type[yaml.SafeLoader]) -> tuple[Any, dict[str
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
-        lines: dict[str, int] = {}
         if node is None:
-            return None, lines
-        _index(node, "", lines)
+            return None, {}
+        lines = _line_index(node)
         return loader.construct_document(node), lines
     finally:
         loader.dispose()
 
 
-def _index(node: yaml.Node, path: str, lines: dict[str, int]) -> None:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            child = f"{path}.{key}" if path else key
-            lines[child] = key_node.start_mark.line + 1
-            _index_children(value_node, child, lines)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _index(item, f"{path}[{index}]", lines)
+def _line_index(root: yaml.Node) -> dict[str, int]:
+    """``{"routes[0].targets[1]": line}``: a mapping entry's line is its key's. A node that
+    aliases refer to is walked once, where it is defined; one that contains an alias to
+    itself is refused, as nothing in a config can be recursive."""
+    lines: dict[str, int] = {}
+    walked: set[int] = set()
+    inside: set[int] = set()
 
+    def walk(node: yaml.Node, path: str) -> None:
+        if id(node) in inside:
+            raise yaml.composer.ComposerError(
+                problem="an alias refers to a node that contains it", problem_mark=node.start_mark
+            )
+        if id(node) in walked:
+            return
+        walked.add(id(node))
+        inside.add(id(node))
+        lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                key = str(key_node.value)
+                child = f"{path}.{key}" if path else key
+                walk(value_node, child)
+                lines[child] = key_node.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                walk(item, f"{path}[{index}]")
+        inside.discard(id(node))
 
-def _index_children(node: yaml.Node, path: str, lines: dict[str, int]) -> None:
-    key_line = lines[path]
-    _index(node, path, lines)
-    lines[path] = key_line
+    walk(root, "")
+    return lines
 
 
 def line_of(lines: dict[str, int], path: str) -> int | None:

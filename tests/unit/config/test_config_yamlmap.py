@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from gw.config.problems import ConfigError
-from gw.config.yamlmap import _index, parse_yaml
+from gw.config.yamlmap import parse_yaml
 
 TEXT = """\
 server:
@@ -39,8 +39,20 @@ def two_parses(text: str) -> tuple[Any, dict[str, int]]:
     node = yaml.compose(text, Loader=yaml.SafeLoader)
     lines: dict[str, int] = {}
     if node is not None:
-        _index(node, "", lines)
+        old_index(node, "", lines)
     return yaml.safe_load(text), lines
+
+
+def old_index(node: yaml.Node, path: str, lines: dict[str, int]) -> None:
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            child = f"{path}.{key_node.value}" if path else str(key_node.value)
+            old_index(value_node, child, lines)
+            lines[child] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            old_index(item, f"{path}[{index}]", lines)
 
 
 CASES = [TEXT, "", "# only a comment\n", "- 1\n- two\n", "x: 1\n", "a: !\n", "---"]
@@ -48,7 +60,14 @@ CASES = [TEXT, "", "# only a comment\n", "- 1\n- two\n", "x: 1\n", "a: !\n", "--
 
 @pytest.mark.parametrize("text", CASES)
 def test_a_config_parses_as_it_did_with_two_parses(text: str) -> None:
-    assert parse_yaml(text, "gw.yaml") == two_parses(text)
+    data, lines = parse_yaml(text, "gw.yaml")
+    old_data, old_lines = two_parses(text)
+    assert data == old_data
+    # The same lines, but for paths inside an alias's copies (TEXT's copy and merged),
+    # which are now indexed once, where the anchor is.
+    assert lines == {path: line for path, line in old_lines.items() if path in lines}
+    aliased = {path for path in old_lines if path.startswith(("copy.", "merged.<<."))}
+    assert set(old_lines) - set(lines) == aliased
 
 
 @pytest.mark.parametrize("text", [TEXT, "x: 1\n", "- 1\n- two\n"])
@@ -92,3 +111,24 @@ def test_invalid_yaml_reports_the_python_parsers_problem_and_line(
 def test_a_config_with_tabs_fails_as_ruamel_would_refuse_to_edit_it(text: str) -> None:
     with pytest.raises(ConfigError, match="not valid YAML"):
         parse_yaml(text, "gw.yaml")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("when: 2026-13-45\n", "month must be in 1..12"),
+        ("n: !!int lots\n", "invalid literal for int()"),
+        ("a: &x [*x]\n", "gw.yaml:1: not valid YAML: an alias refers to a node that contains it"),
+        ("a: " + "[" * 2000 + "]" * 2000 + "\n", "nested too deeply"),
+    ],
+)
+def test_values_python_cannot_build_are_config_errors_not_crashes(text: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match="not valid YAML") as caught:
+        parse_yaml(text, "gw.yaml")
+    assert problem in str(caught.value)
+
+
+def test_a_shared_alias_is_indexed_where_it_is_defined() -> None:
+    data, lines = parse_yaml("base: &b {x: 1}\none: *b\ntwo: *b\n", "gw.yaml")
+    assert data == {"base": {"x": 1}, "one": {"x": 1}, "two": {"x": 1}}
+    assert (lines["base.x"], lines["one"], lines["two"]) == (1, 2, 3)
