@@ -111,6 +111,7 @@ def serve_command(
 def serve(
     config: Path | None, host: str | None, port: int | None, state_dir_flag: Path | None
 ) -> None:
+    """``gw serve`` itself: load the config, then run the server until it is stopped."""
     home = resolve_home(state_dir_flag)
     path, explicit = resolve_config(config, home)
     flags = {
