@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Sequence
+
+from litestar import Litestar
+
+from gw.server.app import GatewayLitestar
 
 UNWANTED = ("pydantic", "pydantic_core", "ruamel")
 
@@ -37,3 +42,19 @@ def test_pydantic_is_importable_here_so_the_check_above_means_something() -> Non
     import pydantic  # noqa: PLC0415 - the point is that it can be imported
 
     assert pydantic.VERSION
+
+
+def test_gw_keeps_every_default_plugin_of_litestar_but_pydantics_and_attrs() -> None:
+    """GatewayLitestar overrides a private Litestar method: a default plugin a newer
+    Litestar adds must not be dropped silently."""
+
+    def kinds(plugins: Sequence[object]) -> list[type]:
+        return [type(plugin) for plugin in plugins]
+
+    litestar_own = [
+        kind
+        for kind in kinds(Litestar._get_default_plugins([]))
+        if not kind.__module__.startswith(("litestar.plugins.pydantic", "litestar.plugins.attrs"))
+    ]
+    assert kinds(GatewayLitestar._get_default_plugins([])) == litestar_own
+    assert litestar_own  # not vacuous: msgspec's plugin at least
