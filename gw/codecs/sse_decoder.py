@@ -12,9 +12,14 @@ event, and gets ``SSEParser.feed_data``'s fast path for the usual chunk.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
 from gw.codecs.sse import SSEMessage, SSEParser
 from gw.errors import GatewayError
 from gw.ir import StreamEvent
+
+ItemT = TypeVar("ItemT")  # what the parser yields: an SSEMessage, or an event's data bytes
 
 
 class SSEStreamDecoder:
@@ -25,13 +30,20 @@ class SSEStreamDecoder:
 
     def feed(self, data: bytes) -> list[StreamEvent]:
         """Decode ``data``; return the events it completes."""
-        self._raise_pending()
+        return self._decode(self._parser.feed(data), self._take_message)
+
+    def _decode(
+        self, items: Iterable[ItemT], take: Callable[[ItemT, list[StreamEvent]], None]
+    ) -> list[StreamEvent]:
+        """``take`` each parsed item in turn, holding back a failure met after events."""
+        if self._pending_error is not None:
+            self._raise_pending()
         events: list[StreamEvent] = []
-        for message in self._parser.feed(data):
+        for item in items:
             if self.done:
                 break
             try:
-                self._take_message(message, events)
+                take(item, events)
             except GatewayError as error:
                 if not events:
                     raise
@@ -61,26 +73,12 @@ class SSEStreamDecoder:
 class SSEStreamDataDecoder(SSEStreamDecoder):
     """An ``SSEStreamDecoder`` whose subclass reads each event's data bytes (``_take_data``).
 
-    Event names and ids are not read. ``feed`` is the base class's loop over
-    ``SSEParser.feed_data``, written out rather than shared: this runs once per chunk.
+    Event names and ids are not read.
     """
 
     def feed(self, data: bytes) -> list[StreamEvent]:
         """Decode ``data``; return the events it completes."""
-        if self._pending_error is not None:
-            self._raise_pending()
-        events: list[StreamEvent] = []
-        for payload in self._parser.feed_data(data):
-            if self.done:
-                break
-            try:
-                self._take_data(payload, events)
-            except GatewayError as error:
-                if not events:
-                    raise
-                self._pending_error = error
-                break
-        return events
+        return self._decode(self._parser.feed_data(data), self._take_data)
 
     def _take_data(self, data: bytes, events: list[StreamEvent]) -> None:
         raise NotImplementedError
