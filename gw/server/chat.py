@@ -61,7 +61,5 @@ def chat_endpoint(services: ServerServices) -> Endpoint:
     return chat_completions
 
 
-def chat_handlers(
-    endpoint: Endpoint,
-) -> list[HTTPRouteHandler]:
+def chat_handlers(endpoint: Endpoint) -> list[HTTPRouteHandler]:
     return [post(CHAT_PATH, status_code=200, include_in_schema=False)(endpoint)]

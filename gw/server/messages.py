@@ -72,9 +72,7 @@ def _message_id(ctx: RequestContext) -> str:
 MESSAGES_PATH = "/v1/messages"
 
 
-def messages_endpoint(
-    services: ServerServices,
-) -> Endpoint:
+def messages_endpoint(services: ServerServices) -> Endpoint:
     """The endpoint function, for Litestar's route and for the fast path (fast_path.py)."""
     messages = AnthropicMessagesFormat()
 
