@@ -10,13 +10,9 @@ from typing import Annotated
 import typer
 
 from gw.buildinfo import build_info
-from gw.cli.config_cmd import config_app
 from gw.cli.console import fail, stdout
-from gw.cli.dashboard_cmd import dashboard_command
 from gw.cli.entry import resume_after_start
-from gw.cli.health_cmd import health_command
-from gw.cli.init_cmd import init_command
-from gw.cli.keys_cmd import keys_app
+from gw.cli.lazy import LazyGroup
 from gw.cli.options import (
     ConfigOption,
     StateDirOption,
@@ -24,36 +20,17 @@ from gw.cli.options import (
     resolve_config,
     resolve_home,
 )
-from gw.cli.route_preview_cmd import route_preview_command
-from gw.cli.state_cmd import state_app
-from gw.cli.status_cmd import status_command
-from gw.cli.top_cmd import top_command
-from gw.cli.traces_cmd import explain_command, traces_command
-from gw.cli.usage_cmd import usage_command
-from gw.cli.vault_cmd import vault_app
 from gw.environment import env_overrides, process_environ
 from gw.store import StoreError
 
 app = typer.Typer(
     name="gw",
     help="gw: a local-first LLM gateway. Start with `gw serve`, then `gw traces`.",
+    cls=LazyGroup,  # every command but version and serve loads when it runs (gw/cli/lazy.py)
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(config_app, name="config")
-app.add_typer(vault_app, name="vault")
-app.add_typer(keys_app, name="keys")
-app.add_typer(state_app, name="state")
-app.command("init")(init_command)
-app.command("traces")(traces_command)
-app.command("explain")(explain_command)
-app.command("health")(health_command)
-app.command("status")(status_command)
-app.command("top")(top_command)
-app.command("usage")(usage_command)
-app.command("route-preview")(route_preview_command)
-app.command("dashboard")(dashboard_command)
 
 
 def _version_callback(value: bool) -> None:
