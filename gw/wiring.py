@@ -53,10 +53,12 @@ from gw.server.status import RequestCounts, ServerFacts
 from gw.store.sqlite import SqliteStore
 from gw.telemetry.hub import QueueStats, TelemetryHub
 from gw.telemetry.log_lines import install_log_handler
+from gw.telemetry.metrics import GatewayMetrics
 from gw.telemetry.otel import OtelUnavailableError, load_otel, require_otel
 from gw.telemetry.otel_attributes import snapshot_addresses
 from gw.telemetry.pruner import TracePruner
 from gw.telemetry.request_log import RequestLog
+from gw.telemetry.state_metrics import StateSources
 from gw.vault import VAULT_FILE_NAME, Vault, VaultError
 
 log = logging.getLogger("gw")
@@ -373,10 +375,6 @@ def gateway_metrics(
     """Prometheus metrics (gw/telemetry/metrics.py), fed every trace and reading the live
     parts of ``services`` at scrape time; built even while ``telemetry.metrics`` is off,
     so a reload can turn /metrics on."""
-    # Imported here: prometheus-client costs ~40 ms, which only `gw serve` should pay.
-    from gw.telemetry.metrics import GatewayMetrics  # noqa: PLC0415
-    from gw.telemetry.state_metrics import StateSources  # noqa: PLC0415
-
     reloader = services.reloader
     sources = StateSources(
         snapshot=services.snapshot,

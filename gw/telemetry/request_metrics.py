@@ -34,15 +34,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
 from typing import Final, TypeVar
 
-from prometheus_client.metrics_core import (
-    CounterMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
-
 from gw.config.snapshot import Snapshot
 from gw.ir.usage import Usage
 from gw.record import AttemptRecord, TraceRecord
+from gw.telemetry import prometheus
 from gw.telemetry.metric_labels import (
     LabelSpace,
     error_label,
@@ -181,7 +176,7 @@ class RequestMetrics:
         if fell_back:
             _bump(self._fallbacks, route)
 
-    def collect(self) -> Iterable[Metric]:
+    def collect(self) -> Iterable[prometheus.Metric]:
         """The metric families as of now (prometheus-client's collector interface)."""
         yield self._requests()
         yield _histogram(
@@ -216,8 +211,8 @@ class RequestMetrics:
             [((route,), n) for route, n in list(self._fallbacks.items())],
         )
 
-    def _requests(self) -> Metric:
-        family = CounterMetricFamily(
+    def _requests(self) -> prometheus.Metric:
+        family = prometheus.CounterMetricFamily(
             "gw_requests_total",
             "Requests, by where they went and how they ended.",
             labels=(*SERIES_LABELS, "status_class", "error_code"),
@@ -227,13 +222,13 @@ class RequestMetrics:
                 family.add_metric((*key, *outcome), count)
         return family
 
-    def _usage(self) -> Iterator[Metric]:
-        tokens = CounterMetricFamily(
+    def _usage(self) -> Iterator[prometheus.Metric]:
+        tokens = prometheus.CounterMetricFamily(
             "gw_tokens_total",
             "Tokens, as providers reported them (or gw estimated).",
             labels=(*SERIES_LABELS, "kind"),
         )
-        cost = CounterMetricFamily(
+        cost = prometheus.CounterMetricFamily(
             "gw_cost_usd_total", "Cost in US dollars, at catalog prices.", labels=SERIES_LABELS
         )
         for key, series in list(self._series.items()):
@@ -248,8 +243,8 @@ class RequestMetrics:
 
 def _counter(
     name: str, doc: str, labels: Sequence[str], counts: Iterable[tuple[Sequence[str], int]]
-) -> Metric:
-    family = CounterMetricFamily(name, doc, labels=labels)
+) -> prometheus.Metric:
+    family = prometheus.CounterMetricFamily(name, doc, labels=labels)
     for key, count in counts:
         family.add_metric(key, count)
     return family
@@ -265,8 +260,8 @@ def _histogram(
     doc: str,
     bounds: Sequence[float],
     series: Iterable[tuple[tuple[str, str, str], _Histogram]],
-) -> Metric:
-    family = HistogramMetricFamily(name, doc, labels=TARGET_LABELS)
+) -> prometheus.Metric:
+    family = prometheus.HistogramMetricFamily(name, doc, labels=TARGET_LABELS)
     edges = [*(_le(bound) for bound in bounds), "+Inf"]
     for labels, histogram in series:
         buckets = list(zip(edges, accumulate(histogram.counts), strict=True))

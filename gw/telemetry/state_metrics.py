@@ -22,10 +22,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
-
 from gw.config.snapshot import Snapshot
 from gw.execution.health import BreakerState, HealthBook
+from gw.telemetry import prometheus
 from gw.telemetry.hub import QueueReporter
 from gw.telemetry.metric_labels import LabelSpace
 
@@ -72,20 +71,26 @@ class StateMetrics:
     def __init__(self, sources: StateSources) -> None:
         self._sources = sources
 
-    def collect(self) -> Iterable[Metric]:
+    def collect(self) -> Iterable[prometheus.Metric]:
         yield from self._admission()
         yield self._breakers()
         yield from self._queues()
         yield from self._config()
-        build = GaugeMetricFamily("gw_build_info", "Which gw runs.", labels=("version", "python"))
+        build = prometheus.GaugeMetricFamily(
+            "gw_build_info", "Which gw runs.", labels=("version", "python")
+        )
         build.add_metric((self._sources.version, self._sources.python), 1)
         yield build
 
-    def _admission(self) -> Iterable[Metric]:
+    def _admission(self) -> Iterable[prometheus.Metric]:
         admission = self._sources.admission
-        in_flight = GaugeMetricFamily("gw_admission_in_flight", "Requests holding a slot.")
-        waiting = GaugeMetricFamily("gw_admission_waiting", "Requests queued for a slot.")
-        shed = CounterMetricFamily(
+        in_flight = prometheus.GaugeMetricFamily(
+            "gw_admission_in_flight", "Requests holding a slot."
+        )
+        waiting = prometheus.GaugeMetricFamily(
+            "gw_admission_waiting", "Requests queued for a slot."
+        )
+        shed = prometheus.CounterMetricFamily(
             "gw_admission_shed_total", "Requests refused after queueing (503 overloaded)."
         )
         if admission is not None:
@@ -94,8 +99,8 @@ class StateMetrics:
             shed.add_metric((), admission.shed)
         return in_flight, waiting, shed
 
-    def _breakers(self) -> Metric:
-        family = GaugeMetricFamily(
+    def _breakers(self) -> prometheus.Metric:
+        family = prometheus.GaugeMetricFamily(
             "gw_breaker_state",
             "Circuit breaker per target: 0 closed, 1 half_open, 2 open.",
             labels=("provider", "model"),
@@ -117,11 +122,11 @@ class StateMetrics:
             family.add_metric(labels, BREAKER_VALUES[state])
         return family
 
-    def _queues(self) -> Iterable[Metric]:
-        depth = GaugeMetricFamily(
+    def _queues(self) -> Iterable[prometheus.Metric]:
+        depth = prometheus.GaugeMetricFamily(
             "gw_telemetry_queue_depth", "Items waiting in a telemetry queue.", labels=("queue",)
         )
-        dropped = CounterMetricFamily(
+        dropped = prometheus.CounterMetricFamily(
             "gw_telemetry_dropped_total",
             "Items a telemetry queue let go (traces under pressure; usage rows lost).",
             labels=("queue",),
@@ -132,13 +137,15 @@ class StateMetrics:
             dropped.add_metric((name,), stats.dropped)
         return depth, dropped
 
-    def _config(self) -> Iterable[Metric]:
-        revision = GaugeMetricFamily("gw_config_revision", "The config revision running.")
+    def _config(self) -> Iterable[prometheus.Metric]:
+        revision = prometheus.GaugeMetricFamily(
+            "gw_config_revision", "The config revision running."
+        )
         revision.add_metric((), self._sources.snapshot().revision)
-        reloads = CounterMetricFamily(
+        reloads = prometheus.CounterMetricFamily(
             "gw_config_reloads_total", "Config revisions applied since start."
         )
-        failures = CounterMetricFamily(
+        failures = prometheus.CounterMetricFamily(
             "gw_config_reload_failures_total", "Config edits refused since start."
         )
         if self._sources.reloads is not None:
