@@ -421,6 +421,7 @@ def uvicorn_config(app: Any, server_config: ServerConfig) -> uvicorn.Config:
         # httptools plus a header-read deadline (gw/server/slow_clients.py), which also
         # runs between requests: a kept-alive connection idles min(header_timeout, 15 s).
         http=header_timeout_protocol(server_config.header_timeout.seconds),
+        ws="none",  # upgrades get 403 from the protocol (gw/server/no_websockets.py)
         lifespan="on",
         log_level="warning",
         access_log=False,

@@ -24,11 +24,13 @@ import asyncio
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE
 
 from gw.server.disconnect import HangUpNoticeProtocol
+from gw.server.no_websockets import WebSocketRefusingProtocol
 
 
-class HeaderTimeoutProtocol(HangUpNoticeProtocol):
-    """uvicorn's httptools protocol (telling requests of hang-ups: gw/server/disconnect.py),
-    closing connections whose headers come too slowly."""
+class HeaderTimeoutProtocol(HangUpNoticeProtocol, WebSocketRefusingProtocol):
+    """uvicorn's httptools protocol (telling requests of hang-ups: gw/server/disconnect.py;
+    refusing WebSocket upgrades: gw/server/no_websockets.py), closing connections whose
+    headers come too slowly."""
 
     header_timeout: float = 10.0  # seconds; set by header_timeout_protocol()
 

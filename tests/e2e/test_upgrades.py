@@ -1,0 +1,69 @@
+"""Upgrade requests (gw/server/no_websockets.py): gw serves no WebSocket route, so a
+WebSocket handshake gets a bare 403 and a close from the server itself; an upgrade gw does
+not speak (h2c) is answered as plain HTTP/1.1. Neither leaves a warning in the log.
+Raw sockets on loopback, each with a generous timeout."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from e2e.gw_process import GwServer
+
+CONFIG = """
+providers: [{name: mock, kind: mock}]
+routes: [{name: mock, targets: [{provider: mock, model: mock-1}]}]
+"""
+SOCKET_TIMEOUT_S = 20.0
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GwServer]:
+    home = tmp_path_factory.mktemp("gw-upgrades")
+    config = home / "gw.yaml"
+    config.write_text(CONFIG)
+    with GwServer(home / "state", config) as server:
+        yield server
+
+
+def exchange(gw: GwServer, request: bytes) -> bytes:
+    """Send ``request``; everything the server answers until it closes (bounded)."""
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=SOCKET_TIMEOUT_S) as raw:
+        raw.sendall(request)
+        data = b""
+        for _ in range(10_000):
+            chunk = raw.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+    raise AssertionError("the server kept sending")
+
+
+def test_a_websocket_handshake_gets_a_bare_403_and_a_close(gw: GwServer) -> None:
+    answer = exchange(
+        gw,
+        b"GET /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+    )
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.lower().split(b"\r\n")
+    assert lines[0] == b"http/1.1 403 forbidden", answer
+    assert b"connection: close" in lines
+    assert b"content-length: 0" in lines
+    assert body == b""
+    assert "WARNING" not in gw.log()
+
+
+def test_an_upgrade_gw_does_not_speak_is_answered_as_http_1_1(gw: GwServer) -> None:
+    answer = exchange(
+        gw,
+        b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, close\r\n"
+        b"Upgrade: h2c\r\n\r\n",
+    )
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    with gw.client() as http:
+        assert http.get("/livez").status_code == 200
+    assert "WARNING" not in gw.log()
