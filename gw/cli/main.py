@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 
 from gw.buildinfo import build_info
-from gw.cli.console import fail, stdout
+from gw.cli import console
+from gw.cli.console import fail
 from gw.cli.entry import resume_after_start
 from gw.cli.lazy import LazyGroup
 from gw.cli.options import (
@@ -61,7 +62,7 @@ def print_version(state_dir: Path | None = None) -> None:
         f"zipapp {zipapp}",
         f"state dir {resolve_home(state_dir)}",
     ):
-        stdout.print(line, highlight=False, markup=False)
+        console.stdout.print(line, highlight=False, markup=False)
 
 
 @app.command("version")

@@ -26,8 +26,6 @@ from logging.handlers import QueueHandler
 from typing import Final, TextIO
 
 import msgspec
-from rich.console import Console
-from rich.logging import RichHandler
 
 from gw.config.schema import RequestLogFormat
 from gw.telemetry.explain import iso_utc
@@ -163,6 +161,10 @@ def log_writer(setting: RequestLogFormat, stream: TextIO) -> WriteRecord:
     terminal. Called in the writer thread only; it takes no ``logging`` lock."""
     line_format = resolve_format("auto" if setting == "off" else setting, stream)
     if line_format == "rich":
+        # rich (~30 ms to import) only when the log goes to a terminal.
+        from rich.console import Console  # noqa: PLC0415
+        from rich.logging import RichHandler  # noqa: PLC0415
+
         console = Console(file=stream, highlight=False, soft_wrap=True)
         handler = RichHandler(console=console, show_path=False, markup=False, rich_tracebacks=False)
 

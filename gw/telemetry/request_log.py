@@ -31,11 +31,9 @@ import operator
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 import msgspec
-from rich.console import Console
-from rich.text import Text
 
 from gw.config.schema import RequestLogFormat
 from gw.record import TraceRecord
@@ -43,6 +41,10 @@ from gw.telemetry.explain import iso_utc
 from gw.telemetry.lossy_queue import LossyQueue, QueueCounters
 from gw.telemetry.printable import TEXT_MAX_CHARS, printable
 from gw.telemetry.writer_thread import WriterThread
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
 
 logger = logging.getLogger("gw.telemetry")
 LineFormat = Literal["json", "rich"]
@@ -153,6 +155,8 @@ def _ms(value: float) -> str:
 def rich_line(trace: TraceRecord) -> Text:
     """The compact terminal line of a trace: the same facts as the JSON line, client text
     through ``printable``."""
+    from rich.text import Text  # noqa: PLC0415 - rich (~30 ms) only for a terminal
+
     status_style = "red" if trace.status >= 500 else "yellow" if trace.status >= 400 else "green"
     moment = datetime.fromtimestamp(trace.time, UTC).astimezone()
     line = Text.assemble(
@@ -278,5 +282,7 @@ class RequestLog(QueueCounters):
 
     def _rich_console(self) -> Console:
         if self._console is None:
+            from rich.console import Console  # noqa: PLC0415 - see rich_line
+
             self._console = Console(file=self._stream, highlight=False, soft_wrap=True)
         return self._console

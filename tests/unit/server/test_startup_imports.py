@@ -3,7 +3,8 @@ use it (msgspec does its validation). It is installed whenever the openai or ant
 is, as in this test environment, so only gw's own choices keep it out: typer below 0.29
 and Litestar without its default pydantic plugins (gw/server/app.py). ruamel.yaml (~25 ms)
 is only needed by an admin write to the config file, and loads with the first one;
-prometheus-client (~25 ms) with the first scrape of /metrics."""
+prometheus-client (~25 ms) with the first scrape of /metrics; rich (~30 ms) with the first
+line a command prints through it, or a log line written to a terminal."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from litestar import Litestar
 
 from gw.server.app import GatewayLitestar
 
-UNWANTED = ("pydantic", "pydantic_core", "ruamel", "prometheus_client")
+UNWANTED = ("pydantic", "pydantic_core", "ruamel", "prometheus_client", "rich")
 
 CODE = f"""
 import sys
+import typer
 from gw.cli.main import app
 from gw.server.app import GatewayLitestar
 import gw.wiring
@@ -26,10 +28,7 @@ from gw.telemetry.metrics import GatewayMetrics
 
 GatewayLitestar(route_handlers=[])  # Litestar adds its default plugins here
 GatewayMetrics(lambda: None, None)  # what gw serve builds at start (scraped later)
-try:
-    app(["version"], standalone_mode=False)  # typer parses a command's parameters here
-except SystemExit:
-    pass
+typer.main.get_command(app)  # typer builds gw serve's parameters here
 print(sorted(m for m in sys.modules if m.split(".")[0] in {UNWANTED!r}))
 """
 
