@@ -4,28 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 
 import aiohttp
-from aiohttp.client_proto import ResponseHandler
 
 from gw.adapters.aiohttp_errors import CAUGHT, map_aiohttp_error
 from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES, HttpReply
 from gw.ports import AttemptTimeouts
-
-
-class _ResumingOnlyWhenPaused(ResponseHandler):
-    """aiohttp's connection protocol, resuming reading only when reading was paused.
-
-    aiohttp 3.14 resumes after every read from a body, paused or not, and each resume
-    feeds its parser an empty buffer and re-arms the socket: ~0.12 M of 3.0 M instructions
-    per 22-chunk stream through gw (callgrind). Only a pause (a full buffer) leaves data
-    for a resume to parse, and a pause sets ``_reading_paused``.
-    """
-
-    def resume_reading(self, resume_parser: bool = True) -> None:
-        if self._reading_paused:
-            super().resume_reading(resume_parser)
 
 
 def build_session(max_connections: int = 512) -> aiohttp.ClientSession:
@@ -33,9 +18,6 @@ def build_session(max_connections: int = 512) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(
         limit=max_connections, keepalive_timeout=30.0, ttl_dns_cache=300
     )
-    # A private attribute (aiohttp 3.14, pinned): a test fails when it stops being used.
-    protocol: Callable[..., ResponseHandler] = _ResumingOnlyWhenPaused
-    connector._factory = functools.partial(protocol, loop=connector._loop)
     return aiohttp.ClientSession(
         connector=connector,
         trust_env=False,
