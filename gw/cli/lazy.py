@@ -64,7 +64,11 @@ class LazyCommands(MutableMapping[str, click.Command]):
     def __getitem__(self, name: str) -> click.Command:
         command = self._built[name]
         if command is None:
-            command = self._built[name] = self._load(name)
+            try:
+                command = self._built[name] = self._load(name)
+            except KeyError as error:
+                # Not "no such command": Mapping.get, which Typer calls, would swallow it.
+                raise RuntimeError(f"gw could not load its command {name!r}") from error
         return command
 
     def __setitem__(self, name: str, command: click.Command) -> None:

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import asyncio
 
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE
-
 from gw.server.disconnect import HangUpNoticeProtocol
-from gw.server.no_websockets import WebSocketRefusingProtocol
+from gw.server.no_websockets import WebSocketRefusingProtocol, closing_response
 
 
 class HeaderTimeoutProtocol(HangUpNoticeProtocol, WebSocketRefusingProtocol):
@@ -53,8 +51,7 @@ class HeaderTimeoutProtocol(HangUpNoticeProtocol, WebSocketRefusingProtocol):
         self._arm_header_timer()
 
     def on_headers_complete(self) -> None:
-        # Before super(): a WebSocket upgrade hands the transport to another protocol,
-        # and this one would never see connection_lost.
+        # The headers are in: the timer stops before super(), which may refuse an upgrade.
         self._cancel_header_timer()
         self._in_head = False
         super().on_headers_complete()
@@ -81,15 +78,8 @@ class HeaderTimeoutProtocol(HangUpNoticeProtocol, WebSocketRefusingProtocol):
             return
         # The timer only runs while no request is being served, so no response has begun.
         if self._in_head and (self.cycle is None or self.cycle.response_complete):
-            self.transport.write(self._timeout_response())
+            self.transport.write(closing_response(408, self.server_state.default_headers))
         self.transport.close()
-
-    def _timeout_response(self) -> bytes:
-        content = [STATUS_LINE[408]]
-        for name, value in self.server_state.default_headers:
-            content += [name, b": ", value, b"\r\n"]
-        content.append(b"content-length: 0\r\nconnection: close\r\n\r\n")
-        return b"".join(content)
 
 
 def header_timeout_protocol(seconds: float) -> type[HeaderTimeoutProtocol]:

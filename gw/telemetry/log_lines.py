@@ -158,7 +158,8 @@ def _dropped_note(count: int) -> logging.LogRecord:
 
 def log_writer(setting: RequestLogFormat, stream: TextIO) -> WriteRecord:
     """What writes one record for ``setting`` on ``stream``: JSON lines, or Rich on a
-    terminal. Called in the writer thread only; it takes no ``logging`` lock."""
+    terminal. What it returns runs in the writer thread only, and takes no ``logging``
+    lock."""
     line_format = resolve_format("auto" if setting == "off" else setting, stream)
     if line_format == "rich":
         # rich (~30 ms to import) only when the log goes to a terminal.

@@ -11,7 +11,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from gw.cli.lazy import LAZY_COMMANDS, LAZY_SUB_APPS
+from gw.cli.lazy import LAZY_COMMANDS, LAZY_SUB_APPS, LazyCommands
 from gw.cli.main import app
 
 LAZY = [*LAZY_COMMANDS, *LAZY_SUB_APPS]
@@ -60,3 +60,16 @@ def test_running_one_command_loads_no_other_commands_module() -> None:
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
     assert "gw.cli.top_cmd" in modules  # not vacuous
+
+
+def test_a_command_failing_to_load_with_a_key_error_is_not_no_such_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*_: object) -> None:
+        raise KeyError("UNSET")  # e.g. os.environ["UNSET"] while the module loads
+
+    monkeypatch.setattr(LazyCommands, "_load", broken)
+    result = CliRunner().invoke(app, ["top"], prog_name="gw")
+    assert "No such command" not in result.output
+    assert isinstance(result.exception, RuntimeError)
+    assert "could not load its command 'top'" in str(result.exception)

@@ -4,7 +4,8 @@ is, as in this test environment, so only gw's own choices keep it out: typer bel
 and Litestar without its default pydantic plugins (gw/server/app.py). ruamel.yaml (~25 ms)
 is only needed by an admin write to the config file, and loads with the first one;
 prometheus-client (~25 ms) with the first scrape of /metrics; rich (~30 ms) with the first
-line a command prints through it, or a log line written to a terminal."""
+line a command prints through it, or a log line written to a terminal; a WebSocket library
+(~20 ms) never (gw/server/no_websockets.py)."""
 
 from __future__ import annotations
 
@@ -16,17 +17,19 @@ from litestar import Litestar
 
 from gw.server.app import GatewayLitestar
 
-UNWANTED = ("pydantic", "pydantic_core", "ruamel", "prometheus_client", "rich")
+UNWANTED = ("pydantic", "pydantic_core", "ruamel", "prometheus_client", "rich", "websockets")
 
 CODE = f"""
 import sys
 import typer
 from gw.cli.main import app
+from gw.config.schema import ServerConfig
 from gw.server.app import GatewayLitestar
 import gw.wiring
 from gw.telemetry.metrics import GatewayMetrics
 
-GatewayLitestar(route_handlers=[])  # Litestar adds its default plugins here
+app_ = GatewayLitestar(route_handlers=[])  # Litestar adds its default plugins here
+gw.wiring.uvicorn_config(app_, ServerConfig()).load()  # uvicorn picks its protocols here
 GatewayMetrics(lambda: None, None)  # what gw serve builds at start (scraped later)
 typer.main.get_command(app)  # typer builds gw serve's parameters here
 print(sorted(m for m in sys.modules if m.split(".")[0] in {UNWANTED!r}))
