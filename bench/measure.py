@@ -1,9 +1,12 @@
 """Measure one started target: memory at rest, wrk load steps, streams, memory after.
 
 CPU per request (and per stream) is the target's process-tree CPU over a whole step,
-divided by the requests (streams) that step completed. Memory at rest is read once the
-tree's RSS has settled after the first answer: a multi-worker server may still be
-importing in its other workers when one of them first answers.
+divided by the requests (streams) that step completed. A step starts once the target is
+idle and ends once it is idle again, so its CPU is the work it caused, background work it
+left behind (telemetry written after the last answer) included, and none of the step
+before's. Memory at rest is read once the tree's RSS has settled after the first answer: a
+multi-worker server may still be importing in its other workers when one of them first
+answers.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class Settings:
     streams: int = 400
     stream_concurrency: int = 4
     settle_max_s: float = 10.0
+    quiet_max_s: float = 10.0
 
 
 def settled_sample(root: int, max_wait_s: float) -> proctree.TreeSample:
@@ -47,6 +51,19 @@ def settled_sample(root: int, max_wait_s: float) -> proctree.TreeSample:
             return current
         previous = current
     return previous
+
+
+def quiet_cpu(root: int, max_wait_s: float) -> float:
+    """The tree's CPU seconds once it is idle: a 0.25 s window in which it used at most one
+    clock tick (or when ``max_wait_s`` has passed)."""
+    deadline = time.monotonic() + max_wait_s
+    previous = proctree.sample(root).cpu_seconds
+    while True:
+        time.sleep(0.25)
+        current = proctree.sample(root).cpu_seconds
+        if current - previous <= proctree.tick_seconds() or time.monotonic() >= deadline:
+            return current
+        previous = current
 
 
 def percentile(values: Sequence[float], pct: float) -> float | None:
@@ -90,7 +107,7 @@ def load_step(
     target: Target, wrk: str, script: Path, concurrency: int, settings: Settings
 ) -> LoadStep:
     root = target.spawned.pid
-    before = proctree.sample(root).cpu_seconds
+    before = quiet_cpu(root, settings.quiet_max_s)
     report = run_wrk(
         wrk,
         target.chat_url,
@@ -99,7 +116,7 @@ def load_step(
         duration_s=settings.duration_s,
         threads=settings.wrk_threads,
     )
-    cpu_s = proctree.sample(root).cpu_seconds - before
+    cpu_s = quiet_cpu(root, settings.quiet_max_s) - before
     return LoadStep(
         concurrency=concurrency,
         duration_s=report.duration_s,
@@ -137,9 +154,9 @@ def streams(target: Target, settings: Settings, say: Callable[[str], None]) -> S
     """A few warm-up streams (discarded), then the measured ones."""
     body, concurrency = chat_body(stream=True), settings.stream_concurrency
     run_streams(target.chat_url, body, concurrency * 4, concurrency)
-    before = proctree.sample(target.spawned.pid).cpu_seconds
+    before = quiet_cpu(target.spawned.pid, settings.quiet_max_s)
     samples = run_streams(target.chat_url, body, settings.streams, concurrency)
-    cpu_s = proctree.sample(target.spawned.pid).cpu_seconds - before
+    cpu_s = quiet_cpu(target.spawned.pid, settings.quiet_max_s) - before
     run = stream_run(samples, concurrency, cpu_s)
     say(
         f"{target.name}: {run.completed}/{run.streams} streams, TTFT p50 "
