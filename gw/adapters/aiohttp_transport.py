@@ -20,6 +20,9 @@ def build_session(max_connections: int = 512) -> aiohttp.ClientSession:
     )
     return aiohttp.ClientSession(
         connector=connector,
+        # No cookies kept: one session serves every tenant and account, so a cookie one
+        # upstream answer set must not ride along on the next request (nor cost a lookup).
+        cookie_jar=aiohttp.DummyCookieJar(),
         trust_env=False,
         auto_decompress=True,
         skip_auto_headers=("User-Agent",),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Mapping
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
 
@@ -21,6 +22,8 @@ def build_http_client(max_connections: int = 512) -> httpx.AsyncClient:
             keepalive_expiry=30.0,
         ),
         follow_redirects=False,
+        # No cookies kept (see aiohttp_transport.build_session): a jar no domain may enter.
+        cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
     )
 
 
