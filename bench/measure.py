@@ -37,6 +37,7 @@ class Settings:
     streams: int = 400
     stream_concurrency: int = 4
     settle_max_s: float = 10.0
+    starts: int = 3  # start to first answer is the median of this many fresh starts
     quiet_max_s: float = 10.0
 
 
@@ -175,9 +176,12 @@ def measure(
         ProcessMemory(pid, proctree.command(pid), proctree.rss_bytes(pid) / _MB)
         for pid in idle.pids
     )
+    starts = ""
+    if len(target.start_samples_s) > 1:
+        starts = f" (median of {', '.join(f'{s:.2f}' for s in target.start_samples_s)})"
     say(
-        f"{target.name}: first answer {target.start_to_first_answer_s:.2f} s after start, "
-        f"idle RSS {idle.rss_bytes / _MB:.1f} MB in {len(idle.pids)} process(es)"
+        f"{target.name}: first answer {target.start_to_first_answer_s:.2f} s after start"
+        f"{starts}, idle RSS {idle.rss_bytes / _MB:.1f} MB in {len(idle.pids)} process(es)"
     )
     steps = load_steps(target, wrk, script, settings, say)
     stream = streams(target, settings, say)
@@ -186,6 +190,7 @@ def measure(
         name=target.name,
         processes=len(idle.pids),
         start_to_first_answer_s=target.start_to_first_answer_s,
+        start_samples_s=target.start_samples_s,
         idle_rss_mb=idle.rss_bytes / _MB,
         idle_pss_mb=None if idle.pss_bytes is None else idle.pss_bytes / _MB,
         rss_after_load_mb=after.rss_bytes / _MB,

@@ -28,6 +28,7 @@ class Target:
     spawned: Spawned
     start_to_first_answer_s: float
     notes: tuple[str, ...] = ()
+    start_samples_s: tuple[float, ...] = ()  # when started more than once (bench/run.py)
 
 
 def direct_target(upstream: Spawned) -> Target:
