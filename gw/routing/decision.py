@@ -17,9 +17,11 @@ RejectReason = Literal[
 ]
 
 
-class DecisionStruct(msgspec.Struct, frozen=True, kw_only=True):
+class DecisionStruct(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Base of decision values: immutable; unknown fields tolerated so old readers of a
-    trace survive newer writers."""
+    trace survive newer writers. Untracked by the cyclic GC (gc=False): a decision is a
+    tree of strings and numbers, never a cycle, and a routing decision makes ~30 of them
+    (106 -> 100 k instructions per decision, callgrind)."""
 
 
 class TargetRef(DecisionStruct, frozen=True, kw_only=True):

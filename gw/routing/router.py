@@ -119,7 +119,7 @@ def decide(
         direct=plan.direct,
         policy=policy.name,
         strategy=strategy,
-        chain=tuple(TargetRef(provider=c.provider, model=c.model) for c in ranked),
+        chain=tuple([TargetRef(provider=c.provider, model=c.model) for c in ranked]),
         candidates=ranked + rejected,
         estimated_input_tokens=input_tokens,
         max_output_tokens=max_output,
