@@ -1,10 +1,12 @@
 """Measure one started target: memory at rest, wrk load steps, streams, memory after.
 
 CPU per request (and per stream) is the target's process-tree CPU over a whole step,
-divided by the requests (streams) that step completed. A step starts once the target is
-idle and ends once it is idle again, so its CPU is the work it caused, background work it
-left behind (telemetry written after the last answer) included, and none of the step
-before's. Memory at rest is read once the tree's RSS has settled after the first answer: a
+divided by the requests (streams) that step completed. Every step starts once the target
+is idle, so none of the step before's work (telemetry still being written, requests wrk
+left in flight) is counted in it. A stream step also ends once the target is idle again,
+its streams all answered, so the telemetry they leave behind counts for them; a wrk step
+ends when wrk does, since what runs after it is partly requests wrk no longer counts.
+Memory at rest is read once the tree's RSS has settled after the first answer: a
 multi-worker server may still be importing in its other workers when one of them first
 answers.
 """
@@ -56,7 +58,8 @@ def settled_sample(root: int, max_wait_s: float) -> proctree.TreeSample:
 
 def quiet_cpu(root: int, max_wait_s: float) -> float:
     """The tree's CPU seconds once it is idle: a 0.25 s window in which it used at most one
-    clock tick (or when ``max_wait_s`` has passed)."""
+    clock tick (or when ``max_wait_s`` has passed: a target busy on its own, in the
+    background, is then measured as it is)."""
     deadline = time.monotonic() + max_wait_s
     previous = proctree.sample(root).cpu_seconds
     while True:
@@ -117,7 +120,7 @@ def load_step(
         duration_s=settings.duration_s,
         threads=settings.wrk_threads,
     )
-    cpu_s = quiet_cpu(root, settings.quiet_max_s) - before
+    cpu_s = proctree.sample(root).cpu_seconds - before
     return LoadStep(
         concurrency=concurrency,
         duration_s=report.duration_s,

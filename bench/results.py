@@ -61,7 +61,7 @@ class TargetResult:
     name: TargetName
     error: str | None = None  # why the target could not be (fully) measured
     processes: int = 0  # size of the process tree, workers included
-    start_to_first_answer_s: float | None = None  # the median of start_samples_s
+    start_to_first_answer_s: float | None = None  # the median of start_samples_s, if any
     start_samples_s: tuple[float, ...] = ()  # each start, from a fresh state, in order
     idle_rss_mb: float | None = None
     idle_pss_mb: float | None = None

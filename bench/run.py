@@ -6,10 +6,11 @@
     scripts/bench --only direct,gw --duration 10
 
 Steps: start the fake upstream and measure it alone (``direct``); then each gateway in
-turn in front of it: start-up time, idle memory, wrk at concurrency 1/16/64, streams,
-memory after; then the micro-benchmarks and the issue's targets. Results are printed and
-saved to ``bench-results/<time>.json`` and ``bench-results/latest.json``. Every process
-started is stopped by pid at the end, on errors and on Ctrl-C too.
+turn in front of it: start-up time (the median of 3 starts), idle memory, wrk at
+concurrency 1/16/64, streams, memory after; then the micro-benchmarks and the issue's
+targets. Results are printed and saved to ``bench-results/<time>.json`` and
+``bench-results/latest.json``. Every process started is stopped by pid at the end, on
+errors and on Ctrl-C too.
 """
 
 from __future__ import annotations
@@ -168,6 +169,8 @@ class Bench:
             samples.append(target.start_to_first_answer_s)
             if attempt < self.settings.starts:
                 session.processes.stop(target.spawned)
+                log = target.spawned.log_path  # the next start writes the same name
+                log.rename(log.with_name(f"{log.stem}-start{attempt}{log.suffix}"))
         return replace(
             target,
             start_to_first_answer_s=statistics.median(samples),
@@ -175,7 +178,7 @@ class Bench:
         )
 
     def _start_once(self, name: TargetName, session: Session, attempt: int) -> Target:
-        if name == "gw":  # a fresh state dir each time: the first start of a new install
+        if name == "gw":  # a new state dir each time: a database to create, as on first use
             return start_gw(session.processes, session.origin, session.work / f"gw-state-{attempt}")
         version = install_litellm(LITELLM_VENV, self.logs / "litellm-install.log", self.say)
         work = session.work / "litellm"
