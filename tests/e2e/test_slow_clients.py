@@ -14,13 +14,13 @@ import httpx
 import pytest
 
 from e2e.gw_process import GwServer
+from e2e.raw_http import SOCKET_TIMEOUT_S, assert_bare_close, connect, read_until_closed
 
 CONFIG = """
 server: {header_timeout: 0.5s, body_timeout: 0.5s}
 providers: [{name: mock, kind: mock}]
 routes: [{name: mock, targets: [{provider: mock, model: mock-1}]}]
 """
-SOCKET_TIMEOUT_S = 20.0
 PARTIAL_HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 LIVEZ = b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
@@ -32,24 +32,6 @@ def strict_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GwServer]:
     config.write_text(CONFIG)
     with GwServer(home / "state", config) as server:
         yield server
-
-
-def connect(gw: GwServer) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", gw.port), timeout=SOCKET_TIMEOUT_S)
-
-
-def read_until_closed(raw: socket.socket) -> bytes:
-    """Everything the server sends until it closes; socket.timeout if it never does."""
-    data = b""
-    for _ in range(10_000):  # bounded; each recv is bounded by the socket's timeout
-        try:
-            chunk = raw.recv(65536)
-        except ConnectionResetError:  # closed with unread input: a reset instead of a FIN
-            return data
-        if not chunk:
-            return data
-        data += chunk
-    raise AssertionError("the server kept sending")
 
 
 def read_response(raw: socket.socket) -> tuple[bytes, bytes]:
@@ -80,12 +62,7 @@ def _recv(raw: socket.socket) -> bytes:
 
 
 def assert_bare_408(answer: bytes) -> None:
-    head, _, body = answer.partition(b"\r\n\r\n")
-    lines = head.lower().split(b"\r\n")
-    assert lines[0] == b"http/1.1 408 request timeout", answer
-    assert b"connection: close" in lines
-    assert b"content-length: 0" in lines
-    assert body == b""
+    assert_bare_close(answer, b"HTTP/1.1 408 Request Timeout")
 
 
 def test_headers_that_never_finish_get_408_and_a_close(strict_gw: GwServer) -> None:

@@ -1,22 +1,21 @@
 """Upgrade requests (gw/server/no_websockets.py): gw serves no WebSocket route, so a
 WebSocket handshake gets a bare 403 and a close from the server itself, after the answers
 to requests pipelined before it; an upgrade gw does not speak (h2c) is answered as plain
-HTTP/1.1 with uvicorn's one warning. Raw sockets on loopback, each with a generous timeout."""
+HTTP/1.1 with uvicorn's one warning. Raw sockets on loopback (e2e/raw_http.py)."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import pytest
 
 from e2e.gw_process import GwServer
+from e2e.raw_http import assert_bare_close, connect, read_until_closed
 
 CONFIG = """
 providers: [{name: mock, kind: mock}]
 routes: [{name: mock, targets: [{provider: mock, model: mock-1}]}]
 """
-SOCKET_TIMEOUT_S = 20.0
 
 
 @pytest.fixture(scope="module")
@@ -29,19 +28,10 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GwServer]:
 
 
 def exchange(gw: GwServer, request: bytes) -> bytes:
-    """Send ``request``; everything the server answers until it closes (bounded)."""
-    with socket.create_connection(("127.0.0.1", gw.port), timeout=SOCKET_TIMEOUT_S) as raw:
+    """Send ``request``; everything the server answers until it closes."""
+    with connect(gw) as raw:
         raw.sendall(request)
-        data = b""
-        for _ in range(10_000):
-            try:
-                chunk = raw.recv(65536)
-            except ConnectionResetError:  # closed with unread input: a reset, not a FIN
-                return data
-            if not chunk:
-                return data
-            data += chunk
-    raise AssertionError("the server kept sending")
+        return read_until_closed(raw)
 
 
 WEBSOCKET_HANDSHAKE = (
@@ -52,12 +42,7 @@ WEBSOCKET_HANDSHAKE = (
 
 
 def assert_bare_403(answer: bytes) -> None:
-    head, _, body = answer.partition(b"\r\n\r\n")
-    lines = head.lower().split(b"\r\n")
-    assert lines[0] == b"http/1.1 403 forbidden", answer
-    assert b"connection: close" in lines
-    assert b"content-length: 0" in lines
-    assert body == b""
+    assert_bare_close(answer, b"HTTP/1.1 403 Forbidden")
 
 
 def test_a_websocket_handshake_gets_a_bare_403_and_a_close(gw: GwServer) -> None:
