@@ -21,8 +21,8 @@ import msgspec
 import uvicorn
 
 from gw import __version__
-from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
 from gw.adapters.directory import AdapterDirectory
+from gw.adapters.h1_transport import BuiltinTransport
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver, vault_references
 from gw.config import Config, ConfigError, Snapshot, compile_snapshot, config_hash
@@ -545,12 +545,17 @@ def shipped_catalog() -> ShippedCatalog:
 
 def build_transport(kind: str) -> HttpTransport:
     """The upstream HTTP client (call inside the running event loop)."""
+    # The others are imported only when chosen: httpx costs every start ~70 ms of imports,
+    # aiohttp ~0.35 s (it builds its TLS contexts at import).
     if kind == "httpx":
-        # Imported only when chosen: httpx costs every start ~70 ms of imports.
         from gw.adapters.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415
 
         return HttpxTransport(build_http_client())
-    return AiohttpTransport(build_session())
+    if kind == "aiohttp":
+        from gw.adapters.aiohttp_transport import AiohttpTransport, build_session  # noqa: PLC0415
+
+        return AiohttpTransport(build_session())
+    return BuiltinTransport()
 
 
 def _url_host(host: str) -> str:

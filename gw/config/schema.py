@@ -17,7 +17,7 @@ Strategy = Literal["priority", "weighted", "lowest_cost", "lowest_latency", "hig
 Capability = Literal["tools", "vision", "json_schema", "json_object", "reasoning", "embeddings"]
 AuthMode = Literal["open", "keys"]
 AccountSelection = Literal["fill_first", "round_robin"]
-UpstreamTransport = Literal["aiohttp", "httpx"]
+UpstreamTransport = Literal["builtin", "aiohttp", "httpx"]
 
 
 class ConfigStruct(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -35,7 +35,7 @@ class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
     drain_timeout: Duration = Duration(30.0)  # on SIGTERM: in-flight work may finish this long
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call gw (gw/server/edges.py)
     trusted_proxies: tuple[str, ...] = ()  # IPs/CIDRs whose X-Forwarded-For is believed
-    upstream_transport: UpstreamTransport = "aiohttp"
+    upstream_transport: UpstreamTransport = "builtin"
 
 
 class AuthConfig(ConfigStruct, frozen=True, kw_only=True):

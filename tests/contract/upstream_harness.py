@@ -2,7 +2,7 @@
 
 HTTP clients are bound to the event loop that first used them, so every call here builds a
 fresh transport inside its own ``asyncio.run``; the tests themselves stay synchronous. The
-transport kind (aiohttp or httpx) is chosen per test by the ``transport`` fixture.
+transport kind (builtin, aiohttp or httpx) is chosen per test by the ``transport`` fixture.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
 from gw.adapters.directory import AdapterDirectory
+from gw.adapters.h1_transport import BuiltinTransport
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.httpx_transport import HttpxTransport, build_http_client
 from gw.config.schema import ProviderConfig
@@ -34,9 +35,9 @@ from gw.ir import (
 )
 from gw.ports import AttemptTimeouts, EmbeddingCall, EmbeddingUpstream, UpstreamCall
 
-TRANSPORT_KINDS = ("aiohttp", "httpx")
+TRANSPORT_KINDS = ("builtin", "aiohttp", "httpx")
 KEY_VARIABLE = "GW_CONTRACT_KEY"
-_transport_kind = ["aiohttp"]
+_transport_kind = ["builtin"]
 
 
 def use_transport(kind: str) -> None:
@@ -47,7 +48,9 @@ def use_transport(kind: str) -> None:
 def new_transport() -> HttpTransport:
     if _transport_kind[0] == "httpx":
         return HttpxTransport(build_http_client())
-    return AiohttpTransport(build_session())
+    if _transport_kind[0] == "aiohttp":
+        return AiohttpTransport(build_session())
+    return BuiltinTransport()
 
 
 ENVIRON: Mapping[str, str] = {KEY_VARIABLE: "sk-contract-0123456789abcdef"}

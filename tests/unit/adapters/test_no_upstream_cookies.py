@@ -1,4 +1,4 @@
-"""Neither upstream transport keeps cookies (gw/adapters/aiohttp_transport.py,
+"""No upstream transport keeps cookies (gw/adapters/h1_transport.py, aiohttp_transport.py,
 httpx_transport.py): one client serves every tenant and account, so a cookie one answer
 sets must not be sent with the next request. A real loopback server that sets a cookie and
 records what each request carried."""
@@ -11,9 +11,14 @@ from collections.abc import Callable
 import pytest
 
 from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
+from gw.adapters.h1_transport import BuiltinTransport
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.httpx_transport import HttpxTransport, build_http_client
 from gw.ports import AttemptTimeouts
+
+
+def builtin_transport() -> HttpTransport:
+    return BuiltinTransport()
 
 
 def aiohttp_transport() -> HttpTransport:
@@ -71,7 +76,7 @@ async def _two_requests_to_a_cookie_setter(
     return heads
 
 
-@pytest.mark.parametrize("make_transport", [aiohttp_transport, httpx_transport])
+@pytest.mark.parametrize("make_transport", [builtin_transport, aiohttp_transport, httpx_transport])
 def test_a_cookie_an_upstream_sets_is_not_sent_back(
     make_transport: Callable[[], HttpTransport],
 ) -> None:

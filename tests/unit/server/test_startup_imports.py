@@ -5,7 +5,8 @@ and Litestar without its default pydantic plugins (gw/server/app.py). ruamel.yam
 is only needed by an admin write to the config file, and loads with the first one;
 prometheus-client (~25 ms) with the first scrape of /metrics; rich (~30 ms) with the first
 line a command prints through it, or a log line written to a terminal; a WebSocket library
-(~20 ms) never (gw/server/no_websockets.py)."""
+(~20 ms) never (gw/server/no_websockets.py); aiohttp (~0.35 s: it builds TLS contexts at
+import) only when ``server.upstream_transport: aiohttp`` asks for it."""
 
 from __future__ import annotations
 
@@ -17,7 +18,15 @@ from litestar import Litestar
 
 from gw.server.app import GatewayLitestar
 
-UNWANTED = ("pydantic", "pydantic_core", "ruamel", "prometheus_client", "rich", "websockets")
+UNWANTED = (
+    "pydantic",
+    "pydantic_core",
+    "ruamel",
+    "prometheus_client",
+    "rich",
+    "websockets",
+    "aiohttp",
+)
 
 CODE = f"""
 import sys
@@ -32,6 +41,7 @@ app_ = GatewayLitestar(route_handlers=[])  # Litestar adds its default plugins h
 gw.wiring.uvicorn_config(app_, ServerConfig()).load()  # uvicorn picks its protocols here
 GatewayMetrics(lambda: None, None)  # what gw serve builds at start (scraped later)
 typer.main.get_command(app)  # typer builds gw serve's parameters here
+gw.wiring.build_transport(ServerConfig().upstream_transport)  # the default upstream client
 print(sorted(m for m in sys.modules if m.split(".")[0] in {UNWANTED!r}))
 """
 

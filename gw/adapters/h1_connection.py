@@ -1,0 +1,326 @@
+"""One upstream HTTP/1.1 connection of gw's own client: writes a request, parses the
+answer with httptools (the parser uvicorn already uses), and hands the body to its reader.
+
+The connection is also the answer's ``StreamingReply`` while an exchange runs. Body bytes
+wait in a small buffer; reading from the socket pauses while the reader is behind. Every
+way an exchange can fail becomes the gw error the adapters expect, phrased for the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Protocol
+
+import httptools
+
+from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES
+from gw.errors import GatewayError, UpstreamError, UpstreamTimeoutError
+
+Origin = tuple[str, str, int]  # scheme, host, port: what a pooled connection is good for
+
+PAUSE_ABOVE = 256 * 1024  # buffered body bytes at which reading from the socket pauses
+RESUME_BELOW = 64 * 1024
+
+BROKE_PROTOCOL = "the upstream broke the HTTP protocol"
+HUNG_UP = "the upstream hung up"
+CUT_SHORT = "the upstream body was cut short or undecodable"
+READ_TIMEOUT = "the upstream stopped sending (read timeout)"
+
+
+class H1Connection(asyncio.Protocol):
+    """A keep-alive connection to one origin; one exchange at a time (no pipelining)."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, origin: Origin, on_lost: Callable[[Any], None]
+    ) -> None:
+        self.origin = origin
+        self.closed = False
+        self.counted = True  # in its pool's count of open connections (see ConnectionPool)
+        self.idle_since = 0.0
+        self._loop = loop
+        self._on_lost = on_lost
+        self._transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpResponseParser(self)
+        self._chunks: deque[bytes] = deque()
+        # One exchange's state, reset by _begin_exchange:
+        self._provider = ""
+        self.status = 0
+        self._headers: dict[str, str] = {}
+        self.headers: Mapping[str, str] = self._headers
+        self.complete = False
+        self.keep_alive = False
+        self._active = False
+        self._failure: GatewayError | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._buffered = 0
+        self._paused = False
+        self._interim = False
+        self._unsolicited = False
+        self._until_close = False
+        self._decoder: _Decoder | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._read_timeout = 0.0
+        self._last_data = 0.0
+
+    # -- the exchange, as the transport drives it ---------------------------------------
+
+    def send(self, parts: list[bytes], provider: str, read_timeout: float | None) -> None:
+        """Write one request; ``read_timeout`` bounds each wait for the upstream's bytes."""
+        self._begin_exchange(provider)
+        if self.closed or self._transport is None:
+            self._fail(HUNG_UP)
+            return
+        if read_timeout is not None:
+            self._read_timeout = read_timeout
+            self._last_data = self._loop.time()
+            self._timer = self._loop.call_at(self._last_data + read_timeout, self._check_timer)
+        self._transport.writelines(parts)
+
+    async def head(self) -> None:
+        """Wait for the status line and headers (after any 1xx interim answers)."""
+        while not self.status:
+            if self._failure is not None:
+                raise self._failure
+            waiter = self._waiter = self._loop.create_future()
+            await waiter
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        return self._chunk_stream()
+
+    async def _chunk_stream(self) -> AsyncIterator[bytes]:
+        chunks = self._chunks
+        while True:
+            if chunks:
+                data = chunks.popleft() if len(chunks) == 1 else self._take_all()
+                self._buffered -= len(data)
+                if self._paused and self._buffered < RESUME_BELOW:
+                    self._paused = False
+                    if self._transport is not None and not self.closed:
+                        self._transport.resume_reading()
+                yield data
+            elif self._failure is not None:
+                raise self._failure
+            elif self.complete:
+                return
+            else:
+                waiter = self._waiter = self._loop.create_future()
+                await waiter
+
+    async def read_body(self, limit: int) -> bytes:
+        """The whole body; over ``limit`` bytes raises (and spoils the connection)."""
+        parts: list[bytes] = []
+        size = 0
+        async for data in self._chunk_stream():
+            size += len(data)
+            if size > limit:
+                raise UpstreamError(
+                    f"provider {self._provider}: the upstream answer is over "
+                    f"{limit // (1024 * 1024)} MiB, more than gw accepts",
+                    blame="upstream",
+                )
+            parts.append(data)
+        return b"".join(parts)
+
+    async def read_error_body(self) -> bytes:
+        """At most ``MAX_ERROR_BODY_BYTES``; a failing body gives what arrived, or b"" ."""
+        parts: list[bytes] = []
+        size = 0
+        try:
+            async for data in self._chunk_stream():
+                parts.append(data)
+                size += len(data)
+                if size >= MAX_ERROR_BODY_BYTES:
+                    break
+        except GatewayError:
+            pass  # the status alone still classifies the error
+        return b"".join(parts)[:MAX_ERROR_BODY_BYTES]
+
+    @property
+    def reusable(self) -> bool:
+        return self.complete and self.keep_alive and not self.closed
+
+    def close(self, *, abort: bool = False) -> None:
+        if self._transport is not None and not self.closed:
+            self.closed = True  # at once: connection_lost comes a loop turn later
+            if abort:
+                self._transport.abort()
+            else:
+                self._transport.close()
+
+    # -- asyncio.Protocol ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # uvloop's is no subclass
+
+    def data_received(self, data: bytes) -> None:
+        if not self._active:  # bytes nobody asked for: this connection cannot be trusted
+            self.close(abort=True)
+            return
+        if self._timer is not None:
+            self._last_data = self._loop.time()
+        try:
+            self._parser.feed_data(data)
+        except Exception:  # noqa: BLE001 - httptools' errors, zlib's, a 101 upgrade
+            self._fail(CUT_SHORT if self.status else BROKE_PROTOCOL)
+            self.close(abort=True)
+            return
+        if self._unsolicited:
+            self.close(abort=True)
+
+    def eof_received(self) -> bool:
+        return False  # close our side too; connection_lost settles the exchange
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._active:
+            if self.status and self._until_close and exc is None:
+                try:  # a body without length or chunks ends when the upstream closes
+                    self._finish()
+                except zlib.error:
+                    self._fail(CUT_SHORT)
+            else:
+                self._fail(CUT_SHORT if self.status else HUNG_UP)
+        self._on_lost(self)
+
+    # -- httptools callbacks ------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if self.complete:  # a second answer to one request
+            self._unsolicited = True
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        headers = self._headers
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
+
+    def on_headers_complete(self) -> None:
+        status = self._parser.get_status_code()
+        if status < 200:  # 1xx interim answer: the real one follows
+            self._interim = True
+            self._headers.clear()
+            return
+        headers = self._headers
+        encoding = headers.get("content-encoding", "").strip().lower()
+        if encoding in ("gzip", "x-gzip"):
+            self._decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            self._decoder = _DeflateDecoder()
+        self._until_close = (
+            "content-length" not in headers
+            and "chunked" not in headers.get("transfer-encoding", "").lower()
+            and status not in (204, 304)
+        )
+        self.status = status
+        self._wake()
+
+    def on_body(self, body: bytes) -> None:
+        if self._decoder is not None:
+            body = self._decoder.decompress(body)
+            if not body:
+                return
+        self._chunks.append(body)
+        self._buffered += len(body)
+        if not self._paused and self._buffered > PAUSE_ABOVE and self._transport is not None:
+            self._paused = True
+            self._transport.pause_reading()
+        self._wake()
+
+    def on_message_complete(self) -> None:
+        if self._interim:
+            self._interim = False
+            return
+        self.keep_alive = self._parser.should_keep_alive()
+        self._finish()
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _begin_exchange(self, provider: str) -> None:
+        self._provider = provider
+        self.status = 0
+        self._headers = {}  # a new dict: the last reply may still hold the old one
+        self.headers = self._headers
+        self.complete = False
+        self.keep_alive = False
+        self._active = True
+        self._failure = None
+        self._waiter = None
+        self._buffered = 0
+        self._paused = False
+        self._interim = False
+        self._unsolicited = False
+        self._until_close = False
+        self._decoder = None
+        self._timer = None
+        self._read_timeout = 0.0
+        self._last_data = 0.0
+        self._chunks.clear()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():  # done: its reader was cancelled
+                waiter.set_result(None)
+
+    def _take_all(self) -> bytes:
+        data = b"".join(self._chunks)
+        self._chunks.clear()
+        return data
+
+    def _finish(self) -> None:
+        if self._decoder is not None:
+            tail = self._decoder.flush()
+            if tail:
+                self._chunks.append(tail)
+                self._buffered += len(tail)
+        self.complete = True
+        self._end_exchange()
+
+    def _fail(self, message: str, *, timeout: bool = False) -> None:
+        if self._failure is None and not self.complete:
+            kind = UpstreamTimeoutError if timeout else UpstreamError
+            self._failure = kind(f"provider {self._provider}: {message}", blame="upstream")
+        self._end_exchange()
+
+    def _end_exchange(self) -> None:
+        self._active = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._wake()
+
+    def _check_timer(self) -> None:
+        due = self._last_data + self._read_timeout
+        now = self._loop.time()
+        if now < due:  # bytes came meanwhile: wait the rest (one timer, not one per read)
+            self._timer = self._loop.call_at(due, self._check_timer)
+            return
+        self._timer = None
+        self._fail(READ_TIMEOUT, timeout=True)
+        self.close(abort=True)
+
+
+class _Decoder(Protocol):
+    def decompress(self, data: bytes) -> bytes: ...
+
+    def flush(self) -> bytes: ...
+
+
+class _DeflateDecoder:
+    """HTTP "deflate" is zlib-wrapped by the standard and raw in some servers: sniff it."""
+
+    def __init__(self) -> None:
+        self._inner: _Decoder | None = None
+
+    def decompress(self, data: bytes) -> bytes:
+        if self._inner is None:
+            wrapped = len(data) >= 2 and data[0] & 0x0F == 8 and int.from_bytes(data[:2]) % 31 == 0
+            self._inner = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+        return self._inner.decompress(data)
+
+    def flush(self) -> bytes:
+        return b"" if self._inner is None else self._inner.flush()

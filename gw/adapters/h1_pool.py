@@ -1,0 +1,165 @@
+"""The keep-alive pool of gw's own HTTP/1.1 client: idle connections by origin, a cap on
+open ones, and connecting (TCP, or TLS with the system's trust store) within a deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import socket
+import ssl
+from collections import deque
+
+from gw.adapters.h1_connection import H1Connection, Origin
+from gw.errors import UpstreamError, UpstreamTimeoutError
+
+
+class ConnectionPool:
+    def __init__(
+        self,
+        max_connections: int = 512,
+        keepalive_seconds: float = 30.0,
+        tls_context: ssl.SSLContext | None = None,  # None: the system's trust store
+    ) -> None:
+        self._limit = max_connections
+        self._tls_context = tls_context
+        self._keepalive = keepalive_seconds
+        self._idle: dict[Origin, list[H1Connection]] = {}
+        self._open = 0  # connecting, in use or idle
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._last_sweep = 0.0
+        self._closed = False
+
+    async def acquire(self, origin: Origin, connect_timeout: float, provider: str) -> H1Connection:
+        """A live idle connection to ``origin``, or a new one within ``connect_timeout``
+        (which also bounds a wait for a free slot when all ``max_connections`` are open)."""
+        connection = self._take_idle(origin)
+        if connection is not None:
+            return connection
+        try:
+            async with asyncio.timeout(connect_timeout):
+                return await self._connect(origin)
+        except TimeoutError:  # before OSError: TimeoutError is one
+            raise UpstreamTimeoutError(
+                f"provider {provider}: connecting to the upstream timed out", blame="upstream"
+            ) from None
+        except OSError as error:
+            raise UpstreamError(
+                f"provider {provider}: could not connect to the upstream ({_reason(error)})",
+                blame="upstream",
+            ) from None
+
+    def release(self, connection: H1Connection) -> None:
+        """Back to the pool when its exchange ended cleanly; closed otherwise."""
+        if not connection.reusable or self._closed:
+            connection.close(abort=not connection.complete)
+            return
+        now = asyncio.get_running_loop().time()
+        connection.idle_since = now
+        self._idle.setdefault(connection.origin, []).append(connection)
+        if now - self._last_sweep > self._keepalive:
+            self._sweep(now)
+        self._wake_one()  # a waiter for this origin can take it
+
+    async def close(self) -> None:
+        self._closed = True
+        for connections in self._idle.values():
+            for connection in connections:
+                connection.close()
+        self._idle.clear()
+
+    def _take_idle(self, origin: Origin) -> H1Connection | None:
+        idle = self._idle.get(origin)
+        if not idle:
+            return None
+        oldest_allowed = asyncio.get_running_loop().time() - self._keepalive
+        while idle:
+            connection = idle.pop()  # the most recent: the least likely to be closed by now
+            if connection.closed:
+                continue
+            if connection.idle_since < oldest_allowed:
+                connection.close()
+                continue
+            return connection
+        return None
+
+    async def _connect(self, origin: Origin) -> H1Connection:
+        loop = asyncio.get_running_loop()
+        while self._open >= self._limit:
+            self._close_one_idle()
+            waiter = loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+            connection = self._take_idle(origin)
+            if connection is not None:
+                return connection
+        self._open += 1
+        connection = H1Connection(loop, origin, self._lost)
+        scheme, host, port = origin
+        tls = scheme == "https"
+        try:
+            await loop.create_connection(
+                lambda: connection,
+                host,
+                port,
+                ssl=(self._tls_context or _system_tls_context()) if tls else None,
+                server_hostname=host if tls else None,
+            )
+        except BaseException:
+            self._lost(connection)
+            raise
+        return connection
+
+    def _lost(self, connection: H1Connection) -> None:
+        """A connection closed (or never opened): its slot is free."""
+        if connection.counted:
+            connection.counted = False
+            self._open -= 1
+            idle = self._idle.get(connection.origin)
+            if idle and connection in idle:
+                idle.remove(connection)
+            self._wake_one()
+
+    def _wake_one(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def _close_one_idle(self) -> None:
+        """At the cap, an idle connection to another origin gives way (its close frees a slot)."""
+        for connections in self._idle.values():
+            if connections:
+                connections.pop(0).close()
+                return
+
+    def _sweep(self, now: float) -> None:
+        self._last_sweep = now
+        for connections in self._idle.values():
+            for connection in [c for c in connections if now - c.idle_since > self._keepalive]:
+                connections.remove(connection)
+                connection.close()
+
+
+@functools.cache
+def _system_tls_context() -> ssl.SSLContext:
+    """Built on the first https upstream (loading the trust store costs tens of ms)."""
+    context = ssl.create_default_context()
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def _reason(error: OSError) -> str:
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return f"TLS certificate not trusted: {error.verify_message}"
+    if isinstance(error, ssl.SSLError):
+        return f"TLS failed: {error.reason or error}"
+    if isinstance(error, socket.gaierror):
+        return "host name not found"
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused"
+    return error.strerror or type(error).__name__

@@ -1,0 +1,181 @@
+"""HttpTransport over gw's own HTTP/1.1 client (``server.upstream_transport: builtin``).
+
+Why gw has its own: per request, aiohttp cost about as many instructions as the rest of the
+pipe together, and importing it (its TLS contexts are built at import) took ~0.35 s of
+every start. Upstreams speak HTTP/1.1 JSON and SSE over one POST; that is all this client
+does: pooled keep-alive connections, TLS, chunked, length and close-delimited bodies,
+gzip/deflate, 1xx skipped, a connect deadline and a read deadline between bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import NamedTuple
+from urllib.parse import quote, urlsplit
+
+from gw.adapters.h1_connection import H1Connection, Origin
+from gw.adapters.h1_pool import ConnectionPool
+from gw.adapters.http_transport import HttpReply, StreamingReply
+from gw.errors import UpstreamAuthFailedError, UpstreamError
+from gw.ports import AttemptTimeouts
+
+MAX_REPLY_BYTES = 64 * 1024 * 1024  # a whole (non-streamed) answer held in memory
+# Framing is the client's own business: these never come from an adapter's headers.
+_OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+_DEFAULTS = {
+    "user-agent": "user-agent: gw\r\n",
+    "accept-encoding": "accept-encoding: gzip, deflate\r\n",
+}
+
+
+class Target(NamedTuple):
+    origin: Origin
+    request_line: str  # "POST <path> HTTP/1.1\r\nhost: <host>\r\n"
+
+
+class BuiltinTransport:
+    def __init__(self, pool: ConnectionPool | None = None) -> None:
+        self._pool = pool or ConnectionPool()
+
+    async def post(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeouts: AttemptTimeouts,
+        provider: str,
+    ) -> HttpReply:
+        target = _target(url, provider)
+        parts = [_head(target, headers, len(body), provider), body]
+        connection = await self._pool.acquire(target.origin, timeouts.connect, provider)
+        try:
+            connection.send(parts, provider, timeouts.read)
+            await connection.head()
+            content = await connection.read_body(MAX_REPLY_BYTES)
+            return HttpReply(status=connection.status, headers=connection.headers, body=content)
+        finally:
+            self._pool.release(connection)
+
+    def post_streaming(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeouts: AttemptTimeouts,
+        provider: str,
+    ) -> StreamingExchange:
+        # No read deadline: the engine times a stream's first token and its idle gaps.
+        target = _target(url, provider)
+        parts = [_head(target, headers, len(body), provider), body]
+        return StreamingExchange(self._pool, target, parts, timeouts.connect, provider)
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+
+class StreamingExchange(AbstractAsyncContextManager[StreamingReply]):
+    """``async with``: the connection, once the answer's head arrived; leaving it puts the
+    connection back when the body was read to its end and closes it otherwise."""
+
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        target: Target,
+        parts: list[bytes],
+        connect_timeout: float,
+        provider: str,
+    ) -> None:
+        self._pool = pool
+        self._target = target
+        self._parts = parts
+        self._connect_timeout = connect_timeout
+        self._provider = provider
+        self._connection: H1Connection | None = None
+
+    async def __aenter__(self) -> StreamingReply:
+        connection = await self._pool.acquire(
+            self._target.origin, self._connect_timeout, self._provider
+        )
+        self._connection = connection
+        try:
+            connection.send(self._parts, self._provider, None)
+            await connection.head()
+        except BaseException:
+            self._pool.release(connection)
+            raise
+        return connection
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._connection is not None:
+            self._pool.release(self._connection)
+
+
+def _target(url: str, provider: str) -> Target:
+    try:
+        return _parse_target(url)
+    except ValueError as error:
+        raise UpstreamError(f"provider {provider}: {error}", blame="upstream") from None
+
+
+@functools.lru_cache(maxsize=256)  # a handful of configured base URLs x endpoints
+def _parse_target(url: str) -> Target:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ValueError(f"the upstream URL is not http(s): {scheme or 'no scheme'}")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(
+            "the upstream URL holds credentials; put the key in the provider's api_key"
+        )
+    host = parts.hostname
+    if not host:
+        raise ValueError("the upstream URL has no host")
+    port = parts.port or (443 if scheme == "https" else 80)  # .port raises for a bad port
+    if not host.isascii():
+        host = host.encode("idna").decode("ascii")
+    path = parts.path or "/"
+    if parts.query:
+        path = f"{path}?{parts.query}"
+    if not path.isascii() or any(char <= " " for char in path):
+        path = quote(path, safe="/%:@!$&'()*+,;=-._~?")
+    bracketed = f"[{host}]" if ":" in host else host
+    authority = bracketed if port == (443 if scheme == "https" else 80) else f"{bracketed}:{port}"
+    return Target((scheme, host, port), f"POST {path} HTTP/1.1\r\nhost: {authority}\r\n")
+
+
+def _head(target: Target, headers: Mapping[str, str], length: int, provider: str) -> bytes:
+    lines = [target.request_line]
+    defaults = _DEFAULTS
+    for name, value in headers.items():
+        lowered = name.lower()
+        if lowered in _OWN_HEADERS:
+            continue
+        if lowered in defaults:
+            defaults = {key: line for key, line in defaults.items() if key != lowered}
+        lines.append(f"{name}: {value}\r\n")
+    given = len(lines) - 1
+    block = "".join(lines[1:])
+    if block.count("\n") != given or block.count("\r") != given:
+        raise UpstreamAuthFailedError(
+            f"provider {provider}: a header for the upstream holds a line break "
+            "(check the provider's headers and API key)"
+        )
+    lines.extend(defaults.values())
+    lines.append(f"content-length: {length}\r\n\r\n")
+    try:
+        return "".join(lines).encode("latin-1")
+    except UnicodeEncodeError:
+        raise UpstreamAuthFailedError(
+            f"provider {provider}: a header for the upstream holds characters HTTP cannot "
+            "carry (check the provider's headers and API key)"
+        ) from None

@@ -1,0 +1,560 @@
+"""gw's own HTTP/1.1 client (gw/adapters/h1_*.py) against a raw loopback server that
+writes exact bytes: framings, encodings, interim answers, faults, keep-alive, the pool's
+cap, flow control and TLS. Every test runs on uvloop (what gw serve runs on) and on
+asyncio's own loop. The adapters' contract over this transport: tests/contract."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import gzip
+import ssl
+import zlib
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvloop
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from gw.adapters.h1_connection import PAUSE_ABOVE
+from gw.adapters.h1_pool import ConnectionPool
+from gw.adapters.h1_transport import BuiltinTransport
+from gw.errors import UpstreamAuthFailedError, UpstreamError, UpstreamTimeoutError
+from gw.ports import AttemptTimeouts
+
+TIMEOUTS = AttemptTimeouts(connect=5.0, read=30.0)
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@pytest.fixture(params=["uvloop", "asyncio"])
+def run(request: pytest.FixtureRequest) -> Callable[[Coroutine[Any, Any, Any]], Any]:
+    if request.param == "uvloop":
+        return uvloop.run
+    return asyncio.run
+
+
+class RawUpstream:
+    """A loopback server: ``handler`` answers each connection; heads are recorded."""
+
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
+        self.handler = handler
+        self.tls = tls
+        self.connections = 0
+        self.heads: list[bytes] = []
+        self.bodies: list[bytes] = []
+
+    async def __aenter__(self) -> RawUpstream:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+
+    def url(self, path: str = "/v1/chat/completions", host: str = "127.0.0.1") -> str:
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}{path}"
+
+    async def read_request(self, reader: asyncio.StreamReader) -> bool:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return False
+        self.heads.append(head)
+        length = next(
+            int(line.partition(b":")[2])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        self.bodies.append(await reader.readexactly(length))
+        return True
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            await self.handler(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+
+def answering(upstream_box: list[RawUpstream], *replies: bytes) -> Handler:
+    """A keep-alive handler: each request, on whichever connection, gets the next reply."""
+    queue = list(replies)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while queue:
+            if not await upstream_box[0].read_request(reader):
+                return
+            writer.write(queue.pop(0))
+            await writer.drain()
+        await reader.read()  # hold the connection until the client closes it
+
+    return handler
+
+
+async def post(transport: BuiltinTransport, url: str, **options: Any) -> Any:
+    return await transport.post(
+        url,
+        headers=options.pop("headers", {"content-type": "application/json"}),
+        body=options.pop("body", b'{"x":1}'),
+        timeouts=options.pop("timeouts", TIMEOUTS),
+        provider="fake",
+    )
+
+
+async def stream(transport: BuiltinTransport, url: str, **options: Any) -> list[bytes]:
+    async with transport.post_streaming(
+        url,
+        headers={"content-type": "application/json"},
+        body=b"{}",
+        timeouts=options.pop("timeouts", TIMEOUTS),
+        provider="fake",
+    ) as reply:
+        assert reply.status == 200
+        return [chunk async for chunk in reply.chunks()]
+
+
+def scenario(
+    run: Callable[[Coroutine[Any, Any, Any]], Any],
+    handler_for: Callable[[list[RawUpstream]], Handler],
+    body: Callable[[RawUpstream, BuiltinTransport], Awaitable[Any]],
+    *,
+    pool: ConnectionPool | None = None,
+    tls: ssl.SSLContext | None = None,
+) -> Any:
+    async def main() -> Any:
+        box: list[RawUpstream] = []
+        upstream = RawUpstream(handler_for(box), tls)
+        box.append(upstream)
+        transport = BuiltinTransport(pool)
+        async with upstream:
+            try:
+                return await body(upstream, transport)
+            finally:
+                await transport.close()
+
+    return run(main())
+
+
+OK_JSON = (
+    b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"ok":true}'
+)
+
+
+def test_a_length_framed_answer_and_keep_alive_reuse(run: Any) -> None:
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        first = await post(transport, upstream.url())
+        second = await post(transport, upstream.url())
+        assert (first.status, first.body, second.body) == (200, b'{"ok":true}', b'{"ok":true}')
+        assert first.headers["content-type"] == "application/json"
+        assert upstream.connections == 1  # the second request rode the first connection
+        assert upstream.bodies == [b'{"x":1}', b'{"x":1}']
+
+    scenario(run, lambda box: answering(box, OK_JSON, OK_JSON), body)
+
+
+def test_the_request_head_gw_writes(run: Any) -> None:
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        headers = {
+            "Content-Type": "application/json",
+            "Authorization": "Bearer sk-1",
+            "Host": "evil.example",  # framing headers are the client's own
+            "Content-Length": "999",
+            "User-Agent": "custom/1",
+        }
+        await post(transport, upstream.url("/v1/chat/completions?api-version=2"), headers=headers)
+        lines = upstream.heads[0].decode().split("\r\n")
+        assert lines[0] == "POST /v1/chat/completions?api-version=2 HTTP/1.1"
+        fields = [line.split(": ", 1) for line in lines[1:] if line]
+        names = [name.lower() for name, _ in fields]
+        assert sorted(names) == sorted(
+            [
+                "host",
+                "content-type",
+                "authorization",
+                "user-agent",
+                "accept-encoding",
+                "content-length",
+            ]
+        )
+        values = {name.lower(): value for name, value in fields}
+        assert values["host"] == f"127.0.0.1:{upstream.port}"
+        assert values["content-length"] == "7"
+        assert values["user-agent"] == "custom/1"
+        assert values["authorization"] == "Bearer sk-1"
+
+    scenario(run, lambda box: answering(box, OK_JSON), body)
+
+
+def test_chunked_answers_stream_in_order_and_the_connection_is_reused(run: Any) -> None:
+    frames = [b'data: {"n":%d}\n\n' % n for n in range(22)]
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(frame), frame) for frame in frames) + b"0\r\n\r\n"
+    reply = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    )
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        for _ in range(2):
+            assert b"".join(await stream(transport, upstream.url())) == b"".join(frames)
+        assert upstream.connections == 1
+
+    scenario(run, lambda box: answering(box, reply + chunked, reply + chunked), body)
+
+
+def test_a_body_without_length_ends_when_the_upstream_closes(run: Any) -> None:
+    async def handler_for_box(box: list[RawUpstream], reader: Any, writer: Any) -> None:
+        await box[0].read_request(reader)
+        writer.write(b'HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n{"until":')
+        await writer.drain()
+        writer.write(b'"close"}')
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        for _ in range(2):
+            assert (await post(transport, upstream.url())).body == b'{"until":"close"}'
+        assert upstream.connections == 2  # not reused
+
+    scenario(run, lambda box: lambda r, w: handler_for_box(box, r, w), body)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "compress"),
+    [
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),  # the standard: zlib-wrapped
+        ("deflate", lambda data: zlib.compress(data, wbits=-zlib.MAX_WBITS)),  # raw, as some send
+    ],
+)
+def test_compressed_answers_are_decoded(
+    run: Any, encoding: str, compress: Callable[[bytes], bytes]
+) -> None:
+    payload = b'{"text":"' + b"gateway " * 500 + b'"}'
+    packed = compress(payload)
+    reply = b"HTTP/1.1 200 OK\r\ncontent-encoding: %s\r\ncontent-length: %d\r\n\r\n%s" % (
+        encoding.encode(),
+        len(packed),
+        packed,
+    )
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        assert (await post(transport, upstream.url())).body == payload
+
+    scenario(run, lambda box: answering(box, reply), body)
+
+
+def test_interim_1xx_answers_are_skipped(run: Any) -> None:
+    reply = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n" + OK_JSON
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        answer = await post(transport, upstream.url())
+        assert (answer.status, answer.body) == (200, b'{"ok":true}')
+        assert "link" not in answer.headers
+
+    scenario(run, lambda box: answering(box, reply), body)
+
+
+def test_repeated_headers_are_joined_and_names_lowercased(run: Any) -> None:
+    reply = (
+        b"HTTP/1.1 429 Too Many\r\nRetry-After: 3\r\nX-A: 1\r\nx-a: 2\r\ncontent-length: 0\r\n\r\n"
+    )
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        answer = await post(transport, upstream.url())
+        assert answer.status == 429
+        assert answer.headers["retry-after"] == "3"
+        assert answer.headers["x-a"] == "1, 2"
+
+    scenario(run, lambda box: answering(box, reply), body)
+
+
+def fault(send: bytes, *, then_close: bool = True) -> Callable[[list[RawUpstream]], Handler]:
+    def handler_for(box: list[RawUpstream]) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await box[0].read_request(reader)
+            writer.write(send)
+            await writer.drain()
+            if not then_close:
+                await reader.read()
+
+        return handler
+
+    return handler_for
+
+
+@pytest.mark.parametrize(
+    ("send", "message"),
+    [
+        (b"", "the upstream hung up"),
+        (b"HTTP/1.1 200 OK\r\ncontent-le", "the upstream hung up"),
+        (b"HELLO THERE\r\n\r\n", "the upstream broke the HTTP protocol"),
+        (b'HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{"cut', "the upstream body was cut short"),
+        (
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nZZ\r\n",
+            "the upstream body was cut short",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: 9\r\n\r\nnot gzip!",
+            "the upstream body was cut short or undecodable",
+        ),
+        (
+            b"HTTP/1.1 101 Switching\r\nupgrade: x\r\nconnection: upgrade\r\n\r\n",
+            "the upstream broke",
+        ),
+    ],
+)
+def test_faults_become_upstream_errors(run: Any, send: bytes, message: str) -> None:
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        with pytest.raises(UpstreamError, match=f"provider fake: {message}"):
+            await post(transport, upstream.url())
+
+    scenario(run, fault(send), body)
+
+
+def test_a_stream_cut_short_yields_what_came_then_fails(run: Any) -> None:
+    send = b'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nd\r\ndata: {"a":1}\r\n'
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        received: list[bytes] = []
+
+        async def read_all() -> None:
+            async with transport.post_streaming(
+                upstream.url(), headers={}, body=b"{}", timeouts=TIMEOUTS, provider="fake"
+            ) as reply:
+                async for chunk in reply.chunks():
+                    received.append(chunk)
+
+        with pytest.raises(UpstreamError, match="cut short"):
+            await read_all()
+        assert b"".join(received) == b'data: {"a":1}'
+
+    scenario(run, fault(send), body)
+
+
+def test_silence_past_the_read_timeout_is_an_upstream_timeout(run: Any) -> None:
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        with pytest.raises(UpstreamTimeoutError, match="read timeout"):
+            await post(transport, upstream.url(), timeouts=AttemptTimeouts(connect=5, read=0.2))
+
+    scenario(run, fault(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n{", then_close=False), body)
+
+
+def test_the_read_timeout_is_between_bytes_not_for_the_whole_answer(run: Any) -> None:
+    pieces = 30
+
+    def handler_for(box: list[RawUpstream]) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await box[0].read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % pieces)
+            for _ in range(pieces):  # 1.5 s in all, at most 0.05 s apart
+                await asyncio.sleep(0.05)
+                writer.write(b"x")
+                await writer.drain()
+            await reader.read()
+
+        return handler
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        timeouts = AttemptTimeouts(connect=5, read=1.0)
+        assert (await post(transport, upstream.url(), timeouts=timeouts)).body == b"x" * pieces
+
+    scenario(run, handler_for, body)
+
+
+def test_a_refused_connection_says_so(run: Any) -> None:
+    async def main() -> None:
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        server.close()
+        await server.wait_closed()
+        transport = BuiltinTransport()
+        try:
+            with pytest.raises(
+                UpstreamError, match=r"could not connect to the upstream \(connection refused\)"
+            ):
+                await post(transport, f"http://127.0.0.1:{port}/v1")
+        finally:
+            await transport.close()
+
+    run(main())
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("ftp://example.com/v1", "not http"),
+        ("/v1/chat", "not http"),
+        ("http:///v1", "no host"),
+        ("http://user:pw@example.com/v1", "holds credentials"),
+        ("http://example.com:99999/v1", "Port out of range"),
+    ],
+)
+def test_unusable_urls_are_refused_before_connecting(run: Any, url: str, message: str) -> None:
+    async def main() -> None:
+        transport = BuiltinTransport()
+        with pytest.raises(UpstreamError, match=message):
+            await post(transport, url)
+
+    run(main())
+
+
+@pytest.mark.parametrize("value", ["Bearer a\r\nx-injected: 1", "Bearer a\nb", "Bearer \u20ac"])
+def test_a_header_that_would_break_the_request_is_refused(run: Any, value: str) -> None:
+    async def main() -> None:
+        transport = BuiltinTransport()
+        with pytest.raises(UpstreamAuthFailedError, match="check the provider's headers"):
+            await post(transport, "http://127.0.0.1:9/v1", headers={"authorization": value})
+
+    run(main())
+
+
+def test_the_pool_cap_bounds_open_connections_and_waits_within_the_connect_timeout(
+    run: Any,
+) -> None:
+    held = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhi\r\n"
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        short = AttemptTimeouts(connect=0.3, read=5)
+        async with transport.post_streaming(
+            upstream.url(), headers={}, body=b"{}", timeouts=TIMEOUTS, provider="fake"
+        ) as reply:
+            assert reply.status == 200
+            with pytest.raises(UpstreamTimeoutError, match="connecting to the upstream timed out"):
+                await post(transport, upstream.url(), timeouts=short)
+        # The stream was left unfinished: its connection closed, so the slot is free again.
+        assert (await post(transport, upstream.url())).status == 200
+        assert upstream.connections == 2
+
+    scenario(
+        run, lambda box: answering(box, held, OK_JSON), body, pool=ConnectionPool(max_connections=1)
+    )
+
+
+def test_connections_that_cannot_be_trusted_again_are_not_reused(run: Any) -> None:
+    closing = OK_JSON.replace(b"200 OK\r\n", b"200 OK\r\nconnection: close\r\n")
+    extra = OK_JSON + b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"  # an answer nobody asked for
+    http10 = OK_JSON.replace(b"HTTP/1.1", b"HTTP/1.0")
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        for _ in range(4):
+            assert (await post(transport, upstream.url())).status == 200
+        assert upstream.connections == 4
+
+    scenario(run, lambda box: answering(box, closing, closing, closing, closing), body)
+    scenario(run, lambda box: answering(box, extra, extra, extra, extra), body)
+    scenario(run, lambda box: answering(box, http10, http10, http10, http10), body)
+
+
+def test_leaving_a_stream_early_closes_its_connection(run: Any) -> None:
+    endless = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhi\r\n"
+
+    def handler_for(box: list[RawUpstream]) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await box[0].read_request(reader)
+            writer.write(endless)
+            await writer.drain()
+            box[0].bodies.append(await reader.read())  # b"" once gw closes its side
+
+        return handler
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        async with transport.post_streaming(
+            upstream.url(), headers={}, body=b"{}", timeouts=TIMEOUTS, provider="fake"
+        ) as reply:
+            async for chunk in reply.chunks():
+                assert chunk == b"hi"
+                break
+        for _ in range(200):  # bounded: the server sees the close within a few loop turns
+            if len(upstream.bodies) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert upstream.bodies[1] == b""
+
+    scenario(run, handler_for, body)
+
+
+def test_reading_pauses_while_the_reader_is_behind(run: Any) -> None:
+    size = 8 * 1024 * 1024
+
+    def handler_for(box: list[RawUpstream]) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await box[0].read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % size)
+            writer.write(b"z" * size)
+            await writer.drain()
+            await reader.read()
+
+        return handler
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        async with transport.post_streaming(
+            upstream.url(), headers={}, body=b"{}", timeouts=TIMEOUTS, provider="fake"
+        ) as reply:
+            chunks = reply.chunks()
+            received = len(await anext(chunks))
+            await asyncio.sleep(0.3)  # the upstream keeps sending; gw must stop reading
+            assert reply._buffered < 4 * PAUSE_ABOVE  # type: ignore[attr-defined]
+            async for chunk in chunks:
+                received += len(chunk)
+        assert received == size
+
+    scenario(run, handler_for, body)
+
+
+def _self_signed(directory: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A server context for "localhost" and a client context trusting only it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert_file, key_file)
+    client = ssl.create_default_context(cafile=str(cert_file))
+    return server, client
+
+
+def test_https_upstreams_are_verified(run: Any, tmp_path: Path) -> None:
+    server_tls, client_tls = _self_signed(tmp_path)
+
+    async def trusted(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        url = upstream.url(host="localhost")
+        assert (await post(transport, url)).body == b'{"ok":true}'
+        assert (await post(transport, url)).body == b'{"ok":true}'
+        assert upstream.connections == 1
+
+    async def untrusted(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        with pytest.raises(UpstreamError, match="TLS certificate not trusted"):
+            await post(transport, upstream.url(host="localhost"))
+
+    scenario(
+        run,
+        lambda box: answering(box, OK_JSON, OK_JSON),
+        trusted,
+        pool=ConnectionPool(tls_context=client_tls),
+        tls=server_tls,
+    )
+    scenario(run, lambda box: answering(box, OK_JSON), untrusted, tls=server_tls)
