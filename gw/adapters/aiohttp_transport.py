@@ -1,4 +1,4 @@
-"""HttpTransport over one pooled aiohttp ClientSession (the default, and the fastest here)."""
+"""HttpTransport over one pooled aiohttp ClientSession (``server.upstream_transport: aiohttp``)."""
 
 from __future__ import annotations
 

@@ -12,10 +12,10 @@ import asyncio
 import zlib
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Protocol
 
 import httptools
 
+from gw.adapters.h1_inflate import Inflater
 from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES
 from gw.errors import GatewayError, UpstreamError, UpstreamTimeoutError
 
@@ -30,11 +30,18 @@ CUT_SHORT = "the upstream body was cut short or undecodable"
 READ_TIMEOUT = "the upstream stopped sending (read timeout)"
 
 
+class UnsolicitedAnswerError(Exception):
+    """Bytes of an answer nobody asked for: the connection cannot be trusted again."""
+
+
 class H1Connection(asyncio.Protocol):
     """A keep-alive connection to one origin; one exchange at a time (no pipelining)."""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, origin: Origin, on_lost: Callable[[Any], None]
+        self,
+        loop: asyncio.AbstractEventLoop,
+        origin: Origin,
+        on_lost: Callable[[H1Connection], None],
     ) -> None:
         self.origin = origin
         self.closed = False
@@ -58,9 +65,8 @@ class H1Connection(asyncio.Protocol):
         self._buffered = 0
         self._paused = False
         self._interim = False
-        self._unsolicited = False
         self._until_close = False
-        self._decoder: _Decoder | None = None
+        self._decoder: Inflater | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._read_timeout = 0.0
         self._last_data = 0.0
@@ -110,7 +116,8 @@ class H1Connection(asyncio.Protocol):
                 await waiter
 
     async def read_body(self, limit: int) -> bytes:
-        """The whole body; over ``limit`` bytes raises (and spoils the connection)."""
+        """The whole body; over ``limit`` bytes raises (the connection is then closed unless
+        the whole body had already arrived)."""
         parts: list[bytes] = []
         size = 0
         async for data in self._chunk_stream():
@@ -163,11 +170,8 @@ class H1Connection(asyncio.Protocol):
             self._last_data = self._loop.time()
         try:
             self._parser.feed_data(data)
-        except Exception:  # noqa: BLE001 - httptools' errors, zlib's, a 101 upgrade
-            self._fail(CUT_SHORT if self.status else BROKE_PROTOCOL)
-            self.close(abort=True)
-            return
-        if self._unsolicited:
+        except Exception:  # noqa: BLE001 - httptools' errors, zlib's, a 101, a 2nd answer
+            self._fail(CUT_SHORT if self.status else BROKE_PROTOCOL)  # a no-op once complete
             self.close(abort=True)
 
     def eof_received(self) -> bool:
@@ -188,8 +192,8 @@ class H1Connection(asyncio.Protocol):
     # -- httptools callbacks ------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        if self.complete:  # a second answer to one request
-            self._unsolicited = True
+        if self.complete:  # a second answer to one request: stop parsing it (feed_data raises)
+            raise UnsolicitedAnswerError
 
     def on_header(self, name: bytes, value: bytes) -> None:
         key = name.decode("latin-1").lower()
@@ -205,10 +209,8 @@ class H1Connection(asyncio.Protocol):
             return
         headers = self._headers
         encoding = headers.get("content-encoding", "").strip().lower()
-        if encoding in ("gzip", "x-gzip"):
-            self._decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif encoding == "deflate":
-            self._decoder = _DeflateDecoder()
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            self._decoder = Inflater(encoding)
         self._until_close = (
             "content-length" not in headers
             and "chunked" not in headers.get("transfer-encoding", "").lower()
@@ -251,7 +253,6 @@ class H1Connection(asyncio.Protocol):
         self._buffered = 0
         self._paused = False
         self._interim = False
-        self._unsolicited = False
         self._until_close = False
         self._decoder = None
         self._timer = None
@@ -278,6 +279,10 @@ class H1Connection(asyncio.Protocol):
                 self._chunks.append(tail)
                 self._buffered += len(tail)
         self.complete = True
+        if self._paused:  # all of it is buffered; reading again is safe, and a pooled
+            self._paused = False  # connection must hear its server close it
+            if self._transport is not None and not self.closed:
+                self._transport.resume_reading()
         self._end_exchange()
 
     def _fail(self, message: str, *, timeout: bool = False) -> None:
@@ -302,25 +307,3 @@ class H1Connection(asyncio.Protocol):
         self._timer = None
         self._fail(READ_TIMEOUT, timeout=True)
         self.close(abort=True)
-
-
-class _Decoder(Protocol):
-    def decompress(self, data: bytes) -> bytes: ...
-
-    def flush(self) -> bytes: ...
-
-
-class _DeflateDecoder:
-    """HTTP "deflate" is zlib-wrapped by the standard and raw in some servers: sniff it."""
-
-    def __init__(self) -> None:
-        self._inner: _Decoder | None = None
-
-    def decompress(self, data: bytes) -> bytes:
-        if self._inner is None:
-            wrapped = len(data) >= 2 and data[0] & 0x0F == 8 and int.from_bytes(data[:2]) % 31 == 0
-            self._inner = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
-        return self._inner.decompress(data)
-
-    def flush(self) -> bytes:
-        return b"" if self._inner is None else self._inner.flush()

@@ -26,7 +26,7 @@ class ConnectionPool:
         self._idle: dict[Origin, list[H1Connection]] = {}
         self._open = 0  # connecting, in use or idle
         self._waiters: deque[asyncio.Future[None]] = deque()
-        self._last_sweep = 0.0
+        self._sweeper: asyncio.TimerHandle | None = None
         self._closed = False
 
     async def acquire(self, origin: Origin, connect_timeout: float, provider: str) -> H1Connection:
@@ -53,15 +53,17 @@ class ConnectionPool:
         if not connection.reusable or self._closed:
             connection.close(abort=not connection.complete)
             return
-        now = asyncio.get_running_loop().time()
-        connection.idle_since = now
+        loop = asyncio.get_running_loop()
+        connection.idle_since = loop.time()
         self._idle.setdefault(connection.origin, []).append(connection)
-        if now - self._last_sweep > self._keepalive:
-            self._sweep(now)
+        if self._sweeper is None:
+            self._sweeper = loop.call_later(self._keepalive, self._sweep)
         self._wake_one()  # a waiter for this origin can take it
 
     async def close(self) -> None:
         self._closed = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         for connections in self._idle.values():
             for connection in connections:
                 connection.close()
@@ -90,9 +92,12 @@ class ConnectionPool:
             self._waiters.append(waiter)
             try:
                 await waiter
-            finally:
+            except BaseException:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
+                elif waiter.done() and not waiter.cancelled():
+                    self._wake_one()  # woken, then cancelled: pass the free slot on
+                raise
             connection = self._take_idle(origin)
             if connection is not None:
                 return connection
@@ -137,12 +142,16 @@ class ConnectionPool:
                 connections.pop(0).close()
                 return
 
-    def _sweep(self, now: float) -> None:
-        self._last_sweep = now
+    def _sweep(self) -> None:
+        """Every keep-alive period while connections are idle: close the expired ones."""
+        loop = asyncio.get_running_loop()
+        oldest_allowed = loop.time() - self._keepalive
         for connections in self._idle.values():
-            for connection in [c for c in connections if now - c.idle_since > self._keepalive]:
+            for connection in [c for c in connections if c.idle_since < oldest_allowed]:
                 connections.remove(connection)
                 connection.close()
+        idle = any(self._idle.values())
+        self._sweeper = loop.call_later(self._keepalive, self._sweep) if idle else None
 
 
 @functools.cache

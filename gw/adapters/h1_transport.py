@@ -10,6 +10,7 @@ gzip/deflate, 1xx skipped, a connect deadline and a read deadline between bytes.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
@@ -29,6 +30,12 @@ _DEFAULTS = {
     "user-agent": "user-agent: gw\r\n",
     "accept-encoding": "accept-encoding: gzip, deflate\r\n",
 }
+
+
+# RFC 9110: a header name is a token; a value holds no control character but tab.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_checked_names: set[str] = set()  # names come from adapters and config: a handful
 
 
 class Target(NamedTuple):
@@ -155,27 +162,38 @@ def _parse_target(url: str) -> Target:
 
 def _head(target: Target, headers: Mapping[str, str], length: int, provider: str) -> bytes:
     lines = [target.request_line]
+    values = []
     defaults = _DEFAULTS
     for name, value in headers.items():
+        if name not in _checked_names:
+            _check_name(name, provider)
         lowered = name.lower()
         if lowered in _OWN_HEADERS:
             continue
         if lowered in defaults:
             defaults = {key: line for key, line in defaults.items() if key != lowered}
         lines.append(f"{name}: {value}\r\n")
-    given = len(lines) - 1
-    block = "".join(lines[1:])
-    if block.count("\n") != given or block.count("\r") != given:
-        raise UpstreamAuthFailedError(
-            f"provider {provider}: a header for the upstream holds a line break "
-            "(check the provider's headers and API key)"
-        )
+        values.append(value)
+    if _CONTROL.search("\t".join(values)):  # one scan for all: no line smuggles another
+        raise _invalid_header(provider, "a line break or control character in a value")
     lines.extend(defaults.values())
     lines.append(f"content-length: {length}\r\n\r\n")
     try:
         return "".join(lines).encode("latin-1")
     except UnicodeEncodeError:
-        raise UpstreamAuthFailedError(
-            f"provider {provider}: a header for the upstream holds characters HTTP cannot "
-            "carry (check the provider's headers and API key)"
-        ) from None
+        raise _invalid_header(provider, "characters HTTP cannot carry") from None
+
+
+def _check_name(name: str, provider: str) -> None:
+    if not _TOKEN.fullmatch(name):
+        raise _invalid_header(provider, "a name that is not an HTTP token")
+    if len(_checked_names) < 1024:
+        _checked_names.add(name)
+
+
+def _invalid_header(provider: str, reason: str) -> UpstreamAuthFailedError:
+    # Never the value itself: it may be a key.
+    return UpstreamAuthFailedError(
+        f"provider {provider}: a header for the upstream is not valid HTTP ({reason}); "
+        "check the provider's headers and API key"
+    )

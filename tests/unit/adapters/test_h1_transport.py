@@ -6,6 +6,7 @@ asyncio's own loop. The adapters' contract over this transport: tests/contract."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import gzip
 import ssl
@@ -21,7 +22,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from gw.adapters.h1_connection import PAUSE_ABOVE
+from gw.adapters.h1_connection import PAUSE_ABOVE, H1Connection
+from gw.adapters.h1_inflate import MAX_DECODED_BYTES
 from gw.adapters.h1_pool import ConnectionPool
 from gw.adapters.h1_transport import BuiltinTransport
 from gw.errors import UpstreamAuthFailedError, UpstreamError, UpstreamTimeoutError
@@ -402,12 +404,23 @@ def test_unusable_urls_are_refused_before_connecting(run: Any, url: str, message
     run(main())
 
 
-@pytest.mark.parametrize("value", ["Bearer a\r\nx-injected: 1", "Bearer a\nb", "Bearer \u20ac"])
-def test_a_header_that_would_break_the_request_is_refused(run: Any, value: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("authorization", "Bearer a\r\nx-injected: 1"),
+        ("authorization", "Bearer a\nb"),
+        ("authorization", "Bearer a\x00b"),
+        ("authorization", "Bearer \u20ac"),
+        ("Host: evil.example", "x"),
+        ("Content-Length ", "5"),
+        ("", "x"),
+    ],
+)
+def test_a_header_that_would_break_the_request_is_refused(run: Any, name: str, value: str) -> None:
     async def main() -> None:
         transport = BuiltinTransport()
         with pytest.raises(UpstreamAuthFailedError, match="check the provider's headers"):
-            await post(transport, "http://127.0.0.1:9/v1", headers={"authorization": value})
+            await post(transport, "http://127.0.0.1:9/v1", headers={name: value})
 
     run(main())
 
@@ -558,3 +571,140 @@ def test_https_upstreams_are_verified(run: Any, tmp_path: Path) -> None:
         tls=server_tls,
     )
     scenario(run, lambda box: answering(box, OK_JSON), untrusted, tls=server_tls)
+
+
+def test_an_answer_nobody_asked_for_does_not_bleed_into_the_reply(run: Any) -> None:
+    evil = b"HTTP/1.1 500 Oops\r\ncontent-type: text/html\r\ncontent-length: 5\r\n\r\nEVIL!"
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        answer = await post(transport, upstream.url())
+        assert (answer.status, answer.body) == (200, b'{"ok":true}')
+        assert answer.headers["content-type"] == "application/json"
+
+    scenario(run, lambda box: answering(box, OK_JSON + evil), body)
+
+
+def test_a_connection_whose_reading_paused_is_pooled_reading_again(run: Any) -> None:
+    """The whole (large) answer arrived while its caller was cancelled before reading it:
+    the connection goes back to the pool and must still hear the next answer."""
+    packed = gzip.compress(b"x" * (4 * PAUSE_ABOVE))
+    big = b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: %d\r\n\r\n%s" % (
+        len(packed),
+        packed,
+    )
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        pool = transport._pool
+        opened: list[H1Connection] = []
+        connect = pool._connect
+
+        async def spy(origin: Any) -> H1Connection:
+            opened.append(await connect(origin))
+            return opened[-1]
+
+        pool._connect = spy  # type: ignore[method-assign]
+        first = asyncio.create_task(post(transport, upstream.url()))
+        for _ in range(500):  # bounded: until the whole answer is in, unread
+            if opened and opened[0].complete:
+                break
+            await asyncio.sleep(0)
+        first.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
+        async with asyncio.timeout(10):  # a stream has no read deadline: bound the wait here
+            assert b"".join(await stream(transport, upstream.url())) == b'{"ok":true}'
+        assert len(opened) == 1  # the same connection served both
+
+    scenario(run, lambda box: answering(box, big, OK_JSON), body)
+
+
+def test_a_waiter_woken_then_cancelled_passes_the_free_slot_on(run: Any) -> None:
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        pool = transport._pool
+        origin = ("http", "127.0.0.1", upstream.port)
+        held = await pool.acquire(origin, 5.0, "fake")
+        held.send([b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n"], "fake", 5.0)
+        await held.head()
+        await held.read_body(1024)
+        second = asyncio.create_task(pool.acquire(origin, 5.0, "fake"))
+        third = asyncio.create_task(pool.acquire(origin, 5.0, "fake"))
+        await asyncio.sleep(0.05)  # both wait at the cap
+        pool.release(held)  # pooled: wakes the second ...
+        second.cancel()  # ... which hangs up before it runs
+        connection = await asyncio.wait_for(third, 4.0)  # not the 5 s connect deadline
+        assert connection is held
+
+    scenario(run, lambda box: answering(box, OK_JSON), body, pool=ConnectionPool(max_connections=1))
+
+
+@pytest.mark.parametrize(
+    ("encoding", "packed", "expected"),
+    [
+        ("gzip", gzip.compress(b"part1-") + gzip.compress(b"part2"), b"part1-part2"),
+        ("gzip", gzip.compress(b'{"hello":"' + b"w" * 200 + b'"}')[:-12], None),  # cut short
+        ("deflate", zlib.compress(b"x" * 100)[:-6], None),  # cut short
+    ],
+)
+def test_gzip_members_and_cut_compressed_bodies(
+    run: Any, encoding: str, packed: bytes, expected: bytes | None
+) -> None:
+    reply = b"HTTP/1.1 200 OK\r\ncontent-encoding: %s\r\ncontent-length: %d\r\n\r\n%s" % (
+        encoding.encode(),
+        len(packed),
+        packed,
+    )
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        if expected is None:
+            with pytest.raises(UpstreamError, match="cut short or undecodable"):
+                await post(transport, upstream.url())
+        else:
+            assert (await post(transport, upstream.url())).body == expected
+
+    scenario(run, lambda box: answering(box, reply), body)
+
+
+def test_a_deflate_body_whose_first_piece_is_one_byte(run: Any) -> None:
+    packed = zlib.compress(b"hello, gateway")
+    chunked = b"1\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (packed[:1], len(packed) - 1, packed[1:])
+    head = b"HTTP/1.1 200 OK\r\ncontent-encoding: deflate\r\ntransfer-encoding: chunked\r\n\r\n"
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        assert (await post(transport, upstream.url())).body == b"hello, gateway"
+
+    scenario(run, lambda box: answering(box, head + chunked), body)
+
+
+def test_a_body_that_inflates_past_the_cap_is_refused(run: Any) -> None:
+    packed = gzip.compress(b"\0" * (MAX_DECODED_BYTES + 1), compresslevel=1)
+    reply = b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: %d\r\n\r\n%s" % (
+        len(packed),
+        packed,
+    )
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        with pytest.raises(UpstreamError, match="cut short or undecodable"):
+            await stream(transport, upstream.url())
+
+    scenario(run, lambda box: answering(box, reply), body)
+
+
+def test_idle_connections_close_after_the_keep_alive_period(run: Any) -> None:
+    def handler_for(box: list[RawUpstream]) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await box[0].read_request(reader)
+            writer.write(OK_JSON)
+            await writer.drain()
+            box[0].bodies.append(await reader.read())  # returns once gw closes the connection
+
+        return handler
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        await post(transport, upstream.url())
+        for _ in range(300):  # bounded: the sweep runs 0.2 s after the release
+            if len(upstream.bodies) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert upstream.bodies[1] == b""  # closed by gw with no traffic after it
+
+    scenario(run, handler_for, body, pool=ConnectionPool(keepalive_seconds=0.2))
