@@ -93,10 +93,8 @@ class H1Connection(asyncio.Protocol):
             waiter = self._waiter = self._loop.create_future()
             await waiter
 
-    def chunks(self) -> AsyncIterator[bytes]:
-        return self._chunk_stream()
-
-    async def _chunk_stream(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives; a failure raises once the bytes before it are yielded."""
         chunks = self._chunks
         while True:
             if chunks:
@@ -118,9 +116,12 @@ class H1Connection(asyncio.Protocol):
     async def read_body(self, limit: int) -> bytes:
         """The whole body; over ``limit`` bytes raises (the connection is then closed unless
         the whole body had already arrived)."""
+        if self.complete and self._buffered <= limit:  # the usual: it came with its head
+            self._buffered = 0
+            return self._take_all()
         parts: list[bytes] = []
         size = 0
-        async for data in self._chunk_stream():
+        async for data in self.chunks():
             size += len(data)
             if size > limit:
                 raise UpstreamError(
@@ -136,7 +137,7 @@ class H1Connection(asyncio.Protocol):
         parts: list[bytes] = []
         size = 0
         try:
-            async for data in self._chunk_stream():
+            async for data in self.chunks():
                 parts.append(data)
                 size += len(data)
                 if size >= MAX_ERROR_BODY_BYTES:
