@@ -76,14 +76,19 @@ class H1Connection(asyncio.Protocol):
     def send(self, parts: list[bytes], provider: str, read_timeout: float | None) -> None:
         """Write one request; ``read_timeout`` bounds each wait for the upstream's bytes."""
         self._begin_exchange(provider)
-        if self.closed or self._transport is None:
+        transport = self._transport
+        if transport is None or not self.open:
             self._fail(HUNG_UP)
             return
         if read_timeout is not None:
             self._read_timeout = read_timeout
             self._last_data = self._loop.time()
             self._timer = self._loop.call_at(self._last_data + read_timeout, self._check_timer)
-        self._transport.writelines(parts)
+        try:
+            transport.writelines(parts)
+        except (OSError, RuntimeError):  # uvloop raises once its socket handle is gone
+            self._fail(HUNG_UP)
+            self.close(abort=True)
 
     async def head(self) -> None:
         """Wait for the status line and headers (after any 1xx interim answers)."""
@@ -148,7 +153,14 @@ class H1Connection(asyncio.Protocol):
 
     @property
     def reusable(self) -> bool:
-        return self.complete and self.keep_alive and not self.closed
+        """Fit to go back to the pool: its answer read to the end, and kept alive."""
+        return self.complete and self.keep_alive and self.open
+
+    @property
+    def open(self) -> bool:
+        """Neither side has begun closing it (connection_lost comes a loop turn later)."""
+        transport = self._transport
+        return not self.closed and transport is not None and not transport.is_closing()
 
     def close(self, *, abort: bool = False) -> None:
         if self._transport is not None and not self.closed:

@@ -76,7 +76,7 @@ class ConnectionPool:
         oldest_allowed = asyncio.get_running_loop().time() - self._keepalive
         while idle:
             connection = idle.pop()  # the most recent: the least likely to be closed by now
-            if connection.closed:
+            if not connection.open:
                 continue
             if connection.idle_since < oldest_allowed:
                 connection.close()

@@ -708,3 +708,29 @@ def test_idle_connections_close_after_the_keep_alive_period(run: Any) -> None:
         assert upstream.bodies[1] == b""  # closed by gw with no traffic after it
 
     scenario(run, handler_for, body, pool=ConnectionPool(keepalive_seconds=0.2))
+
+
+def test_a_pooled_connection_the_upstream_closed_is_not_used_again(run: Any) -> None:
+    served: list[int] = []
+
+    def handler_for(box: list[RawUpstream]) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await box[0].read_request(reader)
+            writer.write(OK_JSON)  # keep-alive by HTTP/1.1's default, and then closed anyway
+            await writer.drain()
+            served.append(1)
+
+        return handler
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        assert (await post(transport, upstream.url())).status == 200
+        pool = transport._pool
+        for _ in range(500):  # bounded: until gw has heard the close and dropped it
+            if served and not any(pool._idle.values()):
+                break
+            await asyncio.sleep(0.01)
+        assert not any(pool._idle.values())
+        assert (await post(transport, upstream.url())).status == 200
+        assert upstream.connections == 2
+
+    scenario(run, handler_for, body)
