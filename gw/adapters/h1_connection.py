@@ -28,14 +28,37 @@ BROKE_PROTOCOL = "the upstream broke the HTTP protocol"
 HUNG_UP = "the upstream hung up"
 CUT_SHORT = "the upstream body was cut short or undecodable"
 READ_TIMEOUT = "the upstream stopped sending (read timeout)"
+FINISH_WITHIN = 1.0  # seconds a stream left at its logical end may take to end its framing
 
 
-class UnsolicitedAnswerError(Exception):
-    """Bytes of an answer nobody asked for: the connection cannot be trusted again."""
+class _UntrustedAnswerError(Exception):
+    """Raised in a parser callback to stop reading an answer that cannot be trusted."""
 
 
 class H1Connection(asyncio.Protocol):
     """A keep-alive connection to one origin; one exchange at a time (no pipelining)."""
+
+    # One exchange's state, set by _begin_exchange:
+    status: int
+    headers: Mapping[str, str]
+    complete: bool
+    keep_alive: bool
+    _provider: str
+    _headers: dict[str, str]
+    _active: bool
+    _failure: GatewayError | None
+    _waiter: asyncio.Future[None] | None
+    _buffered: int
+    _paused: bool
+    _interim: bool
+    _until_close: bool
+    _decoder: Inflater | None
+    _timer: asyncio.TimerHandle | None
+    _read_timeout: float
+    _last_activity: float
+    _unsent: int
+    _then_release: Callable[[H1Connection], None] | None
+    _finish_timer: asyncio.TimerHandle | None
 
     def __init__(
         self,
@@ -52,29 +75,14 @@ class H1Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpResponseParser(self)
         self._chunks: deque[bytes] = deque()
-        # One exchange's state, reset by _begin_exchange:
-        self._provider = ""
-        self.status = 0
-        self._headers: dict[str, str] = {}
-        self.headers: Mapping[str, str] = self._headers
-        self.complete = False
-        self.keep_alive = False
+        self._begin_exchange("")
         self._active = False
-        self._failure: GatewayError | None = None
-        self._waiter: asyncio.Future[None] | None = None
-        self._buffered = 0
-        self._paused = False
-        self._interim = False
-        self._until_close = False
-        self._decoder: Inflater | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._read_timeout = 0.0
-        self._last_data = 0.0
 
     # -- the exchange, as the transport drives it ---------------------------------------
 
     def send(self, parts: list[bytes], provider: str, read_timeout: float | None) -> None:
-        """Write one request; ``read_timeout`` bounds each wait for the upstream's bytes."""
+        """Write one request; ``read_timeout`` bounds each wait for the upstream to read
+        more of the request or send more of its answer."""
         self._begin_exchange(provider)
         transport = self._transport
         if transport is None or not self.open:
@@ -82,8 +90,8 @@ class H1Connection(asyncio.Protocol):
             return
         if read_timeout is not None:
             self._read_timeout = read_timeout
-            self._last_data = self._loop.time()
-            self._timer = self._loop.call_at(self._last_data + read_timeout, self._check_timer)
+            self._last_activity = self._loop.time()
+            self._timer = self._loop.call_at(self._last_activity + read_timeout, self._check_timer)
         try:
             transport.writelines(parts)
         except (OSError, RuntimeError):  # uvloop raises once its socket handle is gone
@@ -153,8 +161,14 @@ class H1Connection(asyncio.Protocol):
 
     @property
     def reusable(self) -> bool:
-        """Fit to go back to the pool: its answer read to the end, and kept alive."""
-        return self.complete and self.keep_alive and self.open
+        """Fit to go back to the pool: its answer read to the end and kept alive, and its
+        request all sent (an early answer, such as a 413, can come before that)."""
+        return (
+            self.complete
+            and self.keep_alive
+            and self.open
+            and not self._transport.get_write_buffer_size()  # type: ignore[union-attr]
+        )
 
     @property
     def open(self) -> bool:
@@ -163,12 +177,29 @@ class H1Connection(asyncio.Protocol):
         return not self.closed and transport is not None and not transport.is_closing()
 
     def close(self, *, abort: bool = False) -> None:
-        if self._transport is not None and not self.closed:
+        transport = self._transport
+        if transport is not None and not self.closed:
             self.closed = True  # at once: connection_lost comes a loop turn later
-            if abort:
-                self._transport.abort()
+            # A graceful close waits for unsent bytes, which an upstream that stopped
+            # reading never takes: the connection (and its pool slot) would stay forever.
+            if abort or transport.get_write_buffer_size():
+                transport.abort()
             else:
-                self._transport.close()
+                transport.close()
+
+    def release_when_complete(self, release: Callable[[H1Connection], None]) -> None:
+        """For a stream its reader left at its logical end (an SSE ``[DONE]``) while the
+        framing's end (the last chunk) is still on its way: ``release`` once it comes,
+        rather than closing a connection that is about to be reusable. An answer that
+        does not end within ``FINISH_WITHIN`` seconds is closed."""
+        if self.complete or self._failure is not None or not self.open:
+            release(self)
+            return
+        self._then_release = release
+        self._finish_timer = self._loop.call_later(FINISH_WITHIN, self._abort)
+
+    def _abort(self) -> None:
+        self.close(abort=True)
 
     # -- asyncio.Protocol ---------------------------------------------------------------
 
@@ -180,20 +211,22 @@ class H1Connection(asyncio.Protocol):
             self.close(abort=True)
             return
         if self._timer is not None:
-            self._last_data = self._loop.time()
+            self._last_activity = self._loop.time()
         try:
             self._parser.feed_data(data)
-        except Exception:  # noqa: BLE001 - httptools' errors, zlib's, a 101, a 2nd answer
-            self._fail(CUT_SHORT if self.status else BROKE_PROTOCOL)  # a no-op once complete
+        except Exception:  # noqa: BLE001 - httptools' errors, zlib's, a 101, _UntrustedAnswerError
+            # Records nothing when the answer had completed or already failed.
+            self._fail(CUT_SHORT if self.status else BROKE_PROTOCOL)
             self.close(abort=True)
 
     def eof_received(self) -> bool:
         return False  # close our side too; connection_lost settles the exchange
 
     def connection_lost(self, exc: Exception | None) -> None:
+        closed_by_upstream = not self.closed and exc is None
         self.closed = True
         if self._active:
-            if self.status and self._until_close and exc is None:
+            if self.status and self._until_close and closed_by_upstream:
                 try:  # a body without length or chunks ends when the upstream closes
                     self._finish()
                 except zlib.error:
@@ -205,8 +238,8 @@ class H1Connection(asyncio.Protocol):
     # -- httptools callbacks ------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        if self.complete:  # a second answer to one request: stop parsing it (feed_data raises)
-            raise UnsolicitedAnswerError
+        if self.complete:  # a second answer to one request
+            raise _UntrustedAnswerError
 
     def on_header(self, name: bytes, value: bytes) -> None:
         key = name.decode("latin-1").lower()
@@ -221,13 +254,17 @@ class H1Connection(asyncio.Protocol):
             self._headers.clear()
             return
         headers = self._headers
+        framing = headers.get("transfer-encoding", "").strip().lower()
+        if framing not in ("", "chunked"):  # gw asks for none (gzip, chunked: Content-Encoding)
+            raise _UntrustedAnswerError
         encoding = headers.get("content-encoding", "").strip().lower()
         if encoding in ("gzip", "x-gzip", "deflate"):
             self._decoder = Inflater(encoding)
+        elif encoding not in ("", "identity"):
+            self._fail(f"the upstream answered in an encoding gw did not ask for: {encoding:.40}")
+            raise _UntrustedAnswerError
         self._until_close = (
-            "content-length" not in headers
-            and "chunked" not in headers.get("transfer-encoding", "").lower()
-            and status not in (204, 304)
+            "content-length" not in headers and not framing and status not in (204, 304)
         )
         self.status = status
         self._wake()
@@ -270,7 +307,10 @@ class H1Connection(asyncio.Protocol):
         self._decoder = None
         self._timer = None
         self._read_timeout = 0.0
-        self._last_data = 0.0
+        self._last_activity = 0.0
+        self._unsent = 0
+        self._then_release = None
+        self._finish_timer = None
         self._chunks.clear()
 
     def _wake(self) -> None:
@@ -310,11 +350,20 @@ class H1Connection(asyncio.Protocol):
             self._timer.cancel()
             self._timer = None
         self._wake()
+        release = self._then_release
+        if release is not None:
+            self._then_release = None
+            self._finish_timer.cancel()  # type: ignore[union-attr]
+            release(self)  # the pool keeps it when it completed, and closes it otherwise
 
     def _check_timer(self) -> None:
-        due = self._last_data + self._read_timeout
         now = self._loop.time()
-        if now < due:  # bytes came meanwhile: wait the rest (one timer, not one per read)
+        unsent = self._transport.get_write_buffer_size() if self._transport else 0
+        if unsent != self._unsent:  # the upstream took more of the request: that counts
+            self._unsent = unsent
+            self._last_activity = now
+        due = self._last_activity + self._read_timeout
+        if now < due:  # activity meanwhile: wait the rest (one timer, not one per read)
             self._timer = self._loop.call_at(due, self._check_timer)
             return
         self._timer = None

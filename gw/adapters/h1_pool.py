@@ -37,7 +37,7 @@ class ConnectionPool:
             return connection
         try:
             async with asyncio.timeout(connect_timeout):
-                return await self._connect(origin)
+                return await self._connection_within_cap(origin)
         except TimeoutError:  # before OSError: TimeoutError is one
             raise UpstreamTimeoutError(
                 f"provider {provider}: connecting to the upstream timed out", blame="upstream"
@@ -84,7 +84,9 @@ class ConnectionPool:
             return connection
         return None
 
-    async def _connect(self, origin: Origin) -> H1Connection:
+    async def _connection_within_cap(self, origin: Origin) -> H1Connection:
+        """A new connection once fewer than the cap are open (or an idle one to ``origin``
+        that came back meanwhile)."""
         loop = asyncio.get_running_loop()
         while self._open >= self._limit:
             self._close_one_idle()

@@ -596,13 +596,13 @@ def test_a_connection_whose_reading_paused_is_pooled_reading_again(run: Any) -> 
     async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
         pool = transport._pool
         opened: list[H1Connection] = []
-        connect = pool._connect
+        connect = pool._connection_within_cap
 
         async def spy(origin: Any) -> H1Connection:
             opened.append(await connect(origin))
             return opened[-1]
 
-        pool._connect = spy  # type: ignore[method-assign]
+        pool._connection_within_cap = spy  # type: ignore[method-assign]
         first = asyncio.create_task(post(transport, upstream.url()))
         for _ in range(500):  # bounded: until the whole answer is in, unread
             if opened and opened[0].complete:
@@ -734,3 +734,136 @@ def test_a_pooled_connection_the_upstream_closed_is_not_used_again(run: Any) -> 
         assert upstream.connections == 2
 
     scenario(run, handler_for, body)
+
+
+def _pool_of(transport: BuiltinTransport) -> ConnectionPool:
+    return transport._pool
+
+
+async def _until(check: Callable[[], bool], *, turns: int = 500) -> bool:
+    """Bounded: poll ``check`` every 10 ms, at most ``turns`` times."""
+    for _ in range(turns):
+        if check():
+            return True
+        await asyncio.sleep(0.01)
+    return check()
+
+
+BIG_BODY = b"{" + b" " * (16 * 1024 * 1024) + b"}"
+
+
+def test_an_early_answer_with_the_request_unsent_frees_its_connection(run: Any) -> None:
+    """The upstream answers before reading the body, then neither reads nor closes: gw must
+    not keep that connection (nor its unsent bytes) in the pool or in the count."""
+
+    def handler_for(box: list[RawUpstream]) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            box[0].heads.append(await reader.readuntil(b"\r\n\r\n"))
+            writer.write(b"HTTP/1.1 413 Too Large\r\ncontent-length: 0\r\n\r\n")
+            await writer.drain()
+            await asyncio.sleep(30)  # neither reads nor closes (cancelled at the end)
+
+        return handler
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        answer = await post(transport, upstream.url(), body=BIG_BODY)
+        assert answer.status == 413
+        pool = _pool_of(transport)
+        assert await _until(lambda: pool._open == 0)
+        assert not any(pool._idle.values())
+
+    scenario(run, handler_for, body)
+
+
+def test_the_read_deadline_counts_the_upstream_taking_the_request(run: Any) -> None:
+    def handler_for(box: list[RawUpstream]) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            head = await reader.readuntil(b"\r\n\r\n")
+            box[0].heads.append(head)
+            left = len(BIG_BODY)
+            while left:  # slowly: far longer than the read deadline in all, never a long gap
+                left -= len(await reader.read(min(left, 64 * 1024)))
+                await asyncio.sleep(0.005)
+            writer.write(OK_JSON)
+            await writer.drain()
+            await reader.read()
+
+        return handler
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        timeouts = AttemptTimeouts(connect=5, read=0.5)
+        answer = await post(transport, upstream.url(), body=BIG_BODY, timeouts=timeouts)
+        assert answer.body == b'{"ok":true}'
+
+    scenario(run, handler_for, body)
+
+
+@pytest.mark.parametrize(
+    ("head", "message"),
+    [
+        (b"transfer-encoding: gzip, chunked", "the upstream broke the HTTP protocol"),
+        (b"content-encoding: br\r\ncontent-length: 2", "an encoding gw did not ask for: br"),
+    ],
+)
+def test_codings_gw_did_not_ask_for_are_refused(run: Any, head: bytes, message: str) -> None:
+    reply = b"HTTP/1.1 200 OK\r\n%s\r\n\r\nxx" % head
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        with pytest.raises(UpstreamError, match=message):
+            await post(transport, upstream.url())
+
+    scenario(run, lambda box: answering(box, reply), body)
+
+
+def _done_then_last_chunk(delay: float | None) -> Callable[[list[RawUpstream]], Handler]:
+    """A stream whose [DONE] comes first and whose last chunk ``delay`` s later (None: never)."""
+    frame = b"data: [DONE]\n\n"
+
+    def handler_for(box: list[RawUpstream]) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while await box[0].read_request(reader):
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+                    b"%x\r\n%s\r\n" % (len(frame), frame)
+                )
+                await writer.drain()
+                if delay is None:
+                    await reader.read()
+                    return
+                await asyncio.sleep(delay)
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+
+        return handler
+
+    return handler_for
+
+
+async def _read_to_done(transport: BuiltinTransport, url: str) -> None:
+    async with transport.post_streaming(
+        url, headers={}, body=b"{}", timeouts=TIMEOUTS, provider="fake"
+    ) as reply:
+        async for chunk in reply.chunks():
+            if b"[DONE]" in chunk:
+                break  # as the adapters do: the stream's logical end
+
+
+def test_a_stream_left_at_done_is_reused_once_its_last_chunk_comes(run: Any) -> None:
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        pool = _pool_of(transport)
+        for _ in range(3):
+            await _read_to_done(transport, upstream.url())
+            assert await _until(lambda: any(pool._idle.values()))
+        assert upstream.connections == 1
+
+    scenario(run, _done_then_last_chunk(0.05), body)
+
+
+def test_a_stream_left_at_done_whose_framing_never_ends_is_closed(run: Any) -> None:
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        pool = _pool_of(transport)
+        await _read_to_done(transport, upstream.url())
+        assert await _until(lambda: pool._open == 0)  # after FINISH_WITHIN (1 s)
+        assert not any(pool._idle.values())
+
+    scenario(run, _done_then_last_chunk(None), body)
