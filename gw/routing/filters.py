@@ -54,11 +54,15 @@ def screen_targets(
     max_cost_usd: float | None,
     window_tokens: int | None = None,
     health: HealthView | None = None,
+    priority_ranks: Sequence[int] | None = None,
 ) -> Screening:
     """Run every filter over ``targets``; when nothing is left, relax health first, then
     the cost ceiling (invariant 11).
 
     ``window_tokens`` is what must fit the context window, when not ``input_tokens``.
+    ``priority_ranks`` (one per target): kept candidates get that rank and their priority
+    as score, which is the priority strategy's ranking when every target is kept (the
+    router checks; otherwise ranking overwrites both).
     """
     window_input = input_tokens if window_tokens is None else window_tokens
     # What a passing target must satisfy, worked out once (this loop runs per request).
@@ -67,7 +71,7 @@ def screen_targets(
     kept: list[Candidate] = []
     rejected: list[Candidate] = []
     notes: list[str] = []
-    for planned in targets:
+    for index, planned in enumerate(targets):
         target, entry = planned.target, planned.entry
         reason: RejectReason | None = None
         detail: str | None = None
@@ -101,12 +105,15 @@ def screen_targets(
                     reason, detail = "unhealthy", verdict.reason
                 elif verdict.status == "degraded" and reason is None:
                     notes.append(f"{planned.key} ordered last: {verdict.reason}")
+        ranked = priority_ranks is not None and reason is None
         candidate = Candidate(
             provider=target.provider,
             model=target.model,
             priority=target.priority,
             weight=target.weight,
             estimated_cost_usd=cost,
+            score=float(target.priority) if ranked else None,
+            rank=priority_ranks[index] if ranked else None,  # type: ignore[index]
             rejected=reason,
             detail=detail,
         )

@@ -13,6 +13,7 @@ import msgspec
 
 from gw.config.schema import ModelEntry, PolicyConfig, RouteConfig, TargetConfig
 from gw.config.snapshot import Snapshot, is_direct
+from gw.routing.decision import TargetRef
 from gw.routing.policy import route_policies
 
 
@@ -35,6 +36,11 @@ class RoutePlan(msgspec.Struct, frozen=True, kw_only=True):
     # The first index of each provider/model among the targets: rejected candidates are
     # listed in this order. A route may list the same target twice.
     position: dict[tuple[str, str], int]
+    # The priority strategy's chain when every target passes, worked out once: target
+    # indices in chain order, each target's rank, and the chain's refs in target order.
+    priority_order: tuple[int, ...]
+    priority_ranks: tuple[int, ...]
+    refs: tuple[TargetRef, ...]
 
 
 def route_plan(snapshot: Snapshot, name: str) -> RoutePlan:
@@ -60,6 +66,11 @@ def build_plan(route: RouteConfig, snapshot: Snapshot) -> RoutePlan:
         )
         for target in route.targets
     )
+    # Stable, like rank_by_priority: ties keep config order.
+    order = sorted(range(len(targets)), key=lambda index: targets[index].target.priority)
+    ranks = [0] * len(targets)
+    for rank, index in enumerate(order):
+        ranks[index] = rank
     position: dict[tuple[str, str], int] = {}
     models: dict[str, None] = {}
     for index, target in enumerate(route.targets):
@@ -77,4 +88,7 @@ def build_plan(route: RouteConfig, snapshot: Snapshot) -> RoutePlan:
             if planned.entry is not None and planned.entry.quality is not None
         },
         position=position,
+        priority_order=tuple(order),
+        priority_ranks=tuple(ranks),
+        refs=tuple(TargetRef(provider=t.provider, model=t.model) for t in route.targets),
     )

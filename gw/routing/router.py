@@ -48,7 +48,7 @@ from gw.routing.hints import RoutingHints
 from gw.routing.needs import EMBEDDING_NEEDS, required_capabilities
 from gw.routing.plan import PlannedTarget, route_plan
 from gw.routing.policy import first_matching
-from gw.routing.strategies import rank
+from gw.routing.strategies import Ranking, rank
 
 
 def decide(
@@ -96,6 +96,8 @@ def decide(
             hints, strategy=strategy, max_cost=max_cost, targets=targets, route=route.name
         )
     max_output, clamp_notes = clamp_max_tokens(max_tokens, policy.limits.max_output_tokens)
+    # The common case, priority over the route's own targets, is ranked while screening.
+    by_priority = strategy == "priority" and targets is plan.targets
     screening = screen_targets(
         targets,
         needs=needs,
@@ -104,22 +106,33 @@ def decide(
         max_cost_usd=max_cost,
         window_tokens=window_tokens,
         health=health,
+        priority_ranks=plan.priority_ranks if by_priority else None,
     )
-    ranking = rank(
-        strategy,
-        screening.kept,
-        request_id=request_id,
-        quality=plan.quality,
-        latency_ms=latency_ms,
-    )
-    ranked = ranking.ranked if not health else _unhealthy_last(ranking.ranked, health)
+    kept_all = len(screening.kept) == len(targets) and not screening.degraded_reasons
+    if by_priority and kept_all:  # every target passed as it is: the plan's chain
+        kept = screening.kept
+        ranking = Ranking(ranked=tuple([kept[index] for index in plan.priority_order]))
+        chain = tuple([plan.refs[index] for index in plan.priority_order])
+    else:
+        ranking = rank(
+            strategy,
+            screening.kept,
+            request_id=request_id,
+            quality=plan.quality,
+            latency_ms=latency_ms,
+        )
+        chain = ()
+    ranked = ranking.ranked
+    if health:
+        ranked = _unhealthy_last(ranked, health)
+        chain = ()  # perhaps reordered
     rejected = _in_config_order(screening.rejected + ranking.rejected, plan.position)
     decision = RouteDecision(
         route=route.name,
         direct=plan.direct,
         policy=policy.name,
         strategy=strategy,
-        chain=tuple([TargetRef(provider=c.provider, model=c.model) for c in ranked]),
+        chain=chain or tuple([TargetRef(provider=c.provider, model=c.model) for c in ranked]),
         candidates=ranked + rejected,
         estimated_input_tokens=input_tokens,
         max_output_tokens=max_output,

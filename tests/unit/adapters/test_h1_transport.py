@@ -393,6 +393,7 @@ def test_a_refused_connection_says_so(run: Any) -> None:
         ("http:///v1", "no host"),
         ("http://user:pw@example.com/v1", "holds credentials"),
         ("http://example.com:99999/v1", "Port out of range"),
+        ("http://a..b:1/v1", "label empty or too long"),  # IDNA, before getaddrinfo sees it
     ],
 )
 def test_unusable_urls_are_refused_before_connecting(run: Any, url: str, message: str) -> None:
@@ -419,8 +420,9 @@ def test_unusable_urls_are_refused_before_connecting(run: Any, url: str, message
 def test_a_header_that_would_break_the_request_is_refused(run: Any, name: str, value: str) -> None:
     async def main() -> None:
         transport = BuiltinTransport()
-        with pytest.raises(UpstreamAuthFailedError, match="check the provider's headers"):
+        with pytest.raises(UpstreamAuthFailedError, match="check the provider's headers") as caught:
             await post(transport, "http://127.0.0.1:9/v1", headers={name: value})
+        assert caught.value.__context__ is None  # an encoding error's context holds the key
 
     run(main())
 
