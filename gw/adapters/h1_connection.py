@@ -114,9 +114,7 @@ class H1Connection(asyncio.Protocol):
                 data = chunks.popleft() if len(chunks) == 1 else self._take_all()
                 self._buffered -= len(data)
                 if self._paused and self._buffered < RESUME_BELOW:
-                    self._paused = False
-                    if self._transport is not None and not self.closed:
-                        self._transport.resume_reading()
+                    self._resume_reading()
                 yield data
             elif self._failure is not None:
                 raise self._failure
@@ -320,6 +318,11 @@ class H1Connection(asyncio.Protocol):
             if not waiter.done():  # done: its reader was cancelled
                 waiter.set_result(None)
 
+    def _resume_reading(self) -> None:
+        self._paused = False
+        if self._transport is not None and not self.closed:
+            self._transport.resume_reading()
+
     def _take_all(self) -> bytes:
         data = b"".join(self._chunks)
         self._chunks.clear()
@@ -333,9 +336,7 @@ class H1Connection(asyncio.Protocol):
                 self._buffered += len(tail)
         self.complete = True
         if self._paused:  # all of it is buffered; reading again is safe, and a pooled
-            self._paused = False  # connection must hear its server close it
-            if self._transport is not None and not self.closed:
-                self._transport.resume_reading()
+            self._resume_reading()  # connection must hear its server close it
         self._end_exchange()
 
     def _fail(self, message: str, *, timeout: bool = False) -> None:

@@ -20,7 +20,7 @@ from urllib.parse import quote, urlsplit
 
 from gw.adapters.h1_connection import H1Connection, Origin
 from gw.adapters.h1_pool import ConnectionPool
-from gw.adapters.http_transport import HttpReply, StreamingReply
+from gw.adapters.http_transport import HttpReply
 from gw.errors import UpstreamAuthFailedError, UpstreamError
 from gw.ports import AttemptTimeouts
 
@@ -57,16 +57,10 @@ class BuiltinTransport:
         timeouts: AttemptTimeouts,
         provider: str,
     ) -> HttpReply:
-        target = _target(url, provider)
-        parts = [_head(target, headers, len(body), provider), body]
-        connection = await self._pool.acquire(target.origin, timeouts.connect, provider)
-        try:
-            connection.send(parts, provider, timeouts.read)
-            await connection.head()
+        exchange = self._exchange(url, headers, body, provider, timeouts, read=timeouts.read)
+        async with exchange as connection:
             content = await connection.read_body(MAX_REPLY_BYTES)
             return HttpReply(status=connection.status, headers=connection.headers, body=content)
-        finally:
-            self._pool.release(connection)
 
     def post_streaming(
         self,
@@ -76,17 +70,29 @@ class BuiltinTransport:
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
-    ) -> StreamingExchange:
+    ) -> Exchange:
         # No read deadline: the engine times a stream's first token and its idle gaps.
-        target = _target(url, provider)
-        parts = [_head(target, headers, len(body), provider), body]
-        return StreamingExchange(self._pool, target, parts, timeouts.connect, provider)
+        return self._exchange(url, headers, body, provider, timeouts, read=None)
 
     async def close(self) -> None:
         await self._pool.close()
 
+    def _exchange(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        provider: str,
+        timeouts: AttemptTimeouts,
+        *,
+        read: float | None,
+    ) -> Exchange:
+        target = _target(url, provider)
+        parts = [_head(target, headers, len(body), provider), body]
+        return Exchange(self._pool, target, parts, provider, connect=timeouts.connect, read=read)
 
-class StreamingExchange(AbstractAsyncContextManager[StreamingReply]):
+
+class Exchange(AbstractAsyncContextManager[H1Connection]):
     """``async with``: the connection, once the answer's head arrived. Leaving it puts the
     connection back when the body was read to its end (or ends soon after a reader that
     stopped at the stream's logical end) and closes it otherwise."""
@@ -96,23 +102,26 @@ class StreamingExchange(AbstractAsyncContextManager[StreamingReply]):
         pool: ConnectionPool,
         target: Target,
         parts: list[bytes],
-        connect_timeout: float,
         provider: str,
+        *,
+        connect: float,
+        read: float | None,
     ) -> None:
         self._pool = pool
         self._target = target
         self._parts = parts
-        self._connect_timeout = connect_timeout
         self._provider = provider
+        self._connect_timeout = connect
+        self._read_timeout = read
         self._connection: H1Connection | None = None
 
-    async def __aenter__(self) -> StreamingReply:
+    async def __aenter__(self) -> H1Connection:
         connection = await self._pool.acquire(
             self._target.origin, self._connect_timeout, self._provider
         )
         self._connection = connection
         try:
-            connection.send(self._parts, self._provider, None)
+            connection.send(self._parts, self._provider, self._read_timeout)
             await connection.head()
         except BaseException:
             self._pool.release(connection)
@@ -128,7 +137,7 @@ class StreamingExchange(AbstractAsyncContextManager[StreamingReply]):
         connection = self._connection
         if connection is None:
             return
-        if kind is None:  # left at the stream's logical end: its last chunk may be in flight
+        if kind is None:  # a stream left at its logical end: its last chunk may be in flight
             connection.release_when_complete(self._pool.release)
         else:
             self._pool.release(connection)
