@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-TargetName = Literal["direct", "gw", "litellm"]
-TARGET_NAMES: tuple[TargetName, ...] = ("direct", "gw", "litellm")
+TargetName = Literal["direct", "relay", "gw", "litellm"]
+TARGET_NAMES: tuple[TargetName, ...] = ("direct", "relay", "gw", "litellm")
 Status = Literal["pass", "fail", "n/a"]
 
 
@@ -100,6 +100,7 @@ class Goal:
     litellm: str
     status: Status
     note: str = ""
+    relay: str = "n/a"  # the byte relay's figure (--peer relay): the floor, never judged
 
 
 @dataclass(frozen=True)

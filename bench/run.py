@@ -2,6 +2,7 @@
 
     scripts/bench                      direct and gw, 5 s per load step
     scripts/bench --peer litellm       ... and the LiteLLM proxy (own virtualenv)
+    scripts/bench --peer relay         ... and a bare byte relay (bench/relay.py): the floor
     scripts/bench --quick              a short smoke run
     scripts/bench --only direct,gw --duration 10
 
@@ -39,7 +40,7 @@ from bench.micro import run_micro
 from bench.processes import ProcessSet, clean_env
 from bench.render import print_tables
 from bench.results import TARGET_NAMES, MicroResult, RunInfo, TargetName, TargetResult
-from bench.targets import Target, direct_target, start_gw
+from bench.targets import Target, direct_target, start_gw, start_relay
 from bench.upstream import CLIENT_KEY, chat_body, start_upstream, upstream_origin
 
 REPO = Path(__file__).resolve().parent.parent
@@ -53,10 +54,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--peer",
-        choices=["litellm"],
+        choices=["litellm", "relay"],
         action="append",
         default=[],
-        help="also measure this gateway (installed in its own virtualenv)",
+        help="also measure this gateway: litellm (installed in its own virtualenv), or relay "
+        "(bench/relay.py, a bare byte relay on gw's server stack: the floor)",
     )
     parser.add_argument(
         "--duration",
@@ -180,6 +182,8 @@ class Bench:
     def _start_once(self, name: TargetName, session: Session, attempt: int) -> Target:
         if name == "gw":  # a new state dir each time: a database to create, as on first use
             return start_gw(session.processes, session.origin, session.work / f"gw-state-{attempt}")
+        if name == "relay":
+            return start_relay(session.processes, session.origin)
         version = install_litellm(LITELLM_VENV, self.logs / "litellm-install.log", self.say)
         work = session.work / "litellm"
         return start_litellm(session.processes, LITELLM_VENV, session.origin, work, version)

@@ -1,4 +1,5 @@
-"""The targets under load, each in front of the same fake upstream: direct and gw.
+"""The targets under load, each in front of the same fake upstream: direct, gw and the
+byte relay (``bench.relay``).
 
 A ``Target`` is a started server that has answered its first chat request; how long
 that took from process creation is one of the figures. (LiteLLM: ``bench.litellm_peer``.)
@@ -12,9 +13,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import relay
 from bench.errors import BenchError
 from bench.probe import first_answer
-from bench.processes import ProcessSet, Spawned, clean_env
+from bench.processes import ProcessSet, Spawned, clean_env, log_match
 from bench.results import TargetName
 from bench.upstream import CHAT_PATH, ROUTE, UPSTREAM_MODEL, chat_body, printed_origin
 
@@ -95,3 +97,25 @@ def start_gw(processes: ProcessSet, upstream_origin: str, state_dir: Path) -> Ta
     if url is None:
         raise spawned.failure("answered, then lost its server.json")
     return Target("gw", url, spawned, elapsed)
+
+
+def start_relay(processes: ProcessSet, upstream_origin: str) -> Target:
+    """``python -m bench.relay``, the floor of a Python gateway on gw's server stack."""
+    argv = [sys.executable, "-m", "bench.relay", "--upstream", upstream_origin, "--port", "0"]
+    spawned = processes.spawn(
+        "relay", argv, cwd=Path(__file__).resolve().parent.parent, env=clean_env()
+    )
+
+    def locate() -> str | None:
+        match = log_match(spawned, relay.URL_LINE)
+        return None if match is None else match.group(1) + CHAT_PATH
+
+    elapsed = first_answer(spawned, locate, chat_body(stream=False), START_TIMEOUT_S)
+    url = locate()
+    if url is None:  # pragma: no cover - first_answer returned, so the URL was printed
+        raise spawned.failure("answered without printing its URL")
+    notes = (
+        "relay: uvicorn + uvloop + httptools, a bare ASGI app passing bytes through "
+        "(bench/relay.py); the floor for a Python gateway on gw's stack",
+    )
+    return Target("relay", url, spawned, elapsed, notes)

@@ -294,6 +294,24 @@ def test_goals_without_litellm_or_direct_say_n_a() -> None:
     assert goals["added latency"].note == "needs the direct target"
 
 
+def test_the_relay_is_a_column_of_the_targets_table_only_when_it_ran() -> None:
+    results = sample_results()
+    assert "relay (floor)" not in goal_table(evaluate_goals(results, MICRO)).columns
+    results["relay"] = target(
+        "relay", step(1, 5000, 0.26, 1.0), step(64, 9000, 7.0, 20.0), stream=stream(0.9)
+    )
+    goals = evaluate_goals(results, MICRO)
+    by_figure = goals_by_figure(goals)
+    assert by_figure["added latency"].relay == "0.20 ms"
+    assert by_figure["requests/s"].relay == "9,000 req/s"
+    assert by_figure["CPU per 22-chunk stream"].relay == "0.90 ms"
+    assert by_figure["routing decision"].relay == "n/a"
+    table = goal_table(goals)
+    assert table.columns[2:5] == ("gw", "relay (floor)", "LiteLLM")
+    assert table.rows[2][2:5] == ("1.00 ms", "0.90 ms", "60.00 ms")
+    assert by_figure["CPU per 22-chunk stream"].status == "pass"  # gw is judged, not the relay
+
+
 def test_run_json_holds_measurements_derived_figures_and_verdicts() -> None:
     results = sample_results()
     goals = evaluate_goals(results, MICRO)
