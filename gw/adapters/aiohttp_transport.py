@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 
 import aiohttp
 
@@ -55,6 +56,12 @@ class AiohttpStreamingReply:
                 yield chunk
         except CAUGHT as error:
             raise map_aiohttp_error(error, provider=self._provider) from None
+
+    def relay(self, sink: Callable[[bytes], bool]) -> asyncio.Future[bool] | None:
+        return None  # read through chunks()
+
+    def stop_relay(self) -> None:
+        pass
 
     async def read_error_body(self) -> bytes:
         try:

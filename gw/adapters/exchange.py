@@ -7,10 +7,13 @@ wire format and nothing else.
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from gw.adapters.http_transport import HttpTransport
+from gw.adapters.http_transport import HttpTransport, StreamingReply
 from gw.errors import GatewayError
 from gw.ir import StreamEvent
 from gw.ports import EmbeddingCall, UpstreamCall
@@ -44,7 +47,7 @@ async def post_for_body(
     return reply.body
 
 
-async def stream_events(
+def stream_events(
     transport: HttpTransport,
     call: UpstreamCall,
     url: str,
@@ -53,17 +56,156 @@ async def stream_events(
     body: bytes,
     read_error: ErrorReader,
     decoder: StreamDecoder,
-) -> AsyncIterator[StreamEvent]:
+) -> EventStream:
     """Events of a 200 stream until the decoder says it is done or the body ends."""
-    async with transport.post_streaming(
+    exchange = transport.post_streaming(
         url, headers=headers, body=body, timeouts=call.timeouts, provider=call.provider.name
-    ) as reply:
+    )
+    return EventStream(exchange, read_error, decoder)
+
+
+class EventStream:
+    """The events of one upstream stream, decoded from a 200 answer's body.
+
+    Read one at a time (``async for``: the engine's wait for the first token), or pushed
+    (``relay``): on gw's own transport each piece of the body is then decoded and handed
+    on from the connection's read callback, with no task step per chunk. A failure
+    raises its ``GatewayError``. ``aclose`` ends a stream early; its connection is then
+    closed, not pooled.
+    """
+
+    def __init__(
+        self,
+        exchange: AbstractAsyncContextManager[StreamingReply],
+        read_error: ErrorReader,
+        decoder: StreamDecoder,
+    ) -> None:
+        self._exchange = exchange
+        self._read_error = read_error
+        self._decoder = decoder
+        self._reply: StreamingReply | None = None  # once the 200 answer's head is in
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._ready: deque[StreamEvent] = deque()  # decoded, not yet taken
+        self._open = False  # the exchange is entered and not yet left
+        self._ended = False  # no more events will be decoded (those ready may remain)
+        self._on_events: Callable[[list[StreamEvent]], bool] | None = None  # while pushed
+        self._failure: Exception | None = None  # met in the read callback, raised after
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        while not self._ready:
+            if self._ended:
+                raise StopAsyncIteration
+            await self._read()
+        return self._ready.popleft()
+
+    async def relay(self, on_events: Callable[[list[StreamEvent]], bool]) -> bool:
+        """Hand every batch of events to ``on_events`` as it is decoded. True once the
+        stream has ended and all of it was handed on; False once ``on_events`` returned
+        False (it takes no more for now: call again to go on). ``on_events`` must not
+        raise: on gw's own transport it runs in the connection's read callback."""
+        while True:
+            if self._ready and not on_events(self._take_ready()):
+                return False
+            if self._ended:
+                return True
+            reply = self._reply
+            if reply is not None:
+                self._on_events = on_events  # the reply may push what it holds at once
+                relayed = reply.relay(self._push)
+                if relayed is not None:
+                    return await self._pushed(reply, relayed, on_events)
+                self._on_events = None
+            await self._read()  # a transport that cannot push, or the head not read yet
+
+    async def aclose(self) -> None:
+        self._ready.clear()
+        await self._leave(GeneratorExit())
+
+    async def _read(self) -> None:
+        """One piece of the body, decoded into ``_ready``; the exchange is left at the end."""
+        try:
+            chunks = self._chunks if self._chunks is not None else await self._start()
+            data = await anext(chunks, None)
+            if data is None:
+                self._ready.extend(self._decoder.close())  # raises when it ended early
+                await self._leave(None)
+            else:
+                self._ready.extend(self._decoder.feed(data))
+                if self._decoder.done:
+                    await self._leave(None)
+        except BaseException as error:
+            await self._leave(error)
+            raise
+
+    async def _start(self) -> AsyncIterator[bytes]:
+        reply = await self._exchange.__aenter__()
+        self._open = True
         if reply.status != 200:
-            raise read_error(reply.status, await reply.read_error_body(), reply.headers)
-        async for data in reply.chunks():
-            for event in decoder.feed(data):
-                yield event
-            if decoder.done:
-                return
-        for event in decoder.close():  # raises when the stream ended early
-            yield event
+            raise self._read_error(reply.status, await reply.read_error_body(), reply.headers)
+        self._reply = reply
+        self._chunks = reply.chunks()
+        return self._chunks
+
+    async def _pushed(
+        self,
+        reply: StreamingReply,
+        relayed: asyncio.Future[bool],
+        on_events: Callable[[list[StreamEvent]], bool],
+    ) -> bool:
+        """Wait while ``_push`` hands the body on; settle the end the task's way."""
+        try:
+            try:
+                body_ended = await relayed
+            finally:
+                self._on_events = None
+                reply.stop_relay()
+            self._end_push(body_ended)
+            if self._ended:
+                await self._leave(None)
+        except BaseException as error:
+            await self._leave(error)
+            raise
+        if self._ready and not on_events(self._take_ready()):
+            return False
+        return self._ended
+
+    def _end_push(self, body_ended: bool) -> None:
+        """Raise what the sink met; at the end of the body, close the decoder."""
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+        if body_ended and not self._ended:
+            self._ready.extend(self._decoder.close())  # raises when it ended early
+            self._ended = True
+
+    def _push(self, data: bytes) -> bool:
+        """The relay's sink: runs in the read callback, so it raises nothing."""
+        try:
+            events = self._decoder.feed(data)
+        except Exception as error:  # noqa: BLE001 - raised in the task by _pushed
+            self._failure = error
+            return False
+        if self._decoder.done:
+            self._ended = True
+        on_events = self._on_events
+        if on_events is None:  # not relaying (cannot happen): keep them for the next read
+            self._ready.extend(events)
+            return False
+        return (not events or on_events(events)) and not self._ended
+
+    def _take_ready(self) -> list[StreamEvent]:
+        batch = list(self._ready)
+        self._ready.clear()
+        return batch
+
+    async def _leave(self, error: BaseException | None) -> None:
+        """Leave the exchange: pooled after a whole answer, closed after ``error``."""
+        self._ended = True
+        if self._open:
+            self._open = False
+            kind = None if error is None else type(error)
+            trace = None if error is None else error.__traceback__
+            await self._exchange.__aexit__(kind, error, trace)

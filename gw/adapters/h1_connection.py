@@ -2,8 +2,10 @@
 answer with httptools (the parser uvicorn already uses), and hands the body to its reader.
 
 The connection is also the answer's ``StreamingReply`` while an exchange runs. Body bytes
-wait in a small buffer; reading from the socket pauses while the reader is behind. Every
-way an exchange can fail becomes the gw error the adapters expect, phrased for the user.
+wait in a small buffer; reading from the socket pauses while the reader is behind. A
+relayed body (``relay``) skips the buffer: each piece goes to the relay's sink from the
+read callback, with no task woken per piece. Every way an exchange can fail becomes the
+gw error the adapters expect, phrased for the user.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class H1Connection(asyncio.Protocol):
     _unsent: int
     _then_release: Callable[[H1Connection], None] | None
     _finish_timer: asyncio.TimerHandle | None
+    _sink: Callable[[bytes], bool] | None
+    _relayed: asyncio.Future[bool] | None
 
     def __init__(
         self,
@@ -123,6 +127,35 @@ class H1Connection(asyncio.Protocol):
             else:
                 waiter = self._waiter = self._loop.create_future()
                 await waiter
+
+    def relay(self, sink: Callable[[bytes], bool]) -> asyncio.Future[bool]:
+        """Hand the body to ``sink`` as it arrives, from the read callback; what is
+        buffered goes first. The future is True once the body has ended and False once
+        ``sink`` returned False (it wants no more for now; later bytes are buffered until
+        the next ``relay``); it holds the failure if the exchange fails. ``sink`` must not
+        raise. A reader cancelled while it waits calls ``stop_relay``."""
+        relayed: asyncio.Future[bool] = self._loop.create_future()
+        chunks = self._chunks
+        while chunks:
+            data = chunks.popleft()
+            self._buffered -= len(data)
+            if not sink(data):
+                relayed.set_result(False)
+                break
+        if self._paused and self._buffered < RESUME_BELOW:
+            self._resume_reading()
+        if relayed.done():
+            return relayed
+        if self._failure is not None:
+            relayed.set_exception(self._failure)
+        elif self.complete:
+            relayed.set_result(True)
+        else:
+            self._sink, self._relayed = sink, relayed
+        return relayed
+
+    def stop_relay(self) -> None:
+        self._sink = self._relayed = None
 
     async def read_body(self, limit: int) -> bytes:
         """The whole body; over ``limit`` bytes raises (the connection is then closed unless
@@ -272,6 +305,14 @@ class H1Connection(asyncio.Protocol):
             body = self._decoder.decompress(body)
             if not body:
                 return
+        self._take(body)
+
+    def _take(self, body: bytes) -> None:
+        sink = self._sink
+        if sink is not None:
+            if not sink(body):
+                self._settle_relay(False)
+            return
         self._chunks.append(body)
         self._buffered += len(body)
         if not self._paused and self._buffered > PAUSE_ABOVE and self._transport is not None:
@@ -309,6 +350,8 @@ class H1Connection(asyncio.Protocol):
         self._unsent = 0
         self._then_release = None
         self._finish_timer = None
+        self._sink = None
+        self._relayed = None
         self._chunks.clear()
 
     def _wake(self) -> None:
@@ -332,8 +375,7 @@ class H1Connection(asyncio.Protocol):
         if self._decoder is not None:
             tail = self._decoder.flush()
             if tail:
-                self._chunks.append(tail)
-                self._buffered += len(tail)
+                self._take(tail)
         self.complete = True
         if self._paused:  # all of it is buffered; reading again is safe, and a pooled
             self._resume_reading()  # connection must hear its server close it
@@ -345,12 +387,22 @@ class H1Connection(asyncio.Protocol):
             self._failure = kind(f"provider {self._provider}: {message}", blame="upstream")
         self._end_exchange()
 
+    def _settle_relay(self, ended: bool) -> None:
+        relayed = self._relayed
+        self._sink = self._relayed = None
+        if relayed is not None and not relayed.done():
+            if self._failure is not None:
+                relayed.set_exception(self._failure)
+            else:
+                relayed.set_result(ended)
+
     def _end_exchange(self) -> None:
         self._active = False
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._wake()
+        self._settle_relay(True)
         release = self._then_release
         if release is not None:
             self._then_release = None

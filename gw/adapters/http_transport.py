@@ -9,7 +9,8 @@ here), aiohttp and httpx. Each turns its failures into gw errors, so adapters on
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
@@ -36,6 +37,15 @@ class StreamingReply(Protocol):
 
     async def read_error_body(self) -> bytes:
         """At most ``MAX_ERROR_BODY_BYTES`` of the body (for a failed status)."""
+        ...
+
+    def relay(self, sink: Callable[[bytes], bool]) -> asyncio.Future[bool] | None:
+        """Push the body to ``sink`` from the read callback (``H1Connection.relay``), or
+        None when this transport cannot: ``chunks`` is read instead."""
+        ...
+
+    def stop_relay(self) -> None:
+        """Detach the sink of a ``relay`` whose reader stopped waiting for it."""
         ...
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
@@ -46,6 +47,12 @@ class HttpxStreamingReply:
                 yield chunk
         except httpx.RequestError as error:
             raise map_transport_error(error, provider=self._provider) from None
+
+    def relay(self, sink: Callable[[bytes], bool]) -> asyncio.Future[bool] | None:
+        return None  # read through chunks()
+
+    def stop_relay(self) -> None:
+        pass
 
     async def read_error_body(self) -> bytes:
         chunks: list[bytes] = []

@@ -10,10 +10,9 @@ illegal, invariant 3).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import traceback
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Generic, Literal, TypeVar
 
 import msgspec
@@ -23,7 +22,6 @@ from gw.config.snapshot import ProviderAccount, provider_accounts
 from gw.errors import (
     ClientAbortedError,
     GatewayError,
-    InternalError,
     NoRouteError,
     UpstreamError,
     UpstreamTimeoutError,
@@ -34,8 +32,8 @@ from gw.execution.backoff import backoff_delay
 from gw.execution.fallback import may_fall_back
 from gw.execution.health import HealthBook
 from gw.execution.hedging import HEDGE_LOST, HedgeLostError, hedged
-from gw.execution.idle_watch import IdleWatch
 from gw.execution.latency import LatencyBook
+from gw.execution.open_stream import OpenStream, close_quietly, unexpected_error
 from gw.ir import (
     ChatRequest,
     ChatResponse,
@@ -43,10 +41,6 @@ from gw.ir import (
     EmbeddingResponse,
     StreamEvent,
     StreamStart,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    Usage,
     UsageEvent,
 )
 from gw.ports import (
@@ -59,7 +53,7 @@ from gw.ports import (
     UpstreamCall,
     UpstreamDirectory,
 )
-from gw.record import AttemptOutcome, AttemptRecord
+from gw.record import AttemptRecord
 from gw.routing.decision import RouteDecision, TargetRef
 
 T = TypeVar("T")
@@ -99,123 +93,6 @@ class Answer(msgspec.Struct, Generic[ResponseT], frozen=True, kw_only=True):
     response: ResponseT
     target: TargetRef
     attempts: list[AttemptRecord]
-
-
-class OpenStream:
-    """A committed stream: the events read before the commit, then the rest, time-bounded."""
-
-    def __init__(
-        self,
-        *,
-        target: TargetRef,
-        log: AttemptLog,
-        pending: PendingAttempt,
-        head: list[StreamEvent],
-        tail: AsyncIterator[StreamEvent],
-        idle_timeout: float,
-        deadline: float,
-        clock: Clock,
-    ) -> None:
-        self.target = target
-        self.log = log
-        self._pending = pending
-        self._head = head
-        self._tail = tail
-        self._idle_timeout = idle_timeout
-        self._deadline = deadline
-        self._clock = clock
-        self.error: GatewayError | None = None
-        # What the stream has carried so far, for the trace and the usage row.
-        self.usage: Usage | None = None
-        self.output_chars = 0
-        self.began = False  # events() has started running (and so will close the tail)
-
-    @property
-    def attempts(self) -> list[AttemptRecord]:
-        return self.log.records
-
-    @property
-    def reported_model(self) -> str:
-        """The model the upstream says answered (often a dated name), else the target's."""
-        start = next((e for e in self._head if isinstance(e, StreamStart)), None)
-        return start.model if start is not None and start.model else self.target.model
-
-    async def abandon(self) -> None:
-        """Close a stream none of whose events were read: the client left first."""
-        await _close_quietly(self._tail)
-        self.error = ClientAbortedError("the client left before the stream was sent")
-        self.log.finish(self._pending, "aborted", self.error)
-
-    async def events(
-        self, on_end: Callable[[], object] | None = None
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """Yield every event; a failure after the commit raises, for the caller to render.
-
-        The attempt is closed as answered, failed or aborted (client gone) when this ends,
-        and then ``on_end`` runs (the gateway writes the trace), however it ended. The
-        tallies are kept here rather than in a wrapping generator: each generator layer
-        costs every chunk of every stream a resume.
-        """
-        self.began = True
-        outcome_error: GatewayError | None = None
-        task = asyncio.current_task()
-        assert task is not None  # noqa: S101 - async generators run in a task
-        watch = IdleWatch(task)
-        try:
-            for event in self._head:
-                self._tally(event)
-                yield event
-            while True:
-                budget = max(min(self._idle_timeout, self._deadline - self._clock.monotonic()), 0)
-                watch.begin(budget)
-                try:
-                    event = await anext(self._tail)
-                except StopAsyncIteration:
-                    return
-                except asyncio.CancelledError:
-                    if not watch.fired or task.uncancel() > 0:
-                        raise  # the client left (or shutdown): not a silent upstream
-                    raise UpstreamTimeoutError(
-                        f"the upstream stream was silent for {budget:.1f}s "
-                        "(timeout.stream_idle or timeout.total)"
-                    ) from None
-                finally:
-                    watch.end()
-                self._tally(event)
-                yield event
-        except GatewayError as error:
-            outcome_error = self.error = error
-            raise
-        except Exception as exc:  # an adapter bug must still end the stream with an error event
-            outcome_error = self.error = unexpected_error(exc, self.target.provider)
-            raise outcome_error from exc
-        except (asyncio.CancelledError, GeneratorExit):
-            outcome_error = self.error = ClientAbortedError("the client closed the connection")
-            raise
-        finally:
-            watch.close()
-            try:
-                await _close_quietly(self._tail)
-            finally:  # recorded even if a cancellation lands in the close
-                self._end(outcome_error, on_end)
-
-    def _end(self, error: GatewayError | None, on_end: Callable[[], object] | None) -> None:
-        outcome: AttemptOutcome = "answered"
-        if error is not None:
-            outcome = "aborted" if isinstance(error, ClientAbortedError) else "failed"
-        try:
-            self.log.finish(self._pending, outcome, error)
-        finally:  # the trace is written even if recording the attempt failed
-            if on_end is not None:
-                on_end()
-
-    def _tally(self, event: StreamEvent) -> None:
-        if isinstance(event, (TextDelta, ThinkingDelta)):
-            self.output_chars += len(event.text)
-        elif isinstance(event, UsageEvent):
-            self.usage = event.usage
-        elif isinstance(event, ToolCallDelta):
-            self.output_chars += len(event.arguments) + len(event.name or "")
 
 
 class Engine:
@@ -322,14 +199,14 @@ class Engine:
                     while not head or isinstance(head[-1], StreamStart | UsageEvent):
                         head.append(await anext(events))
             except TimeoutError:
-                await _close_quietly(events)
+                await close_quietly(events)
                 raise UpstreamTimeoutError(
                     f"no first token within {budget:.1f}s (timeout.first_token)"
                 ) from None
             except StopAsyncIteration:
                 raise UpstreamError("the upstream stream ended before any content") from None
             except BaseException:
-                await _close_quietly(events)
+                await close_quietly(events)
                 raise
             log.mark_first_token(pending)
             heads[pending.number] = (head, events)
@@ -612,15 +489,6 @@ async def _within(work: Awaitable[T], budget: float) -> T:
         ) from None
 
 
-def unexpected_error(exc: Exception, provider: str) -> InternalError:
-    """A bug, not an upstream fault: named by type only (its text may hold request data)."""
-    return InternalError(
-        f"unexpected {type(exc).__name__} while calling provider {provider}; "
-        "this is a gw bug, please report it with the request id",
-        blame="gateway",
-    )
-
-
 async def _guarded(work: Awaitable[T], provider: ProviderConfig) -> T:
     """Run one attempt; anything that is not a GatewayError becomes internal_error."""
     try:
@@ -634,11 +502,3 @@ async def _guarded(work: Awaitable[T], provider: ProviderConfig) -> T:
             "%s calling provider %s:\n%s", type(exc).__name__, provider.name, frames
         )
         raise unexpected_error(exc, provider.name) from exc
-
-
-async def _close_quietly(events: AsyncIterator[StreamEvent]) -> None:
-    """Close an upstream stream (cancelling its HTTP request); it may already be closed."""
-    close = getattr(events, "aclose", None)
-    if close is not None:
-        with contextlib.suppress(GatewayError, RuntimeError):
-            await close()

@@ -24,12 +24,12 @@ from gw.execution.engine import (
     Engine,
     ExecutionFailedError,
     ExecutionPlan,
-    OpenStream,
     RequestT,
 )
 from gw.execution.health import HealthBook, TargetHealth
 from gw.execution.latency import LatencyBook
 from gw.execution.limits import TenantLimiter
+from gw.execution.open_stream import OpenStream
 from gw.execution.usage_estimate import estimate_output_tokens, tokens_for_chars
 from gw.execution.usage_row import usage_row
 from gw.ir import (
@@ -467,6 +467,14 @@ class StreamSession:
         """The stream's events; a failure after the commit raises ``GatewayError``. The trace
         is written when the stream ends, after the upstream request is closed."""
         return self._opened.events(on_end=self._finish)
+
+    def relay(
+        self,
+        deliver: Callable[[list[StreamEvent]], bool],
+        flush: Callable[[], Awaitable[None]],
+    ) -> Awaitable[None]:
+        """``events``, pushed (``OpenStream.relay``); the trace is written when it ends."""
+        return self._opened.relay(deliver, flush, on_end=self._finish)
 
     def _finish(self) -> None:
         if self._finished:

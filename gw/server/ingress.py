@@ -136,6 +136,7 @@ async def _serve(
             client.stream_encoder(session, ctx, chat),
             watch=watch,
             on_close=_closer(services, session),
+            relay=session.relay,
             headers={
                 **gw_headers(ctx.request_id, session.target.key, ctx.snapshot.revision),
                 **queue_header(queued_ms),

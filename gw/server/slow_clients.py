@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import asyncio
 
+from gw.server.direct_body import DirectBodyProtocol
 from gw.server.disconnect import HangUpNoticeProtocol
 from gw.server.no_websockets import WebSocketRefusingProtocol, closing_response
 
 
-class HeaderTimeoutProtocol(HangUpNoticeProtocol, WebSocketRefusingProtocol):
+class HeaderTimeoutProtocol(HangUpNoticeProtocol, DirectBodyProtocol, WebSocketRefusingProtocol):
     """uvicorn's httptools protocol (telling requests of hang-ups: gw/server/disconnect.py;
-    refusing WebSocket upgrades: gw/server/no_websockets.py), closing connections whose
-    headers come too slowly."""
+    writing relayed stream bodies: gw/server/direct_body.py; refusing WebSocket upgrades:
+    gw/server/no_websockets.py), closing connections whose headers come too slowly."""
 
     header_timeout: float = 10.0  # seconds; set by header_timeout_protocol()
 

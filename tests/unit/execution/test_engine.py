@@ -24,6 +24,7 @@ from gw.execution.engine import Engine, ExecutionFailedError, ExecutionPlan
 from gw.execution.gateway import Gateway, RequestContext
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
+from gw.execution.open_stream import OpenStream
 from gw.ir import (
     ChatRequest,
     ChatResponse,
@@ -246,7 +247,31 @@ def test_stream_failure_after_the_first_token_is_raised_not_retried() -> None:
     assert upstreams["b"].calls == []
 
 
-def consume_stream(stream: list[StreamItem]) -> tuple[list[Any], Any]:
+READINGS = ["events", "relay", "relay, client pausing"]
+
+
+async def read_all(opened: OpenStream, reading: str, seen: list[Any]) -> None:
+    """Every event's type name into ``seen``, read one by one (``events``) or pushed
+    (``relay``; the client pausing takes no more after every batch, until a flush)."""
+    if reading == "events":
+        async for event in opened.events():
+            seen.append(type(event).__name__)
+        return
+    flushed: list[int] = []
+
+    def deliver(events: list[StreamEvent]) -> bool:
+        seen.extend(type(event).__name__ for event in events)
+        return reading == "relay"
+
+    async def flush() -> None:
+        flushed.append(len(seen))
+
+    await opened.relay(deliver, flush)
+    if reading != "relay":
+        assert flushed, "a client that takes no more is flushed before more is pushed"
+
+
+def consume_stream(stream: list[StreamItem], reading: str) -> tuple[list[Any], Any]:
     """Open a stream on target a (stream_idle 200 ms), read it all; events, attempts, error."""
     upstreams = {"a": ScriptedUpstream([stream]), "b": ScriptedUpstream([])}
 
@@ -256,8 +281,7 @@ def consume_stream(stream: list[StreamItem]) -> tuple[list[Any], Any]:
         opened = await engine.open_stream(plan(), AttemptLog(clock))
         seen: list[Any] = []
         try:
-            async for event in opened.events():
-                seen.append(type(event).__name__)
+            await read_all(opened, reading, seen)
         except GatewayError as error:
             seen.append(error)
         return seen, opened.attempts
@@ -265,24 +289,38 @@ def consume_stream(stream: list[StreamItem]) -> tuple[list[Any], Any]:
     return asyncio.run(go())
 
 
-def test_a_stream_silent_for_longer_than_stream_idle_after_the_commit_times_out() -> None:
+@pytest.mark.parametrize("reading", READINGS)
+def test_a_stream_silent_for_longer_than_stream_idle_after_the_commit_times_out(
+    reading: str,
+) -> None:
     start = StreamStart(id="s", model="m")
-    seen, attempts = consume_stream([start, TextDelta(text="a"), 0.5, TextDelta(text="b")])
-    assert seen[:2] == ["StreamStart", "TextDelta"]
-    assert isinstance(seen[2], UpstreamTimeoutError)
-    assert "stream_idle" in seen[2].message
+    seen, attempts = consume_stream([start, TextDelta(text="a"), 0.5, TextDelta(text="b")], reading)
+    assert isinstance(seen[-1], UpstreamTimeoutError)
+    assert "stream_idle" in seen[-1].message
     assert [(a.outcome, a.error_code) for a in attempts] == [("failed", "upstream_timeout")]
 
 
-def test_stream_idle_bounds_each_gap_not_the_sum_of_gaps() -> None:
+@pytest.mark.parametrize("reading", READINGS)
+def test_stream_idle_bounds_each_gap_not_the_sum_of_gaps(reading: str) -> None:
     # Six gaps of 50 ms: each well under stream_idle (200 ms), together over it.
     start = StreamStart(id="s", model="m")
     stream: list[StreamItem] = [start, TextDelta(text="a")]
     for _ in range(6):
         stream += [0.05, TextDelta(text="b")]
-    seen, attempts = consume_stream([*stream, Finish(reason="stop")])
+    seen, attempts = consume_stream([*stream, Finish(reason="stop")], reading)
     assert seen == ["StreamStart", *["TextDelta"] * 7, "Finish"]
     assert [a.outcome for a in attempts] == ["answered"]
+
+
+@pytest.mark.parametrize("reading", READINGS)
+def test_a_failure_after_the_commit_fails_the_attempt_however_it_is_read(reading: str) -> None:
+    start = StreamStart(id="s", model="m")
+    seen, attempts = consume_stream(
+        [start, TextDelta(text="a"), TextDelta(text="b"), UpstreamError("cut")], reading
+    )
+    assert seen[:3] == ["StreamStart", "TextDelta", "TextDelta"]
+    assert isinstance(seen[3], UpstreamError)
+    assert [(a.outcome, a.error_code) for a in attempts] == [("failed", "upstream_error")]
 
 
 def test_an_adapter_bug_is_an_internal_error_attempt_not_a_crash() -> None:
