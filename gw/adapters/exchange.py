@@ -90,6 +90,14 @@ class EventStream:
         self._ended = False  # no more events will be decoded (those ready may remain)
         self._on_events: Callable[[list[StreamEvent]], bool] | None = None  # while pushed
         self._failure: Exception | None = None  # met in the read callback, raised after
+        self._loop: asyncio.AbstractEventLoop | None = None  # once the exchange is open
+
+    def __del__(self) -> None:
+        # Dropped with its exchange open (a response that never ran): leave it as the
+        # event loop closes an abandoned async generator, so no connection is held open.
+        loop = self._loop
+        if self._open and loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(loop.create_task, self._leave(GeneratorExit()))
 
     def __aiter__(self) -> EventStream:
         return self
@@ -143,6 +151,7 @@ class EventStream:
     async def _start(self) -> AsyncIterator[bytes]:
         reply = await self._exchange.__aenter__()
         self._open = True
+        self._loop = asyncio.get_running_loop()
         if reply.status != 200:
             raise self._read_error(reply.status, await reply.read_error_body(), reply.headers)
         self._reply = reply
@@ -182,19 +191,21 @@ class EventStream:
             self._ended = True
 
     def _push(self, data: bytes) -> bool:
-        """The relay's sink: runs in the read callback, so it raises nothing."""
+        """The relay's sink. It runs in the connection's read callback, which would take
+        any exception for the upstream's fault: what it meets is raised in the task."""
+        on_events = self._on_events
         try:
             events = self._decoder.feed(data)
+            if self._decoder.done:
+                self._ended = True
+            if on_events is None:  # not relaying (cannot happen): keep them for a read
+                self._ready.extend(events)
+                return False
+            taking = not events or on_events(events)
         except Exception as error:  # noqa: BLE001 - raised in the task by _pushed
             self._failure = error
             return False
-        if self._decoder.done:
-            self._ended = True
-        on_events = self._on_events
-        if on_events is None:  # not relaying (cannot happen): keep them for the next read
-            self._ready.extend(events)
-            return False
-        return (not events or on_events(events)) and not self._ended
+        return taking and not self._ended
 
     def _take_ready(self) -> list[StreamEvent]:
         batch = list(self._ready)

@@ -61,8 +61,7 @@ class H1Connection(asyncio.Protocol):
     _unsent: int
     _then_release: Callable[[H1Connection], None] | None
     _finish_timer: asyncio.TimerHandle | None
-    _sink: Callable[[bytes], bool] | None
-    _relayed: asyncio.Future[bool] | None
+    _relay: tuple[Callable[[bytes], bool], asyncio.Future[bool]] | None  # sink, its future
 
     def __init__(
         self,
@@ -151,11 +150,11 @@ class H1Connection(asyncio.Protocol):
         elif self.complete:
             relayed.set_result(True)
         else:
-            self._sink, self._relayed = sink, relayed
+            self._relay = (sink, relayed)
         return relayed
 
     def stop_relay(self) -> None:
-        self._sink = self._relayed = None
+        self._relay = None
 
     async def read_body(self, limit: int) -> bytes:
         """The whole body; over ``limit`` bytes raises (the connection is then closed unless
@@ -308,11 +307,14 @@ class H1Connection(asyncio.Protocol):
         self._take(body)
 
     def _take(self, body: bytes) -> None:
-        sink = self._sink
-        if sink is not None:
-            if not sink(body):
-                self._settle_relay(False)
-            return
+        relay = self._relay
+        if relay is not None:
+            sink, relayed = relay
+            if not relayed.cancelled():  # else its reader stopped waiting: keep the bytes
+                if not sink(body):
+                    self._settle_relay(False)
+                return
+            self._relay = None
         self._chunks.append(body)
         self._buffered += len(body)
         if not self._paused and self._buffered > PAUSE_ABOVE and self._transport is not None:
@@ -350,8 +352,7 @@ class H1Connection(asyncio.Protocol):
         self._unsent = 0
         self._then_release = None
         self._finish_timer = None
-        self._sink = None
-        self._relayed = None
+        self._relay = None
         self._chunks.clear()
 
     def _wake(self) -> None:
@@ -388,8 +389,8 @@ class H1Connection(asyncio.Protocol):
         self._end_exchange()
 
     def _settle_relay(self, ended: bool) -> None:
-        relayed = self._relayed
-        self._sink = self._relayed = None
+        relay, self._relay = self._relay, None
+        relayed = None if relay is None else relay[1]
         if relayed is not None and not relayed.done():
             if self._failure is not None:
                 relayed.set_exception(self._failure)

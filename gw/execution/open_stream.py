@@ -131,8 +131,11 @@ class OpenStream:
                 watch.begin()  # the upstream spoke: its silence starts now
                 return deliver(events)
 
-            if self._head and not take(self._head):
-                await flush()
+            if self._head:
+                taken = take(self._head)
+                watch.end()  # no wait for the upstream yet: the flush is the client's time
+                if not taken:
+                    await flush()
             while True:
                 watch.begin()
                 try:

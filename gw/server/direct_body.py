@@ -31,6 +31,7 @@ class DirectBody:
         if (
             cycle.flow.write_paused
             or cycle.disconnected
+            or cycle.transport.is_closing()  # gone, though a pipelined cycle holds the news
             or cycle.response_complete
             or not cycle.response_started
             or not cycle.chunked_encoding  # HEAD, or a length was declared

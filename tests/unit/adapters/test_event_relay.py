@@ -7,6 +7,7 @@ pooled only after a whole answer. Each test runs on uvloop and on asyncio's own 
 from __future__ import annotations
 
 import asyncio
+import gc
 import gzip
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
@@ -17,6 +18,7 @@ import uvloop
 
 from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
 from gw.adapters.exchange import EventStream, stream_events
+from gw.adapters.h1_connection import H1Connection
 from gw.adapters.h1_transport import BuiltinTransport
 from gw.adapters.http_transport import HttpTransport
 from gw.codecs.openai_chat import UpstreamStreamDecoder, error_from_upstream
@@ -67,6 +69,8 @@ class Upstream:
     def __init__(self, answer: Callable[[asyncio.StreamWriter], Awaitable[None]]) -> None:
         self.answer = answer
         self.connections = 0
+        self.closed = 0  # connections the client closed
+        self.a_close = asyncio.Event()
 
     async def __aenter__(self) -> Upstream:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -85,25 +89,25 @@ class Upstream:
                 await reader.readexactly(length)
                 await self.answer(writer)
         except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+            self.closed += 1
+            self.a_close.set()
         finally:
             writer.close()
 
 
-def paced(
-    *pieces: bytes, then_end: bool = True
-) -> Callable[[asyncio.StreamWriter], Awaitable[None]]:
-    """Each piece written on its own, a loop turn or so apart (arriving while relayed)."""
+def paced(*pieces: bytes, then: str = "end") -> Callable[[asyncio.StreamWriter], Awaitable[None]]:
+    """Each piece written on its own, a loop turn or so apart (arriving while relayed);
+    ``then`` "end" ends the body, "abort" cuts the connection, "hold" leaves it open."""
 
     async def answer(writer: asyncio.StreamWriter) -> None:
         writer.write(HEAD + b"\r\n")
         for number, piece in enumerate(pieces, 1):
             last = number == len(pieces)
             # The end of the framing comes with the last piece, as most servers send it.
-            writer.write(chunked(piece) + (b"0\r\n\r\n" if last and then_end else b""))
+            writer.write(chunked(piece) + (b"0\r\n\r\n" if last and then == "end" else b""))
             await writer.drain()
             await asyncio.sleep(0.002)
-        if not then_end:
+        if then == "abort":
             writer.transport.abort()
 
     return answer
@@ -221,7 +225,7 @@ def test_a_malformed_chunk_raises_after_the_events_before_it(
 
 def test_a_body_cut_short_raises(run: Callable[[Coroutine[Any, Any, Any]], Any]) -> None:
     with pytest.raises(UpstreamError, match=r"cut short|ended early"):
-        run(against(paced(*WHOLE[:5], then_end=False), committed_then_relayed))
+        run(against(paced(*WHOLE[:5], then="abort"), committed_then_relayed))
 
 
 def test_a_cancelled_relay_hands_on_nothing_more_and_its_connection_is_not_pooled(
@@ -282,3 +286,92 @@ def test_a_transport_that_cannot_push_is_read_by_the_relay_instead(
 
     events, _ = run(main())
     assert texts(events) == WORDS
+
+
+def test_a_stream_dropped_unfinished_closes_its_connection(
+    run: Callable[[Coroutine[Any, Any, Any]], Any],
+) -> None:
+    # A response that never ran leaves its stream to the garbage collector.
+    async def main() -> int:
+        async with Upstream(paced(*WHOLE[:4], then="hold")) as upstream:
+            transport = BuiltinTransport()
+            try:
+                await first_two(open_stream(transport, upstream.url))  # then dropped
+                gc.collect()
+                async with asyncio.timeout(30):
+                    await upstream.a_close.wait()
+                return upstream.closed
+            finally:
+                await transport.close()
+
+    assert run(main()) == 1
+
+
+class FakeTransport:
+    """Enough of an asyncio transport to drive an H1Connection by hand."""
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+
+    def writelines(self, parts: list[bytes]) -> None:
+        self.written.extend(parts)
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def appending(into: list[bytes]) -> Callable[[bytes], bool]:
+    def sink(data: bytes) -> bool:
+        into.append(data)
+        return True
+
+    return sink
+
+
+def test_bytes_arriving_after_the_reader_stopped_waiting_wait_for_the_next_relay(
+    run: Callable[[Coroutine[Any, Any, Any]], Any],
+) -> None:
+    # The task's cancel lands on the relay's future at once, while the sink would stay
+    # attached until the task runs again: bytes in between must not reach the client.
+    async def main() -> tuple[list[bytes], list[bytes]]:
+        connection = H1Connection(asyncio.get_running_loop(), ("http", "x", 80), lambda c: None)
+        connection.connection_made(FakeTransport())  # type: ignore[arg-type]
+        connection.send([b"POST / HTTP/1.1\r\n\r\n"], "fake", None)
+        connection.data_received(HEAD + b"\r\n")
+        first: list[bytes] = []
+        connection.relay(appending(first)).cancel()
+        connection.data_received(chunked(WHOLE[0]))
+        later: list[bytes] = []
+        connection.relay(appending(later))
+        return first, later
+
+    first, later = run(main())
+    assert first == []
+    assert later == [WHOLE[0]]
+
+
+def test_a_failing_reader_raises_its_own_error_not_the_upstreams(
+    run: Callable[[Coroutine[Any, Any, Any]], Any],
+) -> None:
+    async def read(opener: Opener) -> None:
+        stream = opener()
+        await first_two(stream)
+
+        def take(batch: list[StreamEvent]) -> bool:
+            raise RuntimeError("the client's handle is gone")
+
+        with pytest.raises(RuntimeError, match="handle is gone"):
+            await stream.relay(take)
+        await first_two(opener())
+
+    _, connections = run(against(paced(*WHOLE), read))
+    assert connections == 2  # the failed stream's connection was not pooled

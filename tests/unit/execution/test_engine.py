@@ -323,6 +323,24 @@ def test_a_failure_after_the_commit_fails_the_attempt_however_it_is_read(reading
     assert [(a.outcome, a.error_code) for a in attempts] == [("failed", "upstream_error")]
 
 
+def test_a_client_slow_to_take_the_frames_is_not_an_upstream_silence() -> None:
+    start, finish = StreamStart(id="s", model="m"), Finish(reason="stop")
+    upstreams = {"a": ScriptedUpstream([[start, TextDelta(text="a"), finish]])}
+
+    async def go() -> Any:
+        clock = FakeClock()
+        engine = Engine(Directory(upstreams), clock, asyncio.sleep)
+        opened = await engine.open_stream(plan(), AttemptLog(clock))
+
+        async def flush() -> None:
+            await asyncio.sleep(0.3)  # the client drains slower than stream_idle (200 ms)
+
+        await opened.relay(lambda events: False, flush)
+        return opened.attempts
+
+    assert [a.outcome for a in asyncio.run(go())] == ["answered"]
+
+
 def test_an_adapter_bug_is_an_internal_error_attempt_not_a_crash() -> None:
     async def explode() -> None:
         raise KeyError("secret prompt text")

@@ -140,7 +140,7 @@ class FakeCycle:
         self.response_started = True
         self.chunked_encoding = True
         self.written: list[bytes] = []
-        self.transport = SimpleNamespace(write=self.written.append)
+        self.transport = SimpleNamespace(write=self.written.append, is_closing=lambda: False)
 
 
 def relayed(
