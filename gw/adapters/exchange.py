@@ -8,6 +8,7 @@ wire format and nothing else.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -88,7 +89,6 @@ class EventStream:
         self._ready: deque[StreamEvent] = deque()  # decoded, not yet taken
         self._open = False  # the exchange is entered and not yet left
         self._ended = False  # no more events will be decoded (those ready may remain)
-        self._on_events: Callable[[list[StreamEvent]], bool] | None = None  # while pushed
         self._failure: Exception | None = None  # met in the read callback, raised after
         self._loop: asyncio.AbstractEventLoop | None = None  # once the exchange is open
 
@@ -112,8 +112,9 @@ class EventStream:
     async def relay(self, on_events: Callable[[list[StreamEvent]], bool]) -> bool:
         """Hand every batch of events to ``on_events`` as it is decoded. True once the
         stream has ended and all of it was handed on; False once ``on_events`` returned
-        False (it takes no more for now: call again to go on). ``on_events`` must not
-        raise: on gw's own transport it runs in the connection's read callback."""
+        False (it takes no more for now: call again to go on). On gw's own transport
+        ``on_events`` runs in the connection's read callback; what it raises is raised
+        here."""
         while True:
             if self._ready and not on_events(self._take_ready()):
                 return False
@@ -121,11 +122,9 @@ class EventStream:
                 return True
             reply = self._reply
             if reply is not None:
-                self._on_events = on_events  # the reply may push what it holds at once
-                relayed = reply.relay(self._push)
+                relayed = reply.relay(functools.partial(self._push, on_events))
                 if relayed is not None:
                     return await self._pushed(reply, relayed, on_events)
-                self._on_events = None
             await self._read()  # a transport that cannot push, or the head not read yet
 
     async def aclose(self) -> None:
@@ -169,7 +168,6 @@ class EventStream:
             try:
                 body_ended = await relayed
             finally:
-                self._on_events = None
                 reply.stop_relay()
             self._end_push(body_ended)
             if self._ended:
@@ -190,17 +188,13 @@ class EventStream:
             self._ready.extend(self._decoder.close())  # raises when it ended early
             self._ended = True
 
-    def _push(self, data: bytes) -> bool:
+    def _push(self, on_events: Callable[[list[StreamEvent]], bool], data: bytes) -> bool:
         """The relay's sink. It runs in the connection's read callback, which would take
         any exception for the upstream's fault: what it meets is raised in the task."""
-        on_events = self._on_events
         try:
             events = self._decoder.feed(data)
             if self._decoder.done:
                 self._ended = True
-            if on_events is None:  # not relaying (cannot happen): keep them for a read
-                self._ready.extend(events)
-                return False
             taking = not events or on_events(events)
         except Exception as error:  # noqa: BLE001 - raised in the task by _pushed
             self._failure = error
