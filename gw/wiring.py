@@ -22,9 +22,9 @@ import uvicorn
 
 from gw import __version__
 from gw.adapters.directory import AdapterDirectory
-from gw.adapters.h1_transport import BuiltinTransport
-from gw.adapters.http_transport import HttpTransport
+from gw.adapters.env_proxy import ProxySettingError, describe_proxies, proxy_settings
 from gw.adapters.secrets import SecretResolver, vault_references
+from gw.adapters.upstream_client import build_transport
 from gw.config import Config, ConfigError, Snapshot, compile_snapshot, config_hash
 from gw.config.catalog import ShippedCatalog, parse_catalog
 from gw.config.redact import redacted
@@ -209,10 +209,12 @@ async def seeded_limiter(store: SqliteStore, clock: SystemClock) -> TenantLimite
 
 
 def checked_secrets(plan: ServePlan) -> tuple[Mapping[str, str] | None, str | None]:
-    """The vault and the admin key, once the settings that would expose gw are refused."""
+    """The vault and the admin key, once the settings that would expose gw, and proxy
+    variables gw cannot use, are refused."""
     vault = load_vault(plan)
     admin_key = resolve_admin_key(plan.config, plan.environ, vault)
     check_edges(plan)
+    check_proxies(plan)
     check_exposure(plan, admin_key)
     return vault, admin_key
 
@@ -235,7 +237,7 @@ async def serve(plan: ServePlan) -> None:
     )
     telemetry = with_request_log(TelemetryHub(store), snapshots)  # traces, usage, logs
     add_otel(telemetry, plan, snapshots)
-    transport = build_transport(server_config.upstream_transport)
+    transport = build_transport(server_config.upstream_transport, plan.environ)
     health, latency = HealthBook(plan.config.health), LatencyBook()
     accounts = AccountBook(plan.config.health)
     directory = AdapterDirectory(transport, plan.environ, vault)
@@ -287,7 +289,7 @@ async def serve(plan: ServePlan) -> None:
     async def announce() -> None:
         server_facts(auth_mode=authenticator.mode)
         auth = "open until an API key exists" if authenticator.provisional else authenticator.mode
-        print(f"gw listening on {url} (revision {revision}, auth {auth}, config {plan.source})")
+        print(start_banner(plan, url, revision, auth))
         sys.stdout.flush()
         if plan.on_listening is not None:
             plan.on_listening()
@@ -543,19 +545,21 @@ def shipped_catalog() -> ShippedCatalog:
         raise ServeError(f"the shipped model catalog is broken (a gw bug): {error}") from None
 
 
-def build_transport(kind: str) -> HttpTransport:
-    """The upstream HTTP client (call inside the running event loop)."""
-    # The others are imported only when chosen: httpx costs every start ~70 ms of imports,
-    # aiohttp ~0.35 s (it builds its TLS contexts at import).
-    if kind == "httpx":
-        from gw.adapters.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415
+def check_proxies(plan: ServePlan) -> None:
+    """Refuse a proxy variable (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) gw cannot use."""
+    try:
+        proxy_settings(plan.environ)
+    except ProxySettingError as error:
+        raise ServeError(str(error)) from None
 
-        return HttpxTransport(build_http_client())
-    if kind == "aiohttp":
-        from gw.adapters.aiohttp_transport import AiohttpTransport, build_session  # noqa: PLC0415
 
-        return AiohttpTransport(build_session())
-    return BuiltinTransport()
+def start_banner(plan: ServePlan, url: str, revision: int, auth: str) -> str:
+    """What ``gw serve`` prints once it listens: where, which config, and the upstream
+    proxy the environment sets, if any."""
+    lines = [f"gw listening on {url} (revision {revision}, auth {auth}, config {plan.source})"]
+    if proxied := describe_proxies(proxy_settings(plan.environ)):
+        lines.append(proxied)
+    return "\n".join(lines)
 
 
 def _url_host(host: str) -> str:

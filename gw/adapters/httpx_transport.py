@@ -14,9 +14,16 @@ from gw.adapters.transport_errors import map_transport_error
 from gw.ports import AttemptTimeouts
 
 
-def build_http_client(max_connections: int = 512) -> httpx.AsyncClient:
-    """The one pooled client every HTTP adapter shares."""
+def build_http_client(max_connections: int = 512, proxy: str | None = None) -> httpx.AsyncClient:
+    """The one pooled client every HTTP adapter shares, through ``proxy`` when given.
+
+    The environment's proxy variables are gw's to read (gw/adapters/env_proxy.py), the
+    same for every transport, and a ``.netrc`` must not add credentials: ``trust_env`` is
+    off. SSL_CERT_FILE and SSL_CERT_DIR are still honoured, as httpx does by default."""
     return httpx.AsyncClient(
+        proxy=proxy,
+        trust_env=False,
+        verify=httpx.create_ssl_context(trust_env=True),
         limits=httpx.Limits(
             max_connections=max_connections,
             max_keepalive_connections=max_connections,

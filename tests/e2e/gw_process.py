@@ -15,6 +15,7 @@ import httpx
 
 GW = str(Path(sys.executable).parent / "gw")
 START_TIMEOUT_S = 30.0
+PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
 
 
 class GwServer:
@@ -25,7 +26,7 @@ class GwServer:
     ):
         self.state_dir = state_dir
         self.config = config
-        self.env = {**os.environ, **(env or {})}
+        self.env = test_env(env)
         self.env.pop("GW_CONFIG", None)
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
@@ -104,6 +105,13 @@ class GwServer:
         return httpx.Client(base_url=self.url, timeout=30.0)
 
 
+def test_env(extra: dict[str, str] | None) -> dict[str, str]:
+    """This process's environment without proxy variables (a machine's proxy must not
+    decide where a test's upstream calls go), plus ``extra``."""
+    kept = {k: v for k, v in os.environ.items() if k.lower() not in PROXY_VARIABLES}
+    return {**kept, **(extra or {})}
+
+
 def run_cli(
     *args: str, env: dict[str, str] | None = None, check: bool = True, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -111,7 +119,7 @@ def run_cli(
         [GW, *args],
         capture_output=True,
         text=True,
-        env={**os.environ, **(env or {})},
+        env=test_env(env),
         timeout=60,
         cwd=cwd,
         check=False,

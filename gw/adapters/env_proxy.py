@@ -1,0 +1,222 @@
+"""Upstreams the environment sends through a proxy: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and
+NO_PROXY (either case), read once at start as curl and httpx read them.
+
+gw's own client (and aiohttp) connect directly; an upstream the environment proxies goes
+through an httpx client for that proxy instead, so a gateway behind a corporate proxy
+reaches its providers with any ``server.upstream_transport``. Loopback upstreams are never
+proxied (as Go's net/http decides): a proxy cannot reach the machine's own loopback.
+
+A proxy URL may carry credentials: it is never logged or shown, only its scheme, host and
+port (``proxy_label``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from gw.adapters.http_transport import HttpReply, HttpTransport, StreamingReply
+from gw.ports import AttemptTimeouts
+
+if TYPE_CHECKING:
+    from gw.adapters.httpx_transport import HttpxTransport
+
+PROXY_SCHEMES = ("http", "https")
+
+
+class ProxySettingError(ValueError):
+    """A proxy variable gw cannot use; the message names the variable, never a password."""
+
+
+def env_proxies(environ: Mapping[str, str]) -> dict[str, str]:
+    """The proxy settings in ``environ``: scheme (``http``, ``https``, ``all``) -> proxy
+    URL, and ``no`` -> NO_PROXY. Lower-case names win and a URL without a scheme is
+    ``http://``, as in curl."""
+    proxies: dict[str, str] = {}
+    for name, value in environ.items():
+        key = name.lower()
+        wanted = key in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+        if wanted and value.strip() and (name == key or key[:-6] not in proxies):
+            proxies[key[:-6]] = value.strip()
+    for scheme, url in proxies.items():
+        if scheme != "no" and "://" not in url:
+            proxies[scheme] = f"http://{url}"
+    return proxies
+
+
+def check_proxy_url(scheme: str, url: str) -> None:
+    """Refuse a proxy URL that is not ``http(s)://host[:port]``."""
+    variable = f"{scheme.upper()}_PROXY"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError on a bad port
+    except ValueError:
+        raise ProxySettingError(f"{variable} is not a URL gw can read") from None
+    if parts.scheme not in PROXY_SCHEMES or not parts.hostname:
+        raise ProxySettingError(
+            f"{variable} must be an http:// or https:// proxy URL (it names "
+            f"{parts.scheme or 'no scheme'}://...); gw does not speak SOCKS. "
+            f"Unset it, or list the upstreams' hosts in NO_PROXY"
+        )
+
+
+def proxy_label(url: str) -> str:
+    """The proxy's scheme, host and port, without the credentials a URL may carry."""
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}"
+
+
+def describe_proxies(proxies: Mapping[str, str]) -> str | None:
+    """One line for the start-up banner, without credentials; None when nothing is proxied."""
+    names = {"http": "http", "https": "https", "all": "any scheme"}
+    routes = [f"{names[k]} via {proxy_label(v)}" for k, v in sorted(proxies.items()) if k != "no"]
+    if not routes:
+        return None
+    exempt = f"NO_PROXY {proxies['no']!r} and loopback" if "no" in proxies else "loopback"
+    return f"upstream proxy (from the environment): {', '.join(routes)}; direct: {exempt}"
+
+
+def proxy_for(url: str, proxies: Mapping[str, str]) -> str | None:
+    """The proxy URL an upstream ``url`` goes through, or None to connect directly."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if proxy is None or _is_loopback(host):
+        return None
+    no_proxy = proxies.get("no", "")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if no_proxy and _bypassed(host, port, no_proxy):
+        return None
+    return proxy
+
+
+def _bypassed(host: str, port: int, no_proxy: str) -> bool:
+    """NO_PROXY as curl reads it: ``*``; host names, each matching itself and its
+    subdomains (a leading dot changes nothing); IP addresses and networks
+    (``10.0.0.0/8``); any of them with a ``:port`` to match that port only."""
+    ip = _ip_address(host)
+    for raw in no_proxy.split(","):
+        entry, entry_port = _split_port(raw.strip().lower())
+        if entry == "*":
+            return True
+        entry = entry.lstrip(".")
+        if not entry or entry_port not in (None, port):
+            continue
+        if ip is None:
+            if host == entry or host.endswith(f".{entry}"):
+                return True
+            continue
+        try:
+            if ip in ipaddress.ip_network(entry, strict=False):
+                return True
+        except ValueError:
+            continue  # a host name: it does not match an address
+    return False
+
+
+def _split_port(entry: str) -> tuple[str, int | None]:
+    """``host:port``, ``[v6]:port``, or an entry without a port (a bare IPv6 address)."""
+    if entry.startswith("["):
+        address, _, rest = entry[1:].partition("]")
+        port = rest[1:]
+        return address, int(port) if rest.startswith(":") and port.isdigit() else None
+    name, colon, port = entry.rpartition(":")
+    if colon and ":" not in name and port.isdigit():
+        return name, int(port)
+    return entry, None
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    ip = _ip_address(host)
+    return ip is not None and ip.is_loopback
+
+
+def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
+class EnvProxyTransport:
+    """``direct`` for every upstream but those the environment proxies, which go through
+    ``proxied[proxy URL]``. The choice is made once per URL (there are as many URLs as
+    the config names)."""
+
+    def __init__(
+        self,
+        direct: HttpTransport,
+        proxies: Mapping[str, str],
+        proxied: Mapping[str, HttpxTransport],
+    ) -> None:
+        self._direct = direct
+        self._proxies = dict(proxies)
+        self._proxied = dict(proxied)
+        self._chosen: dict[str, HttpTransport] = {}
+
+    def _for(self, url: str) -> HttpTransport:
+        transport = self._chosen.get(url)
+        if transport is None:
+            proxy = proxy_for(url, self._proxies)
+            transport = self._direct if proxy is None else self._proxied[proxy]
+            if len(self._chosen) < 4096:  # bounded: URLs come from the config
+                self._chosen[url] = transport
+        return transport
+
+    async def post(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeouts: AttemptTimeouts,
+        provider: str,
+    ) -> HttpReply:
+        return await self._for(url).post(
+            url, headers=headers, body=body, timeouts=timeouts, provider=provider
+        )
+
+    def post_streaming(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeouts: AttemptTimeouts,
+        provider: str,
+    ) -> AbstractAsyncContextManager[StreamingReply]:
+        return self._for(url).post_streaming(
+            url, headers=headers, body=body, timeouts=timeouts, provider=provider
+        )
+
+    async def close(self) -> None:
+        await self._direct.close()
+        for transport in self._proxied.values():
+            await transport.close()
+
+
+def proxy_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """``env_proxies``, each proxy URL checked; ``ProxySettingError`` for one gw cannot use."""
+    proxies = env_proxies(environ)
+    for scheme, url in proxies.items():
+        if scheme != "no":
+            check_proxy_url(scheme, url)
+    return proxies
+
+
+def with_env_proxies(direct: HttpTransport, proxies: Mapping[str, str]) -> HttpTransport:
+    """``direct``, or, when ``proxies`` (``proxy_settings``) names any, ``direct`` wrapped
+    so that the upstreams they proxy go through an httpx client for their proxy."""
+    urls = {url for scheme, url in proxies.items() if scheme != "no"}
+    if not urls:
+        return direct
+    from gw.adapters.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415 -- httpx costs ~70 ms of imports; only when a proxy is set
+
+    proxied = {url: HttpxTransport(build_http_client(proxy=url)) for url in urls}
+    return EnvProxyTransport(direct, proxies, proxied)

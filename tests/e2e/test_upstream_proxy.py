@@ -1,0 +1,99 @@
+"""Upstreams behind the environment's proxy (HTTP_PROXY, ALL_PROXY, NO_PROXY): a real gw,
+the openai SDK, a fake forward proxy, and an upstream named by a host only the proxy can
+reach (``upstream.test``), so a request that skipped the proxy would fail."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from e2e.gw_process import GwServer, run_cli
+from fakes.forward_proxy import FakeForwardProxy
+from fakes.openai_upstream import DEFAULT_TEXT, FakeOpenAI
+
+CONFIG = """
+server: {{upstream_transport: {transport}}}
+providers:
+  - {{name: remote, kind: openai_compatible, base_url: "http://upstream.test/v1"}}
+  - {{name: local, kind: openai_compatible, base_url: "{local}"}}
+routes:
+  - {{name: remote, targets: [{{provider: remote, model: gpt-r}}]}}
+  - {{name: local, targets: [{{provider: local, model: gpt-l}}]}}
+"""
+HI = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream: FakeOpenAI) -> Iterator[FakeForwardProxy]:
+    with FakeForwardProxy(upstream.base_url.removesuffix("/v1")) as fake:
+        yield fake
+
+
+def start_gw(tmp: Path, transport: str, upstream: FakeOpenAI, env: dict[str, str]) -> GwServer:
+    config = tmp / "gw.yaml"
+    config.write_text(CONFIG.format(transport=transport, local=upstream.base_url))
+    return GwServer(tmp / "state", config, env=env).start()
+
+
+@pytest.mark.parametrize("transport", ["builtin", "aiohttp", "httpx"])
+def test_a_proxied_upstream_is_reached_through_the_proxy_whole_and_streamed(
+    tmp_path: Path, transport: str, upstream: FakeOpenAI, proxy: FakeForwardProxy
+) -> None:
+    proxy_url = proxy.url.replace("http://", "http://gw:s3cret@")
+    with start_gw(tmp_path, transport, upstream, {"HTTP_PROXY": proxy_url}) as gw:
+        client = openai.OpenAI(base_url=gw.base_url, api_key="unused", max_retries=0)
+        seen = len(proxy.seen)
+        whole = client.chat.completions.create(model="remote", messages=HI)
+        assert whole.choices[0].message.content == DEFAULT_TEXT
+        stream = client.chat.completions.create(model="remote", messages=HI, stream=True)
+        text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+        assert text == DEFAULT_TEXT
+        through = proxy.seen[seen:]
+        assert [(r.method, r.target) for r in through] == [
+            ("POST", "http://upstream.test/v1/chat/completions")
+        ] * 2
+        assert {r.proxy_authorization for r in through} == {"Basic Z3c6czNjcmV0"}  # gw:s3cret
+
+        # A loopback upstream is reached directly, as NO_PROXY would say for any other.
+        local = client.chat.completions.create(model="local", messages=HI)
+        assert local.choices[0].message.content == DEFAULT_TEXT
+        assert len(proxy.seen) == seen + 2
+        assert f"http via {proxy.url}; direct: loopback" in gw.log()
+        assert "s3cret" not in gw.log()
+
+
+def test_no_proxy_sends_a_host_directly(
+    tmp_path: Path, upstream: FakeOpenAI, proxy: FakeForwardProxy
+) -> None:
+    env = {"HTTP_PROXY": proxy.url, "NO_PROXY": "example.org,.test"}
+    with start_gw(tmp_path, "builtin", upstream, env) as gw:
+        client = openai.OpenAI(base_url=gw.base_url, api_key="unused", max_retries=0)
+        seen = len(proxy.seen)
+        with pytest.raises(openai.APIStatusError) as refused:
+            client.chat.completions.create(model="remote", messages=HI)
+        # Directly, upstream.test does not resolve: gw says the upstream is unreachable.
+        assert refused.value.status_code == 502
+        assert refused.value.body["code"] == "upstream_error"  # type: ignore[index]
+        assert len(proxy.seen) == seen
+
+
+def test_a_socks_proxy_is_refused_at_start_without_showing_its_password(tmp_path: Path) -> None:
+    config = tmp_path / "gw.yaml"
+    config.write_text("providers: [{name: mock, kind: mock}]\n")
+    done = run_cli(
+        "serve", "--config", str(config), "--state-dir", str(tmp_path / "s"), "--port", "0",
+        env={"ALL_PROXY": "socks5://gw:s3cret@127.0.0.1:1080"}, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    said = " ".join(done.stderr.split())
+    assert "ALL_PROXY must be an http:// or https:// proxy URL" in said
+    assert "s3cret" not in done.stderr + done.stdout
