@@ -7,10 +7,10 @@ the same as the running one (a touch, a comment, a save without changes) applies
 An invalid edit leaves service unchanged; the failure (file, line, field, reason) is
 logged and kept in ``status`` until a valid edit arrives.
 
-The watch is on the file's directory, not the file (an editor's save by rename replaces
-the file, and a watch on the old inode goes silent; DESIGN "Known traps"); events for
-other files are ignored. Bursts (several quick writes, truncate-and-write) are debounced
-by watchfiles, and a reload re-reads the file, so the last write always wins.
+The watch (gw/file_watch.py) follows the file through saves by rename and symlink swaps
+(DESIGN "Known traps"), and is set again before each re-read. Bursts (several quick
+writes, truncate-and-write) are debounced, and a reload re-reads the file, so the last
+write always wins.
 
 Every applied revision is recorded with its source (``RevisionSource``): ``start`` (the
 config gw started with), ``file`` (the watch saw an edit), ``admin`` (an admin API write
@@ -30,15 +30,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
-import watchfiles
 
 from gw.config import Config, ConfigError, Snapshot, config_hash, load_config
 from gw.environment import LoadedConfig, read_config, replace_file
 from gw.errors import ConflictError, InvalidRequestError
+from gw.file_watch import FileWatch
 from gw.store.sqlite import StoredRevision
 
 log = logging.getLogger("gw.reload")
-DEBOUNCE_MS = 50  # a burst of writes closer than this is one change
 RevisionSource = Literal["start", "file", "admin", "rollback", "signal"]
 
 
@@ -220,28 +219,16 @@ class Reloader:
 
     async def watch(self) -> None:
         """Reload on every change to the file, until cancelled."""
-        directory, name = self._path.parent, self._path.name
-        if not directory.is_dir():
+        if not self._path.parent.is_dir():
             log.warning("not watching %s: its directory does not exist", self._path)
             return
-        resolved = directory.resolve()
-
-        def concerns_the_file(_change: watchfiles.Change, path: str) -> bool:
-            changed = Path(path)
-            return changed.name == name and changed.parent.resolve() == resolved
-
         try:
-            async for _changes in watchfiles.awatch(
-                directory,
-                watch_filter=concerns_the_file,
-                debounce=DEBOUNCE_MS * 4,
-                step=DEBOUNCE_MS,
-                recursive=False,
-            ):
-                try:
-                    await self.reload("file")
-                except Exception as exc:  # the watch must outlive any one reload
-                    log.exception("reloading %s failed: %s", self._path, type(exc).__name__)
+            async with FileWatch(self._path) as changes:
+                async for _ in changes:
+                    try:
+                        await self.reload("file")
+                    except Exception as exc:  # the watch must outlive any one reload
+                        log.exception("reloading %s failed: %s", self._path, type(exc).__name__)
         except Exception:  # say so rather than go silent
             log.exception(
                 "no longer watching %s; edits apply on SIGHUP or POST /admin/v1/reload "
