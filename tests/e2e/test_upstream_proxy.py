@@ -41,7 +41,7 @@ def proxy(upstream: FakeOpenAI) -> Iterator[FakeForwardProxy]:
 def start_gw(tmp: Path, transport: str, upstream: FakeOpenAI, env: dict[str, str]) -> GwServer:
     config = tmp / "gw.yaml"
     config.write_text(CONFIG.format(transport=transport, local=upstream.base_url))
-    return GwServer(tmp / "state", config, env=env).start()
+    return GwServer(tmp / "state", config, env=env)  # started by `with`
 
 
 @pytest.mark.parametrize("transport", ["builtin", "aiohttp", "httpx"])
