@@ -98,8 +98,12 @@ class Reloader:
         now: Callable[[], float],
         stored_revision: Callable[[int], Awaitable[StoredRevision | None]] | None = None,
         prepare: Callable[[Config], Awaitable[None]] | None = None,
+        start_text: str | None = None,
     ) -> None:
         self._path = path
+        # The file's text the running config was read from (None: no file, or unknown):
+        # ``watch`` applies an edit made before it was set.
+        self._start_text = start_text
         self._explicit = explicit
         self._overrides = dict(overrides)
         self._current = current
@@ -204,6 +208,16 @@ class Reloader:
             )
         return read_applied(self._path, explicit=self._explicit, overrides=self._overrides)
 
+    async def _edited_since_start(self) -> bool:
+        """Whether the file is not (or no longer) what the running config was read from."""
+        try:
+            text = await asyncio.to_thread(self._path.read_text, encoding="utf-8")
+        except FileNotFoundError:
+            return self._start_text is not None
+        except (OSError, UnicodeDecodeError):
+            return True  # the reload says what is wrong with it
+        return text != self._start_text
+
     async def _check_outside(self, config: Config) -> None:
         if self._prepare is not None:
             await self._prepare(config)
@@ -224,6 +238,8 @@ class Reloader:
             return
         try:
             async with FileWatch(self._path) as changes:
+                if await self._edited_since_start():
+                    await self.reload("file")
                 async for _ in changes:
                     try:
                         await self.reload("file")

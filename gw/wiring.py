@@ -208,20 +208,22 @@ async def seeded_limiter(store: SqliteStore, clock: SystemClock) -> TenantLimite
     return limits
 
 
-def checked_secrets(plan: ServePlan) -> tuple[Mapping[str, str] | None, str | None]:
-    """The vault and the admin key, once the settings that would expose gw, and proxy
-    variables gw cannot use, are refused."""
+def checked_start(
+    plan: ServePlan,
+) -> tuple[Mapping[str, str] | None, str | None, dict[str, str]]:
+    """The vault, the admin key and the environment's proxy settings, once the settings
+    that would expose gw, and proxy variables gw cannot use, are refused."""
     vault = load_vault(plan)
     admin_key = resolve_admin_key(plan.config, plan.environ, vault)
     check_edges(plan)
-    check_proxies(plan)
+    proxies = checked_proxies(plan)
     check_exposure(plan, admin_key)
-    return vault, admin_key
+    return vault, admin_key, proxies
 
 
 async def serve(plan: ServePlan) -> None:
     """Run gw until SIGINT/SIGTERM, then drain, flush traces and close the store."""
-    vault, admin_key = checked_secrets(plan)
+    vault, admin_key, proxies = checked_start(plan)
     server_config = plan.config.server
     sock = bind_socket(server_config.host, server_config.port)
     address = sock.getsockname()
@@ -230,14 +232,14 @@ async def serve(plan: ServePlan) -> None:
     authenticator = await build_authenticator(
         plan, admin_key, store, clock, on_keys_mode=lambda: server_facts(auth_mode="keys")
     )
-    revision = await record_start(plan, store, clock)
+    revision, start_text = await record_start(plan, store, clock)
     shipped = shipped_catalog()
     snapshots = SnapshotHolder(
         compile_snapshot(plan.config, revision=revision, source=plan.source, shipped=shipped)
     )
     telemetry = with_request_log(TelemetryHub(store), snapshots)  # traces, usage, logs
     add_otel(telemetry, plan, snapshots)
-    transport = build_transport(server_config.upstream_transport, plan.environ)
+    transport = build_transport(server_config.upstream_transport, proxies)
     health, latency = HealthBook(plan.config.health), LatencyBook()
     accounts = AccountBook(plan.config.health)
     directory = AdapterDirectory(transport, plan.environ, vault)
@@ -256,6 +258,7 @@ async def serve(plan: ServePlan) -> None:
         health=health,
         accounts=accounts,
         directory=directory,
+        start_text=start_text,
     )
     counts = RequestCounts(telemetry.sink())  # for GET /admin/v1/status
     services = ServerServices(
@@ -289,7 +292,7 @@ async def serve(plan: ServePlan) -> None:
     async def announce() -> None:
         server_facts(auth_mode=authenticator.mode)
         auth = "open until an API key exists" if authenticator.provisional else authenticator.mode
-        print(start_banner(plan, url, revision, auth))
+        print(start_banner(plan, url, revision, auth, proxies))
         sys.stdout.flush()
         if plan.on_listening is not None:
             plan.on_listening()
@@ -445,6 +448,7 @@ def build_reloader(
     health: HealthBook,
     accounts: AccountBook,
     directory: AdapterDirectory,
+    start_text: str | None,
 ) -> Reloader:
     """Reloads of the config file into new snapshots; health, latency and account locks
     carry over for the targets that remain (the books live outside the snapshot)."""
@@ -478,6 +482,7 @@ def build_reloader(
         now=clock.time,
         stored_revision=store.get_revision,
         prepare=functools.partial(refresh_vault, plan, directory),
+        start_text=start_text,
     )
 
 
@@ -505,10 +510,13 @@ async def refresh_vault(plan: ServePlan, directory: AdapterDirectory, config: Co
     directory.use_vault(secrets)
 
 
-async def record_start(plan: ServePlan, store: SqliteStore, clock: SystemClock) -> int:
-    """The revision gw starts at (source ``start``), with the file's text as it is now
-    when that still loads to the config being started (None: the built-in default, or
-    the file changed since ``gw serve`` read it; the watch records that edit next)."""
+async def record_start(
+    plan: ServePlan, store: SqliteStore, clock: SystemClock
+) -> tuple[int, str | None]:
+    """The revision gw starts at (source ``start``), recorded with the file's text as it is
+    now when that still loads to the config being started; that revision and that text
+    (None: the built-in default, or the file changed since ``gw serve`` read it, an edit
+    the watch applies once it is set: ``Reloader.watch``)."""
     digest, text = config_hash(plan.config), None
     if plan.config_path is not None:
         with contextlib.suppress(ConfigError):
@@ -517,13 +525,14 @@ async def record_start(plan: ServePlan, store: SqliteStore, clock: SystemClock) 
             )
             if config_hash(loaded.config) != digest:
                 text = None
-    return await store.record_revision(
+    revision = await store.record_revision(
         config_hash=digest,
         source="start",
         time=clock.time(),
         content=text,
         redacted=redacted_json(plan.config),
     )
+    return revision, text
 
 
 def redacted_json(config: Config) -> str:
@@ -545,19 +554,22 @@ def shipped_catalog() -> ShippedCatalog:
         raise ServeError(f"the shipped model catalog is broken (a gw bug): {error}") from None
 
 
-def check_proxies(plan: ServePlan) -> None:
-    """Refuse a proxy variable (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) gw cannot use."""
+def checked_proxies(plan: ServePlan) -> dict[str, str]:
+    """The environment's proxy settings (gw/adapters/env_proxy.py); a proxy variable
+    (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) gw cannot use is refused."""
     try:
-        proxy_settings(plan.environ)
+        return proxy_settings(plan.environ)
     except ProxySettingError as error:
         raise ServeError(str(error)) from None
 
 
-def start_banner(plan: ServePlan, url: str, revision: int, auth: str) -> str:
+def start_banner(
+    plan: ServePlan, url: str, revision: int, auth: str, proxies: Mapping[str, str]
+) -> str:
     """What ``gw serve`` prints once it listens: where, which config, and the upstream
-    proxy the environment sets, if any."""
+    proxies the environment sets, if any."""
     lines = [f"gw listening on {url} (revision {revision}, auth {auth}, config {plan.source})"]
-    if proxied := describe_proxies(proxy_settings(plan.environ)):
+    if proxied := describe_proxies(proxies):
         lines.append(proxied)
     return "\n".join(lines)
 

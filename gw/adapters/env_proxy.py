@@ -1,10 +1,11 @@
 """Upstreams the environment sends through a proxy: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and
-NO_PROXY (either case), read once at start as curl and httpx read them.
+NO_PROXY, read once at start (either case, lower case first, as Python's urllib reads
+them; NO_PROXY as Go's net/http reads it).
 
-gw's own client (and aiohttp) connect directly; an upstream the environment proxies goes
-through an httpx client for that proxy instead, so a gateway behind a corporate proxy
-reaches its providers with any ``server.upstream_transport``. Loopback upstreams are never
-proxied (as Go's net/http decides): a proxy cannot reach the machine's own loopback.
+Every ``server.upstream_transport`` connects directly; an upstream the environment
+proxies goes through an httpx client for that proxy instead, so a gateway behind a
+corporate proxy reaches its providers whichever is set. Loopback upstreams are never
+proxied (as in Go's net/http): a proxy cannot reach this machine's own loopback.
 
 A proxy URL may carry credentials: it is never logged or shown, only its scheme, host and
 port (``proxy_label``).
@@ -15,14 +16,10 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from gw.adapters.http_transport import HttpReply, HttpTransport, StreamingReply
 from gw.ports import AttemptTimeouts
-
-if TYPE_CHECKING:
-    from gw.adapters.httpx_transport import HttpxTransport
 
 PROXY_SCHEMES = ("http", "https")
 
@@ -34,7 +31,7 @@ class ProxySettingError(ValueError):
 def env_proxies(environ: Mapping[str, str]) -> dict[str, str]:
     """The proxy settings in ``environ``: scheme (``http``, ``https``, ``all``) -> proxy
     URL, and ``no`` -> NO_PROXY. Lower-case names win and a URL without a scheme is
-    ``http://``, as in curl."""
+    ``http://``, as in curl and urllib."""
     proxies: dict[str, str] = {}
     for name, value in environ.items():
         key = name.lower()
@@ -61,13 +58,21 @@ def check_proxy_url(scheme: str, url: str) -> None:
             f"{parts.scheme or 'no scheme'}://...); gw does not speak SOCKS. "
             f"Unset it, or list the upstreams' hosts in NO_PROXY"
         )
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        # Also what a password with an unencoded / ? or # looks like: say nothing of it.
+        raise ProxySettingError(
+            f"{variable} must be scheme://[user:password@]host[:port] with nothing after "
+            f"(percent-encode / ? # and @ in a password)"
+        )
 
 
 def proxy_label(url: str) -> str:
     """The proxy's scheme, host and port, without the credentials a URL may carry."""
     parts = urlsplit(url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
     port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{parts.hostname}{port}"
+    return f"{parts.scheme}://{host}{port}"
 
 
 def describe_proxies(proxies: Mapping[str, str]) -> str | None:
@@ -83,7 +88,7 @@ def describe_proxies(proxies: Mapping[str, str]) -> str | None:
 def proxy_for(url: str, proxies: Mapping[str, str]) -> str | None:
     """The proxy URL an upstream ``url`` goes through, or None to connect directly."""
     parts = urlsplit(url)
-    host = parts.hostname or ""
+    host = (parts.hostname or "").rstrip(".")  # api.openai.com. is api.openai.com
     proxy = proxies.get(parts.scheme) or proxies.get("all")
     if proxy is None or _is_loopback(host):
         return None
@@ -95,15 +100,17 @@ def proxy_for(url: str, proxies: Mapping[str, str]) -> str | None:
 
 
 def _bypassed(host: str, port: int, no_proxy: str) -> bool:
-    """NO_PROXY as curl reads it: ``*``; host names, each matching itself and its
-    subdomains (a leading dot changes nothing); IP addresses and networks
-    (``10.0.0.0/8``); any of them with a ``:port`` to match that port only."""
+    """NO_PROXY as Go's net/http reads it: ``*`` alone; host names, each matching itself
+    and its subdomains (a leading ``.`` or ``*.`` changes nothing); IP addresses and
+    networks (``10.0.0.0/8``, ``[fd00::]/8``); any of them with a ``:port`` to match that
+    port only."""
     ip = _ip_address(host)
     for raw in no_proxy.split(","):
-        entry, entry_port = _split_port(raw.strip().lower())
+        entry = raw.strip().lower()
         if entry == "*":
             return True
-        entry = entry.lstrip(".")
+        entry, entry_port = _split_port(entry)
+        entry = entry.removeprefix("*").lstrip(".").rstrip(".")
         if not entry or entry_port not in (None, port):
             continue
         if ip is None:
@@ -119,15 +126,21 @@ def _bypassed(host: str, port: int, no_proxy: str) -> bool:
 
 
 def _split_port(entry: str) -> tuple[str, int | None]:
-    """``host:port``, ``[v6]:port``, or an entry without a port (a bare IPv6 address)."""
+    """``host:port``, ``[v6]:port``, ``[v6]/bits``, or an entry without a port (a bare
+    IPv6 address); a port that is not a number is -1, which no URL has."""
     if entry.startswith("["):
         address, _, rest = entry[1:].partition("]")
-        port = rest[1:]
-        return address, int(port) if rest.startswith(":") and port.isdigit() else None
+        if rest.startswith("/"):
+            return address + rest, None
+        return address, _port(rest[1:]) if rest.startswith(":") else None
     name, colon, port = entry.rpartition(":")
-    if colon and ":" not in name and port.isdigit():
-        return name, int(port)
+    if colon and ":" not in name:
+        return name, _port(port)
     return entry, None
+
+
+def _port(text: str) -> int:
+    return int(text) if text.isascii() and text.isdigit() else -1
 
 
 def _is_loopback(host: str) -> bool:
@@ -145,28 +158,23 @@ def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | No
 
 
 class EnvProxyTransport:
-    """``direct`` for every upstream but those the environment proxies, which go through
-    ``proxied[proxy URL]``. The choice is made once per URL (there are as many URLs as
-    the config names)."""
+    """``direct`` for every upstream but those the environment proxies, which go through an
+    httpx client for their proxy, made on first use (none when no upstream is proxied)."""
 
-    def __init__(
-        self,
-        direct: HttpTransport,
-        proxies: Mapping[str, str],
-        proxied: Mapping[str, HttpxTransport],
-    ) -> None:
+    def __init__(self, direct: HttpTransport, proxies: Mapping[str, str]) -> None:
         self._direct = direct
         self._proxies = dict(proxies)
-        self._proxied = dict(proxied)
-        self._chosen: dict[str, HttpTransport] = {}
+        self._proxied: dict[str, HttpTransport] = {}
 
     def _for(self, url: str) -> HttpTransport:
-        transport = self._chosen.get(url)
+        proxy = proxy_for(url, self._proxies)
+        if proxy is None:
+            return self._direct
+        transport = self._proxied.get(proxy)
         if transport is None:
-            proxy = proxy_for(url, self._proxies)
-            transport = self._direct if proxy is None else self._proxied[proxy]
-            if len(self._chosen) < 4096:  # bounded: URLs come from the config
-                self._chosen[url] = transport
+            from gw.adapters.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415 -- httpx costs ~70 ms of imports; only when a proxy is used
+
+            transport = self._proxied[proxy] = HttpxTransport(build_http_client(proxy=proxy))
         return transport
 
     async def post(
@@ -196,9 +204,11 @@ class EnvProxyTransport:
         )
 
     async def close(self) -> None:
-        await self._direct.close()
-        for transport in self._proxied.values():
-            await transport.close()
+        try:
+            await self._direct.close()
+        finally:
+            for transport in self._proxied.values():
+                await transport.close()
 
 
 def proxy_settings(environ: Mapping[str, str]) -> dict[str, str]:
@@ -212,11 +222,7 @@ def proxy_settings(environ: Mapping[str, str]) -> dict[str, str]:
 
 def with_env_proxies(direct: HttpTransport, proxies: Mapping[str, str]) -> HttpTransport:
     """``direct``, or, when ``proxies`` (``proxy_settings``) names any, ``direct`` wrapped
-    so that the upstreams they proxy go through an httpx client for their proxy."""
-    urls = {url for scheme, url in proxies.items() if scheme != "no"}
-    if not urls:
+    so that the upstreams they proxy go through their proxy."""
+    if not any(scheme != "no" for scheme in proxies):
         return direct
-    from gw.adapters.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415 -- httpx costs ~70 ms of imports; only when a proxy is set
-
-    proxied = {url: HttpxTransport(build_http_client(proxy=url)) for url in urls}
-    return EnvProxyTransport(direct, proxies, proxied)
+    return EnvProxyTransport(direct, proxies)

@@ -80,9 +80,8 @@ def test_no_proxy_sends_a_host_directly(
         seen = len(proxy.seen)
         with pytest.raises(openai.APIStatusError) as refused:
             client.chat.completions.create(model="remote", messages=HI)
-        # Directly, upstream.test does not resolve: gw says the upstream is unreachable.
-        assert refused.value.status_code == 502
-        assert refused.value.body["code"] == "upstream_error"  # type: ignore[index]
+        # Directly, upstream.test does not resolve (or, with a slow resolver, times out).
+        assert refused.value.status_code in (502, 504)
         assert len(proxy.seen) == seen
 
 

@@ -71,6 +71,12 @@ def test_all_proxy_covers_every_scheme_and_a_scheme_variable_wins() -> None:
         ("[fd12::1]:9000", "https://[fd12::1]:9000/v1", True),
         ("example.org, internal ,", "https://internal/v1", True),
         ("10.0.0.0/8", "https://ten.example/v1", False),  # a network never matches a name
+        ("*.openai.com", "https://api.openai.com/v1", True),  # as Go reads it
+        ("openai.com", "https://api.openai.com./v1", True),  # a trailing dot changes nothing
+        ("[fd00::]/8", "https://[fd12::1]/v1", True),
+        ("[fd12::1]:junk", "https://[fd12::1]/v1", False),  # a bad port matches no port
+        ("api.openai.com:４４３", "https://api.openai.com/v1", False),  # not an ASCII port
+        ("*:443", "https://api.openai.com/v1", False),  # * means all only alone
     ],
 )
 def test_no_proxy(no_proxy: str, url: str, bypassed: bool) -> None:
@@ -84,6 +90,9 @@ def test_no_proxy(no_proxy: str, url: str, bypassed: bool) -> None:
         ({"ALL_PROXY": "socks5://u:s3cret@h:1080"}, "ALL_PROXY must be an http:// or https://"),
         ({"https_proxy": "http://u:s3cret@h:99999"}, "HTTPS_PROXY is not a URL gw can read"),
         ({"HTTP_PROXY": "http://:8080"}, "HTTP_PROXY must be an http:// or https://"),
+        # An unencoded / in a password reads as host "u", port 1234: refused, unshown.
+        ({"HTTPS_PROXY": "http://u:1234/s3cret@p:3128"}, "HTTPS_PROXY must be scheme://"),
+        ({"HTTPS_PROXY": "http://p:3128/path"}, "with nothing after"),
     ],
 )
 def test_a_proxy_gw_cannot_use_is_refused_without_its_password(
@@ -104,6 +113,7 @@ def test_a_https_proxy_and_no_proxy_alone_are_accepted() -> None:
 
 def test_a_proxy_label_leaves_the_credentials_out() -> None:
     assert proxy_label("http://user:s3cret@proxy.corp:3128/") == "http://proxy.corp:3128"
+    assert proxy_label("http://[::1]:3128") == "http://[::1]:3128"
 
 
 def test_the_start_up_line_names_each_proxy_without_credentials() -> None:

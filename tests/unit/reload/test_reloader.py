@@ -110,6 +110,24 @@ def test_the_watch_sees_saves_by_rename_and_in_place_writes(tmp_path: Path) -> N
     asyncio.run(go())
 
 
+def test_an_edit_made_while_gw_started_is_applied_once_the_watch_is_set(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text(BETTER)  # gw read GOOD at start; this edit came before the watch
+    h = Harness(path, start_text=GOOD)
+
+    async def go() -> None:
+        watch = asyncio.create_task(h.reloader.watch())
+        try:
+            await until(lambda: model_of(h.snapshot) == "m2")
+        finally:
+            watch.cancel()
+
+    asyncio.run(go())
+    assert h.revisions[-1][1] == "file"
+
+
 async def until(condition: Any) -> None:
     for _ in range(300):  # bounded: up to ~30 s on a slow machine
         if condition():
