@@ -160,6 +160,28 @@ def test_a_file_that_appears_later_then_changes(tmp_path: Path) -> None:
     watching(path, test)
 
 
+def test_a_directory_removed_and_made_again(tmp_path: Path) -> None:
+    directory = tmp_path / "config"
+    directory.mkdir()
+    path = directory / "gw.yaml"
+    path.write_text("a: 1\n")
+
+    def remove() -> None:
+        path.unlink()
+        directory.rmdir()
+
+    def restore() -> None:
+        directory.mkdir()
+        path.write_text("a: 2\n")
+
+    async def test(seen: Seen) -> None:
+        await seen.after(remove)
+        await seen.after(restore)
+        await seen.after(lambda: path.write_text("a: 3\n"))
+
+    watching(path, test)
+
+
 def test_a_change_made_as_the_last_one_is_reported_is_seen(tmp_path: Path) -> None:
     path = tmp_path / "gw.yaml"
     path.write_text("a: 1\n")
