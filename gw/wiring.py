@@ -22,7 +22,12 @@ import uvicorn
 
 from gw import __version__
 from gw.adapters.directory import AdapterDirectory
-from gw.adapters.env_proxy import ProxySettingError, describe_proxies, proxy_settings
+from gw.adapters.env_proxy import (
+    ProxySettingError,
+    describe_proxies,
+    proxy_settings,
+    public_proxies,
+)
 from gw.adapters.secrets import SecretResolver, vault_references
 from gw.adapters.upstream_client import build_transport
 from gw.config import Config, ConfigError, Snapshot, compile_snapshot, config_hash
@@ -282,7 +287,7 @@ async def serve(plan: ServePlan) -> None:
         usage=store,
         reloader=reloader,
         ready=store.ping,
-        facts=status_facts(plan, store, clock, address, counts),
+        facts=status_facts(plan, store, clock, address, counts, proxies=proxies),
     )
     services.metrics = gateway_metrics(telemetry, services)  # GET /metrics
     server_file = plan.home / SERVER_FILE_NAME
@@ -402,6 +407,8 @@ def status_facts(
     clock: SystemClock,
     address: tuple[Any, ...],
     counts: RequestCounts,
+    *,
+    proxies: Mapping[str, str],
 ) -> ServerFacts:
     """What ``GET /admin/v1/status`` reports beside the snapshot and the reloader."""
     return ServerFacts(
@@ -416,6 +423,7 @@ def status_facts(
         vault_file=plan.home / VAULT_FILE_NAME,
         schema_version=store.schema_version,
         counts=counts,
+        upstream_proxies=public_proxies(proxies),
     )
 
 
@@ -569,8 +577,8 @@ def start_banner(
     """What ``gw serve`` prints once it listens: where, which config, and the upstream
     proxies the environment sets, if any."""
     lines = [f"gw listening on {url} (revision {revision}, auth {auth}, config {plan.source})"]
-    if proxied := describe_proxies(proxies):
-        lines.append(proxied)
+    if proxied := describe_proxies(public_proxies(proxies)):
+        lines.append(f"upstream proxy (from the environment): {proxied}")
     return "\n".join(lines)
 
 

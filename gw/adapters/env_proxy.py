@@ -75,14 +75,24 @@ def proxy_label(url: str) -> str:
     return f"{parts.scheme}://{host}{port}"
 
 
-def describe_proxies(proxies: Mapping[str, str]) -> str | None:
-    """One line for the start-up banner, without credentials; None when nothing is proxied."""
+def public_proxies(proxies: Mapping[str, str]) -> dict[str, str]:
+    """The settings as ``gw status`` shows them: each proxy without its credentials, and
+    NO_PROXY as ``no_proxy``; empty when nothing is proxied."""
+    shown = {k: proxy_label(v) for k, v in sorted(proxies.items()) if k != "no"}
+    if shown and "no" in proxies:
+        shown["no_proxy"] = proxies["no"]
+    return shown
+
+
+def describe_proxies(shown: Mapping[str, str]) -> str | None:
+    """One line from ``public_proxies``: which proxy each scheme goes through, and what
+    goes direct; None when nothing is proxied."""
     names = {"http": "http", "https": "https", "all": "any scheme"}
-    routes = [f"{names[k]} via {proxy_label(v)}" for k, v in sorted(proxies.items()) if k != "no"]
+    routes = [f"{names[k]} via {v}" for k, v in sorted(shown.items()) if k in names]
     if not routes:
         return None
-    exempt = f"NO_PROXY {proxies['no']!r} and loopback" if "no" in proxies else "loopback"
-    return f"upstream proxy (from the environment): {', '.join(routes)}; direct: {exempt}"
+    exempt = f"NO_PROXY {shown['no_proxy']!r} and loopback" if "no_proxy" in shown else "loopback"
+    return f"{', '.join(routes)}; direct: {exempt}"
 
 
 def proxy_for(url: str, proxies: Mapping[str, str]) -> str | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from gw.adapters.env_proxy import describe_proxies
 from gw.cli.admin_client import NoServerError, admin_call, answer_json
 from gw.cli.config_cmd import read_store
 from gw.cli.console import fail, print_json, stdout
@@ -94,6 +95,8 @@ def render(report: dict[str, Any]) -> None:
     used = f"{len(references)} vault: references" if references else "no vault: references"
     lines.append(f"vault    {vault['path']} ({'exists' if vault['exists'] else 'none'}), {used}")
     lines.append(f"requests {requests['total']} since start ({classes})")
+    if proxied := describe_proxies(report.get("upstream_proxies") or {}):
+        lines.append(f"proxy    {proxied}")
     for line in lines:
         stdout.print(line, highlight=False, markup=False)
 

@@ -12,7 +12,8 @@ the callables that read the rest when asked. The report::
                 "error_at", "reloads", "failures"},  // error: file:line: field: reason
      "store": {"path", "size_bytes", "schema_version"},
      "vault": {"path", "exists", "references": {"providers[0].api_key": "NAME", ...}},
-     "requests": {"total", "by_class": {"2xx", "3xx", "4xx", "5xx"}, "since"}}
+     "requests": {"total", "by_class": {"2xx", "3xx", "4xx", "5xx"}, "since"},
+     "upstream_proxies": {"http", "https", "all", "no_proxy"}}  // those set; {}: none
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class ServerFacts(msgspec.Struct, frozen=True, kw_only=True):
     vault_file: Path
     schema_version: Callable[[], Awaitable[int]]
     counts: RequestCounts
+    upstream_proxies: dict[str, str]  # env_proxy.public_proxies: no credentials
 
 
 class ReloadFacts(Protocol):
@@ -126,6 +128,7 @@ async def status_report(
             "by_class": facts.counts.by_class(),
             "since": round(facts.started_at, 3),
         },
+        "upstream_proxies": facts.upstream_proxies,
         "now": round(now, 3),
     }
 

@@ -83,6 +83,10 @@ def test_no_proxy_sends_a_host_directly(
         # Directly, upstream.test does not resolve (or, with a slow resolver, times out).
         assert refused.value.status_code in (502, 504)
         assert len(proxy.seen) == seen
+        status = gw.cli_json("status")
+        assert status["upstream_proxies"] == {"http": proxy.url, "no_proxy": "example.org,.test"}
+        shown = gw.cli("status").stdout
+        assert f"proxy    http via {proxy.url}; direct: NO_PROXY 'example.org,.test'" in shown
 
 
 def test_a_socks_proxy_is_refused_at_start_without_showing_its_password(tmp_path: Path) -> None:

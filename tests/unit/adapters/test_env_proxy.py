@@ -12,6 +12,7 @@ from gw.adapters.env_proxy import (
     proxy_for,
     proxy_label,
     proxy_settings,
+    public_proxies,
 )
 
 PROXY = "http://proxy.corp:3128"
@@ -116,10 +117,13 @@ def test_a_proxy_label_leaves_the_credentials_out() -> None:
     assert proxy_label("http://[::1]:3128") == "http://[::1]:3128"
 
 
-def test_the_start_up_line_names_each_proxy_without_credentials() -> None:
+def test_the_proxies_are_shown_without_credentials() -> None:
     proxies = {"https": "http://u:s3cret@p:3128", "all": "http://q:1", "no": "a.example"}
-    assert describe_proxies(proxies) == (
-        "upstream proxy (from the environment): any scheme via http://q:1, "
-        "https via http://p:3128; direct: NO_PROXY 'a.example' and loopback"
+    shown = public_proxies(proxies)
+    assert shown == {"all": "http://q:1", "https": "http://p:3128", "no_proxy": "a.example"}
+    assert describe_proxies(shown) == (
+        "any scheme via http://q:1, https via http://p:3128; direct: NO_PROXY 'a.example' "
+        "and loopback"
     )
-    assert describe_proxies({"no": "*"}) is None
+    assert public_proxies({"no": "*"}) == {}
+    assert describe_proxies({}) is None
