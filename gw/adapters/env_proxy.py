@@ -13,6 +13,7 @@ port (``proxy_label``).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
@@ -173,11 +174,14 @@ class EnvProxyTransport:
 
     def __init__(self, direct: HttpTransport, proxies: Mapping[str, str]) -> None:
         self._direct = direct
-        self._proxies = dict(proxies)
+        # NO_PROXY is read once per upstream URL, not per request (URLs come from config).
+        self._proxy_for = functools.lru_cache(maxsize=1024)(
+            functools.partial(proxy_for, proxies=dict(proxies))
+        )
         self._proxied: dict[str, HttpTransport] = {}
 
     def _for(self, url: str) -> HttpTransport:
-        proxy = proxy_for(url, self._proxies)
+        proxy = self._proxy_for(url)
         if proxy is None:
             return self._direct
         transport = self._proxied.get(proxy)
