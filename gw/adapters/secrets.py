@@ -81,7 +81,7 @@ def vault_references(config: Config) -> dict[str, str]:
         fields[f"providers[{index}].api_key"] = provider.api_key
         for position, account in enumerate(provider.accounts):
             fields[f"providers[{index}].accounts[{position}].api_key"] = account.api_key
-    for name, value in config.telemetry.otlp.headers.items():  # resolved at start (gw/wiring.py)
+    for name, value in config.telemetry.otlp.headers.items():  # resolved at start: gw/startup
         fields[f"telemetry.otlp.headers.{name}"] = value
     prefix = f"{VAULT_SCHEME}:"
     return {

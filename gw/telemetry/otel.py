@@ -126,7 +126,7 @@ def load_otel(
 ) -> OtelExporter:
     """The exporter ``telemetry.otlp`` asks for, sending to ``<endpoint>/v1/traces`` with
     ``headers``: ``config.headers`` with their ``env:``/``vault:`` references resolved
-    (gw/wiring.py does it; none when omitted, never the unresolved references). Raises
+    (gw/startup/checks.py does it; none when omitted, never the unresolved references). Raises
     ``OtelUnavailableError`` when the ``otel`` extra is not installed."""
     require_otel()
     from gw.telemetry.otel_spans import SpanWriter, otlp_processor  # noqa: PLC0415 -- as above

@@ -154,7 +154,7 @@ class SpanWriter:
 
 def otlp_processor(config: OtlpConfig, headers: Mapping[str, str]) -> SpanProcessor:
     """Batches of spans to ``<endpoint>/v1/traces`` over OTLP/HTTP (protobuf), sent with
-    ``headers`` (their ``env:``/``vault:`` references already resolved: gw/wiring.py)."""
+    ``headers`` (their ``env:``/``vault:`` references already resolved: gw/startup/checks.py)."""
     if config.endpoint is None:  # refused at config load; kept for the type checker
         raise ValueError("telemetry.otlp.endpoint is required")
     exporter = OTLPSpanExporter(

@@ -11,7 +11,7 @@ from gw.config.catalog import parse_catalog, prices
 from gw.config.schema import ProviderKind
 from gw.ir import ChatRequest, TextPart, ToolDefinition, UserMessage
 from gw.routing.router import decide
-from gw.wiring import shipped_catalog
+from gw.startup.checks import shipped_catalog
 
 SHIPPED = shipped_catalog()
 

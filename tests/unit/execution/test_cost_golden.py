@@ -19,7 +19,7 @@ from gw.codecs.openai_chat.upstream_response import decode_upstream_response as 
 from gw.config.schema import ModelFacts, ProviderKind
 from gw.execution.cost import cost_usd
 from gw.ir import Usage
-from gw.wiring import shipped_catalog
+from gw.startup.checks import shipped_catalog
 
 CATALOG = shipped_catalog()
 

@@ -26,10 +26,11 @@ from gw.ir.usage import Usage
 from gw.ports import TraceSink
 from gw.record import AttemptRecord, TraceRecord
 from gw.routing.decision import RouteDecision, TargetRef
+from gw.startup.checks import check_otel
+from gw.startup.plan import ServeError, ServePlan
 from gw.telemetry.otel import OtelExporter, OtelUnavailableError, load_otel, require_otel
 from gw.telemetry.otel_attributes import DEFAULT_BASE_URLS, snapshot_addresses, url_address
 from gw.telemetry.otel_spans import SpanWriter
-from gw.wiring import ServeError, ServePlan, check_otel
 
 PROMPT = "tell me the secret plan for Project Nightingale"
 UPSTREAM_MESSAGE = f"upstream refused: '{PROMPT}' is not allowed"
@@ -380,7 +381,7 @@ def test_importing_gw_imports_no_opentelemetry() -> None:
     import subprocess  # noqa: PLC0415 -- only this test starts a fresh interpreter
 
     code = (
-        "import sys, gw.wiring, gw.cli.main; "
+        "import sys, gw.wiring, gw.startup.checks, gw.cli.main; "
         "print([m for m in sys.modules if m.startswith('opentelemetry')])"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -12,8 +12,10 @@ import pytest
 from gw.adapters.secrets import SecretResolver, vault_references
 from gw.config import ConfigError, load_config
 from gw.errors import UpstreamAuthFailedError
+from gw.startup.checks import load_vault, resolve_admin_key
+from gw.startup.plan import ServeError, ServePlan
+from gw.startup.reloading import refresh_vault
 from gw.vault import Identity, Secrets, Vault
-from gw.wiring import ServeError, ServePlan, load_vault, refresh_vault, resolve_admin_key
 
 SECRET = "sk-reference-0123456789"
 CONFIG = """

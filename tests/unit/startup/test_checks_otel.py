@@ -1,4 +1,4 @@
-"""``telemetry.otlp.headers`` references at start (gw/wiring.py ``check_otel``): ``env:NAME``
+"""``telemetry.otlp.headers`` references at start (gw/startup/checks.py ``check_otel``): ``env:NAME``
 and ``vault:NAME`` are resolved, a literal is sent as written, a vault reference makes
 the vault be opened, and one that does not resolve refuses the start naming the field."""
 
@@ -10,8 +10,9 @@ import pytest
 
 from gw.adapters.secrets import vault_references
 from gw.config import load_config
+from gw.startup.checks import check_otel, load_vault
+from gw.startup.plan import ServeError, ServePlan
 from gw.vault import Identity, OsKeyring, Vault
-from gw.wiring import ServeError, ServePlan, check_otel, load_vault
 
 TEAM_KEY = "hcaik_env0secret0value0123"
 VAULT_TOKEN = "Bearer glc_vault0secret0value0456"

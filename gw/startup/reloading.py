@@ -1,0 +1,128 @@
+"""Config revisions at start and on reload: the revision recorded at start, the reloader
+that turns a saved file into a new snapshot, and the vault check a reload makes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+
+import msgspec
+
+from gw.adapters.directory import AdapterDirectory
+from gw.adapters.secrets import vault_references
+from gw.config import Config, ConfigError, Snapshot, compile_snapshot, config_hash
+from gw.config.catalog import ShippedCatalog
+from gw.config.redact import redacted
+from gw.execution.accounts import AccountBook
+from gw.execution.health import HealthBook
+from gw.reload import AppliedConfig, Reloader, read_applied
+from gw.startup.plan import ServePlan, SnapshotHolder, SystemClock
+from gw.store.sqlite import SqliteStore
+from gw.vault import Vault, VaultError
+
+
+def build_reloader(
+    plan: ServePlan,
+    snapshots: SnapshotHolder,
+    *,
+    store: SqliteStore,
+    clock: SystemClock,
+    shipped: ShippedCatalog,
+    health: HealthBook,
+    accounts: AccountBook,
+    directory: AdapterDirectory,
+    start_text: str | None,
+) -> Reloader:
+    """Reloads of the config file into new snapshots; health, latency and account locks
+    carry over for the targets that remain (the books live outside the snapshot)."""
+
+    def apply(snapshot: Snapshot) -> None:
+        snapshots.current = snapshot  # one assignment: requests pinned the old one
+        health.reconfigure(snapshot.config.health)
+        health.retain(route_target_keys(snapshot))
+        accounts.reconfigure(snapshot.config.health)
+
+    async def record(applied: AppliedConfig) -> int:
+        return await store.record_revision(
+            config_hash=applied.hash,
+            source=applied.source,
+            time=clock.time(),
+            content=applied.text,
+            redacted=redacted_json(applied.config),
+        )
+
+    def compile_config(config: Config, revision: int, source: str) -> Snapshot:
+        return compile_snapshot(config, revision=revision, source=source, shipped=shipped)
+
+    return Reloader(
+        path=plan.config_path or plan.home / "gw.yaml",
+        explicit=plan.explicit,
+        overrides=plan.overrides,
+        current=snapshots.get,
+        apply=apply,
+        record_revision=record,
+        compile_config=compile_config,
+        now=clock.time,
+        stored_revision=store.get_revision,
+        prepare=functools.partial(refresh_vault, plan, directory),
+        start_text=start_text,
+    )
+
+
+async def refresh_vault(plan: ServePlan, directory: AdapterDirectory, config: Config) -> None:
+    """A reload's check that the vault holds every ``vault:NAME`` the new config names.
+    The vault is read again, so `gw vault set NAME` and then an edit that uses it needs no
+    restart; a config that names no vault secret leaves the vault alone."""
+    references = vault_references(config)
+    if not references:
+        return
+    source = str(plan.config_path or plan.home / "gw.yaml")
+    try:
+        secrets = await asyncio.to_thread(Vault(plan.home, plan.environ).read)
+    except VaultError as error:
+        field, name = next(iter(references.items()))
+        reason = f"is vault:{name}, but the vault cannot be opened: {error}"
+        raise ConfigError(source, field, reason) from None
+    for field, name in references.items():
+        if name not in secrets:
+            reason = (
+                f"is vault:{name}, and the vault holds no secret named {name}; run "
+                f"`gw vault set {name}`, then save the config file again"
+            )
+            raise ConfigError(source, field, reason)
+    directory.use_vault(secrets)
+
+
+async def record_start(
+    plan: ServePlan, store: SqliteStore, clock: SystemClock
+) -> tuple[int, str | None]:
+    """The revision gw starts at (source ``start``), recorded with the file's text as it is
+    now when that still loads to the config being started; that revision and that text
+    (None: the built-in default, or the file changed since ``gw serve`` read it, an edit
+    the watch applies once it is set: ``Reloader.watch``)."""
+    digest, text = config_hash(plan.config), None
+    if plan.config_path is not None:
+        with contextlib.suppress(ConfigError):
+            loaded, text = read_applied(
+                plan.config_path, explicit=plan.explicit, overrides=plan.overrides
+            )
+            if config_hash(loaded.config) != digest:
+                text = None
+    revision = await store.record_revision(
+        config_hash=digest,
+        source="start",
+        time=clock.time(),
+        content=text,
+        redacted=redacted_json(plan.config),
+    )
+    return revision, text
+
+
+def redacted_json(config: Config) -> str:
+    """The config as stored beside each revision: redacted (gw/config/redact.py), JSON."""
+    return msgspec.json.encode(redacted(config)).decode()
+
+
+def route_target_keys(snapshot: Snapshot) -> set[str]:
+    return {f"{t.provider}/{t.model}" for route in snapshot.routes.values() for t in route.targets}
