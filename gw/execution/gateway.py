@@ -8,14 +8,14 @@ exactly one trace.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from fnmatch import fnmatchcase
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import msgspec
 
 from gw.config.snapshot import Snapshot
-from gw.errors import ClientAbortedError, GatewayError, PermissionDeniedError
+from gw.errors import ClientAbortedError, GatewayError
 from gw.execution.accounts import AccountBook
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.cost import cost_usd
@@ -30,21 +30,26 @@ from gw.execution.health import HealthBook, TargetHealth
 from gw.execution.latency import LatencyBook
 from gw.execution.limits import TenantLimiter
 from gw.execution.open_stream import OpenStream
-from gw.execution.usage_estimate import estimate_output_tokens, tokens_for_chars
+from gw.execution.stream_session import StreamSession
+from gw.execution.tenant_admission import admit_tenant
+from gw.execution.usage_estimate import (
+    cut_short_usage,
+    estimate_output_tokens,
+    tokens_for_chars,
+    usage_or_estimate,
+)
 from gw.execution.usage_row import usage_row
 from gw.ir import (
     ChatRequest,
     ChatResponse,
     EmbeddingRequest,
     EmbeddingResponse,
-    StreamEvent,
     Usage,
 )
 from gw.ports import Clock, TraceSink, UsageSink
 from gw.record import AttemptRecord, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
-from gw.routing.estimate import estimate_embedding_tokens, estimate_input_tokens
-from gw.routing.filters import PROJECTED_OUTPUT_TOKENS
+from gw.routing.estimate import estimate_embedding_tokens
 from gw.routing.health import TargetVerdict, VerdictStatus
 from gw.routing.hints import RoutingHints
 from gw.routing.router import decide, no_candidate_error
@@ -130,7 +135,7 @@ class Gateway:
         work = self._engine.complete(plan, log, accept=accept)
         answer = await self._attempt(ctx, request, decision, log, work)
         response = answer.response
-        usage, source = _usage_or_estimate(
+        usage, source = usage_or_estimate(
             response.usage, request, estimate_output_tokens(response.text, response.tool_calls)
         )
         trace = self._answered(ctx, request, decision, answer, usage=usage, source=source)
@@ -157,7 +162,8 @@ class Gateway:
         opened = await self._attempt(
             ctx, request, decision, log, self._engine.open_stream(plan, log)
         )
-        return StreamSession(self, ctx, request, decision, opened)
+        finish = functools.partial(self.finish_stream, ctx=ctx, request=request, decision=decision)
+        return StreamSession(opened, finish)
 
     async def _wait_for_usage_room(self) -> None:
         """Usage rows are never dropped: while the ledger's queue is full, a new request
@@ -260,30 +266,16 @@ class Gateway:
         return decision, plan
 
     def _admit(self, ctx: RequestContext, decision: RouteDecision) -> None:
-        """The tenant's routes and limits, before any upstream call (gw/execution/limits.py)."""
+        """The tenant's routes and limits, before any upstream call."""
         assert ctx.tenant is not None  # noqa: S101 - the caller checks
-        tenant = ctx.snapshot.tenants.get(ctx.tenant)
-        if tenant is None:
-            raise PermissionDeniedError(
-                f"the key's tenant {ctx.tenant!r} is not in the config; add it under tenants"
-            )
-        allowed = tenant.allowed_routes
-        if allowed is not None and not any(fnmatchcase(decision.route, p) for p in allowed):
-            raise PermissionDeniedError(
-                f"tenant {tenant.name} may not use {decision.route!r}; its allowed_routes: "
-                + ", ".join(allowed)
-            )
-        if tenant.budget.daily_usd is not None or tenant.budget.monthly_usd is not None:
-            _refuse_unpriced(tenant.name, decision)
-        if self._limits is not None:
-            self._limits.admit(
-                tenant,
-                ctx.request_id,
-                tokens=_projected_tokens(decision),
-                cost_usd=_projected_cost(decision),
-                now=self._clock.monotonic(),
-                wall=self._clock.time(),
-            )
+        admit_tenant(
+            ctx.snapshot,
+            ctx.tenant,
+            decision,
+            limits=self._limits,
+            request_id=ctx.request_id,
+            clock=self._clock,
+        )
 
     def _health_view(self, snapshot: Snapshot) -> dict[str, TargetVerdict]:
         """A verdict for each target that is not healthy (breaker, or every account
@@ -345,19 +337,19 @@ class Gateway:
 
     def finish_stream(
         self,
+        opened: OpenStream,
         *,
         ctx: RequestContext,
         request: ChatRequest,
         decision: RouteDecision,
-        opened: OpenStream,
-        usage: Usage | None,
-        output_chars: int,
     ) -> TraceRecord:
-        estimate = tokens_for_chars(output_chars)
+        """Record a committed stream that ended, its usage as far as it got."""
+        usage = opened.usage
+        estimate = tokens_for_chars(opened.output_chars)
         if opened.error is None:
-            usage, source = _usage_or_estimate(usage, request, estimate)
+            usage, source = usage_or_estimate(usage, request, estimate)
         else:  # cut short (a failure after the commit, or the client left): counts are partial
-            usage, source = _cut_short(usage, request, estimate), "estimate"
+            usage, source = cut_short_usage(usage, request, estimate), "estimate"
         ttft = opened.attempts[-1].ttft_ms if opened.attempts else None
         return self._record(
             ctx,
@@ -430,121 +422,8 @@ class Gateway:
         return trace
 
 
-class StreamSession:
-    """A committed stream on its way to the client; the trace is written when it ends."""
-
-    def __init__(
-        self,
-        gateway: Gateway,
-        ctx: RequestContext,
-        request: ChatRequest,
-        decision: RouteDecision,
-        opened: OpenStream,
-    ) -> None:
-        self._gateway = gateway
-        self._ctx = ctx
-        self._request = request
-        self._decision = decision
-        self._opened = opened
-        self.target = opened.target
-        self.reported_model = opened.reported_model
-        self._finished = False
-
-    async def close(self) -> None:
-        """End the stream if ``events`` never did (the client left before it was read):
-        the upstream request is closed and the trace written. Does nothing once it ended."""
-        if self._finished:
-            return
-        # The response closes the events (which ends them and writes the trace) before it
-        # calls this, so only events never started are left to end here.
-        try:
-            if not self._opened.began:  # a generator never started never runs its finally
-                await self._opened.abandon()
-        finally:  # traced and settled even if a cancellation lands in abandon()
-            self._finish()
-
-    def events(self) -> AsyncGenerator[StreamEvent, None]:
-        """The stream's events; a failure after the commit raises ``GatewayError``. The trace
-        is written when the stream ends, after the upstream request is closed."""
-        return self._opened.events(on_end=self._finish)
-
-    def relay(
-        self,
-        deliver: Callable[[list[StreamEvent]], bool],
-        flush: Callable[[], Awaitable[None]],
-    ) -> Awaitable[None]:
-        """``events``, pushed (``OpenStream.relay``); the trace is written when it ends."""
-        return self._opened.relay(deliver, flush, on_end=self._finish)
-
-    def _finish(self) -> None:
-        if self._finished:
-            return
-        self._finished = True
-        self._gateway.finish_stream(
-            ctx=self._ctx,
-            request=self._request,
-            decision=self._decision,
-            opened=self._opened,
-            usage=self._opened.usage,
-            output_chars=self._opened.output_chars,
-        )
-
-
 def _streams(request: ChatRequest | EmbeddingRequest) -> bool:
     return isinstance(request, ChatRequest) and request.stream
-
-
-def _usage_or_estimate(
-    usage: Usage | None, request: ChatRequest, output_estimate: int
-) -> tuple[Usage, UsageSource]:
-    if usage is not None:
-        return usage, "provider"
-    estimate = Usage(input_tokens=estimate_input_tokens(request), output_tokens=output_estimate)
-    return estimate, "estimate"
-
-
-def _projected_tokens(decision: RouteDecision) -> int:
-    """What a tenant's tokens-per-minute is charged up front: input plus max output."""
-    output = decision.max_output_tokens
-    return decision.estimated_input_tokens + (PROJECTED_OUTPUT_TOKENS if output is None else output)
-
-
-def _refuse_unpriced(tenant: str, decision: RouteDecision) -> None:
-    """A budget cannot guard a target whose price gw does not know: refuse it up front."""
-    keys = {target.key for target in decision.chain}
-    unpriced = sorted(
-        f"{c.provider}/{c.model}"
-        for c in decision.candidates
-        if f"{c.provider}/{c.model}" in keys and c.estimated_cost_usd is None
-    )
-    if unpriced:
-        raise PermissionDeniedError(
-            f"tenant {tenant} has a budget, and gw knows no price for {', '.join(unpriced)}; "
-            "add its prices under models (input_per_mtok, output_per_mtok) to use it"
-        )
-
-
-def _projected_cost(decision: RouteDecision) -> float:
-    """What a budget reserves: the dearest target the chain may reach (unknown: 0)."""
-    keys = {target.key for target in decision.chain}
-    costs = [
-        c.estimated_cost_usd
-        for c in decision.candidates
-        if f"{c.provider}/{c.model}" in keys and c.estimated_cost_usd is not None
-    ]
-    return max(costs, default=0.0)
-
-
-def _cut_short(usage: Usage | None, request: ChatRequest, output_estimate: int) -> Usage:
-    """A stream that ended early: what the provider reported so far (Anthropic reports
-    the input first), raised to gw's estimate of what was produced."""
-    if usage is None:
-        return Usage(input_tokens=estimate_input_tokens(request), output_tokens=output_estimate)
-    return msgspec.structs.replace(
-        usage,
-        input_tokens=usage.input_tokens or estimate_input_tokens(request),
-        output_tokens=max(usage.output_tokens, output_estimate),
-    )
 
 
 def _verdict(health: TargetHealth) -> TargetVerdict:

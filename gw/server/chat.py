@@ -10,7 +10,8 @@ from litestar.handlers import HTTPRouteHandler
 
 from gw.codecs.openai_chat import ChatStreamEncoder, decode_chat_request, encode_chat_response
 from gw.errors import GatewayError
-from gw.execution.gateway import RequestContext, StreamSession
+from gw.execution.gateway import RequestContext
+from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord
 from gw.server.fast_path import Endpoint

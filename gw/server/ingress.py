@@ -15,7 +15,8 @@ import msgspec
 from litestar import Response
 
 from gw.errors import ClientAbortedError, GatewayError, RequestTimeoutError
-from gw.execution.gateway import RequestContext, RequestFailedError, StreamSession
+from gw.execution.gateway import RequestContext, RequestFailedError
+from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord
 from gw.server.admission import queue_header

@@ -18,7 +18,8 @@ from gw.codecs.anthropic_messages.client_response import (
 )
 from gw.codecs.anthropic_messages.client_stream import MessagesStreamEncoder
 from gw.errors import GatewayError
-from gw.execution.gateway import RequestContext, StreamSession
+from gw.execution.gateway import RequestContext
+from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord
 from gw.routing.estimate import estimate_input_tokens

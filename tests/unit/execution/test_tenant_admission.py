@@ -1,0 +1,85 @@
+"""admit_tenant(): a tenant's routes, its unpriced targets under a budget, and what its
+limits are charged up front."""
+
+from __future__ import annotations
+
+import pytest
+
+from gw.config import Snapshot, compile_snapshot, load_config
+from gw.errors import BudgetExceededError, PermissionDeniedError
+from gw.execution.limits import TenantLimiter
+from gw.execution.tenant_admission import admit_tenant
+from gw.ir import ChatRequest, TextPart, UserMessage
+from gw.routing import RouteDecision, decide
+
+CONFIG = """
+providers:
+  - {name: openai, kind: openai}
+  - {name: local, kind: openai_compatible, base_url: "http://127.0.0.1:11434/v1"}
+models:
+  - {provider: openai, model: mini, input_per_mtok: 1000000, output_per_mtok: 1000000,
+     context_window: 128000}
+routes:
+  - name: chat-priced
+    targets: [{provider: openai, model: mini}]
+  - name: chat-local
+    targets: [{provider: local, model: tiny}]
+tenants:
+  - {name: open-team}
+  - {name: narrow, allowed_routes: ["chat-l*"]}
+  - {name: frugal, budget: {daily_usd: 1.0}}
+"""
+
+
+class FixedClock:
+    def time(self) -> float:
+        return 1_764_547_200.0
+
+    def monotonic(self) -> float:
+        return 0.0
+
+
+def snapshot() -> Snapshot:
+    return compile_snapshot(load_config(CONFIG, "gw.yaml"), revision=1, source="t")
+
+
+def routed(snap: Snapshot, route: str, tenant: str, max_tokens: int = 10) -> RouteDecision:
+    request = ChatRequest(
+        model=route,
+        messages=(UserMessage(content=(TextPart(text="hi"),)),),
+        max_tokens=max_tokens,
+    )
+    return decide(request, snap, request_id="r1", tenant=tenant)[0]
+
+
+def admit(snap: Snapshot, tenant: str, route: str, limits: TenantLimiter | None = None) -> None:
+    decision = routed(snap, route, tenant)
+    admit_tenant(snap, tenant, decision, limits=limits, request_id="r1", clock=FixedClock())
+
+
+def test_a_tenant_missing_from_the_config_is_refused_with_the_fix() -> None:
+    snap = snapshot()
+    with pytest.raises(PermissionDeniedError, match="'gone' is not in the config; add it"):
+        admit(snap, "gone", "chat-local")
+
+
+def test_allowed_routes_are_glob_patterns() -> None:
+    snap = snapshot()
+    admit(snap, "narrow", "chat-local")
+    with pytest.raises(PermissionDeniedError, match=r"may not use 'chat-priced'.*chat-l\*"):
+        admit(snap, "narrow", "chat-priced")
+    admit(snap, "open-team", "chat-priced")  # no allowed_routes: every route
+
+
+def test_a_budget_refuses_a_target_without_a_price() -> None:
+    # local/tiny has no catalog entry: its price is unknown (an entry without prices is free).
+    snap = snapshot()
+    with pytest.raises(PermissionDeniedError, match="knows no price for local/tiny"):
+        admit(snap, "frugal", "chat-local")
+
+
+def test_the_limiter_is_charged_the_dearest_projected_cost() -> None:
+    snap, limits = snapshot(), TenantLimiter()
+    # At $1 a token, even a short request projects far beyond the $1 daily budget.
+    with pytest.raises(BudgetExceededError):
+        admit(snap, "frugal", "chat-priced", limits)
