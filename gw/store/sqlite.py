@@ -35,19 +35,17 @@ from gw.ports import UsageRow
 from gw.record import TraceRecord
 from gw.store.api_keys import ApiKey
 from gw.store.batch_insert import insert_statements
-from gw.store.migrations import (
-    LATEST_VERSION,
-    SCHEMA_VERSION_TABLE,
-    StoreError,
-    pending_migrations,
+from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
+from gw.store.migrations import LATEST_VERSION, SCHEMA_VERSION_TABLE, StoreError, pending_migrations
+from gw.store.trace_rows import (
+    DELETE_OLDEST_TRACES,
+    DELETE_TRACES_BEFORE,
+    INSERT_TRACES,
+    TRACE_ROW_OVERHEAD,
+    readable_traces,
+    trace_row,
 )
-from gw.store.usage import (
-    INSERT_USAGE,
-    UsageGroup,
-    UsageTotals,
-    report_sql,
-    totals_from_row,
-)
+from gw.store.usage import INSERT_USAGE, UsageGroup, UsageTotals, report_sql, totals_from_row
 
 logger = logging.getLogger("gw.store")
 
@@ -55,38 +53,6 @@ BUSY_TIMEOUT_MS: Final = 5_000
 MIN_PREFIX: Final = 8
 """Shortest request id prefix ``get_trace`` resolves (shorter ones only match exactly)."""
 
-# Traces go in as one multi-row INSERT per ``ROWS_PER_STATEMENT`` rows (batch_insert.py).
-_INSERT_TRACES: Final = """
-INSERT OR REPLACE INTO traces (
-    request_id, time, status, error_code, route, provider, model, latency_ms,
-    client_request_id, revision, body, size
-)"""
-
-_INSERT_KEY: Final = """
-INSERT INTO api_keys (
-    id, digest, prefix, suffix, tenant, name, scopes, models, allowed_ips, created_at,
-    expires_at, revoked_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-_SELECT_KEYS: Final = """
-SELECT id, digest, prefix, suffix, tenant, name, scopes, models, allowed_ips, created_at,
-    expires_at, revoked_at
-FROM api_keys
-"""
-_NAMES: Final = msgspec.json.Decoder(tuple[str, ...])  # api_keys.scopes, models, allowed_ips
-TRACE_ROW_OVERHEAD: Final = 200
-"""Estimated bytes a trace takes besides its body: the other columns and index entries."""
-# Prune deletes: ORDER BY time alone walks the traces_time_size index and stops at LIMIT (a
-# tie-break on request_id would sort every matching row first).
-_DELETE_TRACES_BEFORE: Final = """
-DELETE FROM traces WHERE request_id IN
-    (SELECT request_id FROM traces WHERE time < ? ORDER BY time LIMIT ?)
-RETURNING size
-"""
-_DELETE_OLDEST_TRACES: Final = """
-DELETE FROM traces WHERE request_id IN (SELECT request_id FROM traces ORDER BY time LIMIT ?)
-RETURNING size
-"""
 AUTO_VACUUM_INCREMENTAL: Final = 2  # ``PRAGMA auto_vacuum`` values: 0 none, 1 full, 2 incremental
 
 
@@ -169,26 +135,8 @@ class SqliteStore:
         a trace with a known request id replaces it, so a batch written again is harmless."""
         if not traces:
             return
-        rows = []
-        for trace in traces:
-            body = self._encoder.encode(trace)
-            rows.append(
-                (
-                    trace.request_id,
-                    trace.time,
-                    trace.status,
-                    trace.error_code,
-                    trace.requested_model,
-                    trace.provider,
-                    trace.model,
-                    trace.latency_ms,
-                    trace.client_request_id,
-                    trace.revision,
-                    body.decode(),  # stored as JSON text, which SQLite's JSON functions read
-                    len(body),
-                )
-            )
-        for sql, params in insert_statements(_INSERT_TRACES, rows):
+        rows = [trace_row(trace, self._encoder.encode(trace)) for trace in traces]
+        for sql, params in insert_statements(INSERT_TRACES, rows):
             await self._write_one(sql, params)
 
     async def list_traces(
@@ -196,8 +144,7 @@ class SqliteStore:
     ) -> list[TraceRecord]:
         """The newest ``limit`` traces, newest first, optionally only a client's request id.
 
-        A row that no longer decodes is skipped and logged (by request id only), so one
-        bad row cannot hide the others.
+        A row that no longer decodes is skipped and logged (``readable_traces``).
         """
         if limit < 0:
             raise ValueError("limit must be >= 0")
@@ -209,13 +156,7 @@ class SqliteStore:
         sql += " ORDER BY time DESC, request_id DESC LIMIT ?"
         async with self._lock:
             rows = await self._conn.execute_fetchall(sql, params)
-        traces: list[TraceRecord] = []
-        for request_id, body in rows:
-            try:
-                traces.append(self._decoder.decode(body))
-            except msgspec.DecodeError as exc:
-                logger.warning("skipping unreadable trace %s: %s", request_id, type(exc).__name__)
-        return traces
+        return readable_traces(rows, self._decoder)
 
     async def traces_written_after(
         self, cursor: int | None, *, limit: int
@@ -254,13 +195,7 @@ class SqliteStore:
                         (cursor, limit),
                     )
                 )
-        traces: list[TraceRecord] = []
-        for _rowid, request_id, body in rows:
-            try:
-                traces.append(self._decoder.decode(body))
-            except msgspec.DecodeError as exc:
-                logger.warning("skipping unreadable trace %s: %s", request_id, type(exc).__name__)
-        return traces, int(rows[-1][0]) if rows else (cursor or 0)
+        return readable_traces(rows, self._decoder), int(rows[-1][0]) if rows else (cursor or 0)
 
     async def get_trace(self, request_id: str) -> TraceRecord | None:
         """The trace with this request id, or with this id prefix when that is unique.
@@ -381,33 +316,13 @@ class SqliteStore:
     async def create_key(self, key: ApiKey) -> None:
         """Store a new key: its digest, display prefix and suffix, never the key itself."""
         async with self._transaction():
-            await self._conn.execute(
-                _INSERT_KEY,
-                (
-                    key.id,
-                    key.digest,
-                    key.prefix,
-                    key.suffix,
-                    key.tenant,
-                    key.name,
-                    self._encoder.encode(key.scopes).decode(),
-                    None if key.models is None else self._encoder.encode(key.models).decode(),
-                    (
-                        None
-                        if key.allowed_ips is None
-                        else self._encoder.encode(key.allowed_ips).decode()
-                    ),
-                    key.created_at,
-                    key.expires_at,
-                    key.revoked_at,
-                ),
-            )
+            await self._conn.execute(INSERT_KEY, key_params(key))
 
     async def list_keys(self) -> list[ApiKey]:
         """Every key, revoked and expired ones included, oldest first."""
         async with self._lock:
-            rows = await self._conn.execute_fetchall(_SELECT_KEYS + "ORDER BY created_at, id")
-        return [_key_from_row(row) for row in rows]
+            rows = await self._conn.execute_fetchall(SELECT_KEYS + "ORDER BY created_at, id")
+        return [key_from_row(row) for row in rows]
 
     async def revoke_key(self, key_id: str, *, time: float) -> ApiKey | None:
         """Mark a key revoked at ``time`` and return it; None when no key has this id.
@@ -417,16 +332,16 @@ class SqliteStore:
                 "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                 (time, key_id),
             )
-            rows = await self._conn.execute_fetchall(_SELECT_KEYS + "WHERE id = ?", (key_id,))
+            rows = await self._conn.execute_fetchall(SELECT_KEYS + "WHERE id = ?", (key_id,))
         row = next(iter(rows), None)
-        return None if row is None else _key_from_row(row)
+        return None if row is None else key_from_row(row)
 
     async def find_key_by_digest(self, digest: str) -> ApiKey | None:
         """The key with this SHA-256 digest (the UNIQUE index finds it), revoked or not."""
         async with self._lock:
-            rows = await self._conn.execute_fetchall(_SELECT_KEYS + "WHERE digest = ?", (digest,))
+            rows = await self._conn.execute_fetchall(SELECT_KEYS + "WHERE digest = ?", (digest,))
         row = next(iter(rows), None)
-        return None if row is None else _key_from_row(row)
+        return None if row is None else key_from_row(row)
 
     async def count_active_keys(self, *, now: float) -> int:
         """Keys neither revoked nor expired at ``now``."""
@@ -499,12 +414,12 @@ class SqliteStore:
     async def delete_traces_before(self, cutoff: float, *, limit: int) -> tuple[int, int]:
         """Delete up to ``limit`` traces older than ``cutoff`` (epoch seconds), oldest
         first, in one short transaction; return (rows, estimated bytes) deleted."""
-        return await self._delete_traces(_DELETE_TRACES_BEFORE, (cutoff, limit))
+        return await self._delete_traces(DELETE_TRACES_BEFORE, (cutoff, limit))
 
     async def delete_oldest_traces(self, *, limit: int) -> tuple[int, int]:
         """Delete the ``limit`` oldest traces in one short transaction; return (rows,
         estimated bytes) deleted."""
-        return await self._delete_traces(_DELETE_OLDEST_TRACES, (limit,))
+        return await self._delete_traces(DELETE_OLDEST_TRACES, (limit,))
 
     async def reclaim_space(self) -> int:
         """Hand free pages back to the file system when the database uses
@@ -573,22 +488,3 @@ class SqliteStore:
             # PRAGMA takes no bound parameters; LATEST_VERSION is an int constant.
             await self._conn.execute(f"PRAGMA user_version = {LATEST_VERSION}")
             logger.info("migrated %s to schema version %d", self.path, LATEST_VERSION)
-
-
-def _key_from_row(row: sqlite3.Row) -> ApiKey:
-    """An ``api_keys`` row, columns in ``_SELECT_KEYS`` order, as an ``ApiKey``."""
-    (key_id, digest, prefix, suffix, tenant, name, scopes, models, ips, made, expires, gone) = row
-    return ApiKey(
-        id=key_id,
-        digest=digest,
-        prefix=prefix,
-        suffix=suffix,
-        tenant=tenant,
-        name=name,
-        scopes=_NAMES.decode(scopes),
-        models=None if models is None else _NAMES.decode(models),
-        allowed_ips=None if ips is None else _NAMES.decode(ips),
-        created_at=made,
-        expires_at=expires,
-        revoked_at=gone,
-    )

@@ -19,7 +19,7 @@ from gw.record import TraceRecord
 from gw.store import LATEST_VERSION, SqliteStore
 from gw.store.batch_insert import ROWS_PER_STATEMENT
 from gw.store.migrations import MIGRATIONS
-from gw.store.sqlite import TRACE_ROW_OVERHEAD
+from gw.store.trace_rows import TRACE_ROW_OVERHEAD
 from gw.telemetry.pruner import TracePruner
 
 T = TypeVar("T")
