@@ -39,6 +39,11 @@ class UpstreamCall(msgspec.Struct, frozen=True, kw_only=True):
     # The adapter appends what its wire format could not carry exactly (lossy
     # translations); the engine copies them into the attempt's record.
     notes: list[str] = msgspec.field(default_factory=list)
+    # The most output tokens this target may be asked for (a policy limit, the catalog's
+    # max_output_tokens); a limit an adapter must send unasked stays under it, and it says
+    # so in limit_notes, as the engine does when it clamps max_tokens to the model's.
+    output_ceiling: int | None = None
+    limit_notes: list[str] = msgspec.field(default_factory=list)
 
 
 class EmbeddingCall(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,6 +55,7 @@ class EmbeddingCall(msgspec.Struct, frozen=True, kw_only=True):
     account: str | None
     timeouts: AttemptTimeouts
     notes: list[str] = msgspec.field(default_factory=list)
+    limit_notes: list[str] = msgspec.field(default_factory=list)  # none: no output limit
 
 
 class Upstream(Protocol):

@@ -47,6 +47,9 @@ class AttemptRecord(RecordStruct, frozen=True, kw_only=True):
     provider_kind: str | None = None  # which wire format the attempt spoke
     # What the upstream's format could not carry exactly (dropped schema keywords, ...).
     translation_notes: tuple[str, ...] = ()
+    # What gw set of the attempt's max_tokens: clamped to the model's max_output_tokens, or
+    # a default added where the provider requires one (gw/execution/output_limit.py).
+    limit_notes: tuple[str, ...] = ()
     hedge: bool = False
 
 

@@ -29,8 +29,8 @@ from gw.ports import UpstreamCall
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 # Sent as max_tokens when the client set none: Anthropic requires one (DESIGN.md invariant 7).
-# The engine clamps a larger client value to the catalog's ceiling before it gets here; this
-# only fills the gap, and every current Claude model can produce this many tokens.
+# Every current Claude model can produce this many tokens; a lower ceiling (a policy
+# limit, the catalog's max_output_tokens: UpstreamCall.output_ceiling) lowers it.
 DEFAULT_MAX_TOKENS = 4096
 
 
@@ -82,11 +82,16 @@ def _url(call: UpstreamCall) -> str:
 
 def _body(call: UpstreamCall, *, stream: bool) -> bytes:
     call.notes.extend(lossy_notes(call.request.messages))
+    default = DEFAULT_MAX_TOKENS
+    if call.output_ceiling is not None:
+        default = min(default, call.output_ceiling)
+    if call.request.max_tokens is None:
+        call.limit_notes.append(f"max_tokens {default} added: Anthropic requires one")
     return encode_upstream_request(
         call.request,
         model=call.request.model,
         stream=stream,
-        default_max_tokens=DEFAULT_MAX_TOKENS,
+        default_max_tokens=default,
         api_version=_api_version(call),
     )
 

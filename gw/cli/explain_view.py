@@ -48,6 +48,8 @@
          "retry_after_s": null, "backoff_ms": 0.0,   // backoff_ms: waited before this attempt
          "provider_kind": "openai",       // the upstream's wire format; null in older traces
          "translation_notes": [],         // what that format could not carry exactly
+         "limit_notes": [],               // max_tokens clamped to the model's ceiling, or
+                                          //   the default a provider requires, added
          "hedge": false}                  // started by hedging, alongside the first target
       ],
       "usage": {"input_tokens": 12, "output_tokens": 34, "cached_input_tokens": 0,
@@ -247,6 +249,8 @@ def translation_line(trace: TraceRecord, attempt: AttemptRecord) -> str:
     line = f"{client} -> IR -> {upstream}"
     if attempt.translation_notes:
         line += "; lossy: " + "; ".join(attempt.translation_notes)
+    if attempt.limit_notes:
+        line += "; " + "; ".join(attempt.limit_notes)
     return line
 
 

@@ -20,6 +20,7 @@ class PendingAttempt(msgspec.Struct, kw_only=True):
     ttft_ms: float | None = None
     provider_kind: str | None = None
     notes: list[str] = msgspec.field(default_factory=list)  # the call's, filled by its adapter
+    limit_notes: list[str] = msgspec.field(default_factory=list)  # UpstreamCall.limit_notes
     hedge: bool = False
 
 
@@ -39,6 +40,7 @@ class AttemptLog:
         backoff_ms: float,
         provider_kind: str | None = None,
         notes: list[str] | None = None,
+        limit_notes: list[str] | None = None,
         hedge: bool = False,
     ) -> PendingAttempt:
         self._count += 1
@@ -51,6 +53,7 @@ class AttemptLog:
             backoff_ms=round(backoff_ms, 3),
             provider_kind=provider_kind,
             notes=[] if notes is None else notes,
+            limit_notes=[] if limit_notes is None else limit_notes,
             hedge=hedge,
         )
 
@@ -80,6 +83,7 @@ class AttemptLog:
             backoff_ms=pending.backoff_ms,
             provider_kind=pending.provider_kind,
             translation_notes=tuple(pending.notes),
+            limit_notes=tuple(pending.limit_notes),
             hedge=pending.hedge,
         )
         self.records.append(record)

@@ -17,7 +17,7 @@ from typing import Generic, Literal, TypeVar
 
 import msgspec
 
-from gw.config.schema import PolicyConfig, ProviderConfig
+from gw.config.schema import ModelEntry, PolicyConfig, ProviderConfig
 from gw.config.snapshot import ProviderAccount, provider_accounts
 from gw.errors import (
     ClientAbortedError,
@@ -34,6 +34,7 @@ from gw.execution.health import HealthBook
 from gw.execution.hedging import HEDGE_LOST, HedgeLostError, hedged
 from gw.execution.latency import LatencyBook
 from gw.execution.open_stream import OpenStream, close_quietly, unexpected_error
+from gw.execution.output_limit import output_limit
 from gw.ir import (
     ChatRequest,
     ChatResponse,
@@ -78,6 +79,8 @@ class ExecutionPlan(msgspec.Struct, Generic[RequestT], frozen=True, kw_only=True
     accounts: Mapping[str, tuple[ProviderAccount, ...]] = msgspec.field(default_factory=dict)
     # Targets whose half-open breaker this request claimed the trial of (gw/execution/health).
     trials: frozenset[str] = frozenset()
+    # Snapshot.catalog: each target's max_output_tokens (gw/execution/output_limit.py).
+    catalog: Mapping[tuple[str, str], ModelEntry] = msgspec.field(default_factory=dict)
 
 
 class ExecutionFailedError(Exception):
@@ -320,13 +323,17 @@ class Engine:
                     if remaining <= 0:
                         error = UpstreamTimeoutError("the request used up timeout.total")
                         raise ExecutionFailedError(error, log.records)
-                    call = msgspec.structs.replace(target_call, notes=[])  # notes per attempt
+                    # Notes per attempt: the adapter adds its own to each.
+                    call = msgspec.structs.replace(
+                        target_call, notes=[], limit_notes=list(target_call.limit_notes)
+                    )
                     pending = log.start(
                         target,
                         account=call.account,
                         backoff_ms=backoff_ms,
                         provider_kind=provider.kind,
                         notes=call.notes,
+                        limit_notes=call.limit_notes,
                         hedge=hedge,
                     )
                     backoff_ms = 0.0
@@ -447,22 +454,27 @@ class Engine:
 
 
 def _chat_calls(plan: ExecutionPlan[ChatRequest], *, stream: bool) -> CallFactory[UpstreamCall]:
-    """Each target's chat call: its model, the stream mode, the settled output limit."""
+    """Each target's chat call: its model, the stream mode, its output limit."""
 
     def call_for(
         target: TargetRef, account: ProviderAccount, timeouts: AttemptTimeouts
     ) -> UpstreamCall:
+        limit = output_limit(
+            plan.decision.max_output_tokens,
+            plan.policy.limits.max_output_tokens,
+            plan.catalog.get((target.provider, target.model)),
+            target.key,
+        )
         return UpstreamCall(
             request_id=plan.request_id,
             provider=account.provider,
             request=msgspec.structs.replace(
-                plan.request,
-                model=target.model,
-                stream=stream,
-                max_tokens=plan.decision.max_output_tokens,
+                plan.request, model=target.model, stream=stream, max_tokens=limit.max_tokens
             ),
             account=account.name,
             timeouts=timeouts,
+            output_ceiling=limit.ceiling,
+            limit_notes=list(limit.notes),
         )
 
     return call_for

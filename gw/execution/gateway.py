@@ -262,6 +262,7 @@ class Gateway:
             providers=ctx.snapshot.providers,
             accounts=ctx.snapshot.accounts,
             trials=trials,
+            catalog=ctx.snapshot.catalog,
         )
         return decision, plan
 

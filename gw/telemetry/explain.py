@@ -106,5 +106,6 @@ def attempt_json(attempt: AttemptRecord) -> dict[str, object]:
         "backoff_ms": attempt.backoff_ms,
         "provider_kind": attempt.provider_kind,
         "translation_notes": list(attempt.translation_notes),
+        "limit_notes": list(attempt.limit_notes),
         "hedge": attempt.hedge,
     }

@@ -204,6 +204,7 @@ ATTEMPT_KEYS = {
     "backoff_ms",
     "provider_kind",
     "translation_notes",
+    "limit_notes",
 }
 USAGE_KEYS = {"input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens", "source"}
 
