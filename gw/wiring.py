@@ -43,6 +43,7 @@ from gw.startup.checks import check_otel, checked_start, shipped_catalog
 from gw.startup.plan import ServeError, ServePlan, SnapshotHolder, SystemClock, reachable_as
 from gw.startup.reloading import build_reloader, record_start
 from gw.startup.telemetry import add_otel, gateway_metrics, with_request_log
+from gw.store.serve_lock import ServeLock, StateDirBusyError
 from gw.store.sqlite import SqliteStore
 from gw.telemetry.hub import TelemetryHub
 from gw.telemetry.log_lines import install_log_handler
@@ -87,6 +88,26 @@ async def build_authenticator(
     )
 
 
+def hold_state_dir(home: Path) -> ServeLock:
+    """The state directory's serve lock (gw/store/serve_lock.py), or a ``ServeError``
+    naming the server that holds it."""
+    lock = ServeLock(home)
+    try:
+        lock.acquire()
+    except StateDirBusyError:
+        holder = ""
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            facts = json.loads((home / SERVER_FILE_NAME).read_text())
+            holder = f" (pid {int(facts['pid'])}, {facts['url']})"
+        raise ServeError(
+            f"another gw serve{holder} is running with the state directory {home}; "
+            "stop it first, or give this one its own --state-dir"
+        ) from None
+    except OSError as error:
+        raise ServeError(f"cannot lock the state directory {home}: {error}") from None
+    return lock
+
+
 def bind_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -111,6 +132,19 @@ async def seeded_limiter(store: SqliteStore, clock: SystemClock) -> TenantLimite
 async def serve(plan: ServePlan) -> None:
     """Run gw until SIGINT/SIGTERM, then drain, flush traces and close the store."""
     vault, admin_key, proxies = checked_start(plan)
+    lock = hold_state_dir(plan.home)  # the process's end drops it, whatever ends it
+    try:
+        await _serve(plan, vault, admin_key, proxies)
+    finally:
+        lock.release()
+
+
+async def _serve(
+    plan: ServePlan,
+    vault: Mapping[str, str] | None,
+    admin_key: str | None,
+    proxies: dict[str, str],
+) -> None:
     server_config = plan.config.server
     sock = bind_socket(server_config.host, server_config.port)
     address = sock.getsockname()

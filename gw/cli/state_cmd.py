@@ -19,6 +19,7 @@ from gw.cli.options import JsonOption, StateDirOption, resolve_home
 from gw.environment import SERVER_FILE_NAME, database_path
 from gw.store import StoreError
 from gw.store.backup import DatabaseSummary, backup, restore
+from gw.store.serve_lock import serving
 
 state_app = typer.Typer(
     help="Back up and restore gw's state database (traces, usage, config history, keys).",
@@ -91,8 +92,9 @@ def restore_command(
     newer than the backup's are kept, so revision numbers never go back."""
     home = resolve_home(state_dir)
     pid = running_server_pid(home)
-    if pid is not None:
-        fail(f"a gw server (pid {pid}) is running on {home}; stop it, then restore")
+    if pid is not None or serving(home):
+        who = "" if pid is None else f" (pid {pid})"
+        fail(f"a gw server{who} is running on {home}; stop it, then restore")
     try:
         with working(f"restoring {path}", quiet=as_json):
             result = restore(path.expanduser(), database_path(home))
