@@ -17,6 +17,10 @@ from gw.config.validate import find_problems
 from gw.config.yamlmap import line_of, parse_yaml
 
 BUILTIN_SOURCE = "<built-in default>"
+# YAML 1.1, which PyYAML reads, takes a bare yes/no/on/off as a boolean.
+_BARE_WORD_HINT = (
+    '; YAML reads a bare true/false/yes/no/on/off as a boolean: quote the word ("off")'
+)
 _MSGSPEC_PATH = re.compile(r"^(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 
 
@@ -69,4 +73,6 @@ def _split_msgspec_error(message: str) -> tuple[str, str]:
         return "", message
     path = (match.group("path") or "").lstrip(".")
     reason = match.group("reason")
+    if reason.endswith("got `bool`"):
+        reason += _BARE_WORD_HINT
     return path, reason[0].lower() + reason[1:] if reason else reason

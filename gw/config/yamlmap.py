@@ -70,8 +70,10 @@ def _line_index(root: yaml.Node) -> dict[str, int]:
         inside.add(id(node))
         lines[path] = node.start_mark.line + 1
         if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
             for key_node, value_node in node.value:
                 key = str(key_node.value)
+                _refuse_a_second(key, key_node, seen)
                 child = f"{path}.{key}" if path else key
                 walk(value_node, child)
                 lines[child] = key_node.start_mark.line + 1
@@ -82,6 +84,19 @@ def _line_index(root: yaml.Node) -> dict[str, int]:
 
     walk(root, "")
     return lines
+
+
+def _refuse_a_second(key: str, key_node: yaml.Node, seen: dict[str, int]) -> None:
+    """YAML keeps only the last of two equal keys, silently: a section written twice (one
+    appended at the end, say) would lose the first one's settings. Refused, naming both."""
+    line = key_node.start_mark.line + 1
+    if key in seen and key != "<<":
+        raise yaml.constructor.ConstructorError(
+            problem=f"{key!r} is set twice here (lines {seen[key]} and {line}); "
+            "YAML would keep only the last: merge them into one",
+            problem_mark=key_node.start_mark,
+        )
+    seen.setdefault(key, line)
 
 
 def line_of(lines: dict[str, int], path: str) -> int | None:

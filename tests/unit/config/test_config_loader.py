@@ -71,3 +71,12 @@ def test_hash_is_stable_and_content_sensitive() -> None:
 def test_durations(text: str | int, seconds: float) -> None:
     assert Duration.parse(text).seconds == seconds
     assert Duration.parse(str(Duration.parse(text))).seconds == seconds
+
+
+def test_a_bare_off_read_as_a_boolean_is_explained() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config("telemetry:\n  request_log: off\n", "gw.yaml")
+    assert caught.value.path == "telemetry.request_log"
+    assert 'quote the word ("off")' in caught.value.reason
+    quoted = load_config('telemetry:\n  request_log: "off"\n', "gw.yaml")
+    assert quoted.telemetry.request_log == "off"

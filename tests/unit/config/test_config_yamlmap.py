@@ -132,3 +132,26 @@ def test_a_shared_alias_is_indexed_where_it_is_defined() -> None:
     data, lines = parse_yaml("base: &b {x: 1}\none: *b\ntwo: *b\n", "gw.yaml")
     assert data == {"base": {"x": 1}, "one": {"x": 1}, "two": {"x": 1}}
     assert (lines["base.x"], lines["one"], lines["two"]) == (1, 2, 3)
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "lines"),
+    [
+        ("server:\n  port: 1\nserver:\n  port: 2\n", "server", (1, 3)),
+        ("providers:\n  - name: m\n    kind: mock\n    kind: openai\n", "kind", (3, 4)),
+        ("a: {x: 1, x: 2}\n", "x", (1, 1)),
+    ],
+)
+def test_a_key_set_twice_in_one_mapping_is_refused_naming_both_lines(
+    text: str, key: str, lines: tuple[int, int]
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_yaml(text, "gw.yaml")
+    assert f"{key!r} is set twice here (lines {lines[0]} and {lines[1]})" in str(refused.value)
+    assert refused.value.line == lines[1]
+
+
+def test_merge_keys_and_equal_keys_in_different_mappings_are_fine() -> None:
+    text = "base: &b {k: 1}\none:\n  <<: *b\n  k: 2\ntwo: {k: 3}\n"
+    data, _ = parse_yaml(text, "gw.yaml")
+    assert data["one"] == {"k": 2} and data["two"] == {"k": 3}
