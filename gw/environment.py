@@ -6,6 +6,7 @@ This is the only module that reads the process environment; it hands values down
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Mapping
@@ -111,6 +112,21 @@ def replace_file(path: Path, text: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def running_server_pid(home: Path) -> int | None:
+    """The pid of a gw server running on ``home`` (from its server.json), or None."""
+    try:
+        pid = int(json.loads((home / SERVER_FILE_NAME).read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(pid, 0)  # signal 0: only checks that the process exists
+    except ProcessLookupError:
+        return None  # a stale file from a server that did not stop cleanly
+    except PermissionError:
+        return pid  # alive, under another user
+    return pid
 
 
 def database_path(home: Path) -> Path:

@@ -177,6 +177,11 @@ class Reloader:
             loaded, text = self._read()
             digest = config_hash(loaded.config)
             if digest == self._current().config_hash:
+                if source == "signal":  # SIGHUP also re-reads the vault (`gw vault set`)
+                    await self._check_outside(loaded.config)
+                    revision = self._current().revision
+                    log.info("SIGHUP: the config is unchanged (revision %d); the vault "
+                             "secrets it names were read again", revision)  # fmt: skip
                 self.status.error = self.status.error_at = None
                 return None
             await self._check_outside(loaded.config)

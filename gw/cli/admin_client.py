@@ -180,7 +180,8 @@ def call_error(answer: httpx.Response, path: str) -> str:
     text = f"{path} failed: {message}"
     if answer.status_code in (401, 403):
         text += (
-            f"; set {ADMIN_KEY_ENV}, or make auth.admin_key resolvable here "
-            "(pass the server's --config)"
+            f"; this needs an admin key: set {ADMIN_KEY_ENV} to the server's auth.admin_key "
+            "(or pass the server's --config, so it resolves here), or to an API key with "
+            "the admin scope (`gw keys create --tenant T --scopes admin`)"
         )
     return text

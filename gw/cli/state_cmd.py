@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import sqlite3
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -16,7 +14,7 @@ from rich.markup import escape
 
 from gw.cli.console import fail, print_json, stderr, stdout
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
-from gw.environment import SERVER_FILE_NAME, database_path
+from gw.environment import database_path, running_server_pid
 from gw.store import StoreError
 from gw.store.backup import DatabaseSummary, backup, restore
 from gw.store.serve_lock import serving
@@ -27,21 +25,6 @@ state_app = typer.Typer(
 )
 
 PathArgument = Annotated[Path, typer.Argument(help="The backup file.")]
-
-
-def running_server_pid(home: Path) -> int | None:
-    """The pid of a gw server running on ``home`` (from its server.json), or None."""
-    try:
-        pid = int(json.loads((home / SERVER_FILE_NAME).read_text())["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    try:
-        os.kill(pid, 0)  # signal 0: only checks that the process exists
-    except ProcessLookupError:
-        return None  # a stale file from a server that did not stop cleanly
-    except PermissionError:
-        return pid  # alive, under another user
-    return pid
 
 
 def working(message: str, *, quiet: bool) -> AbstractContextManager[object]:

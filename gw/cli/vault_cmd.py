@@ -17,7 +17,7 @@ import typer
 
 from gw.cli.console import fail, print_json, stderr, stdout
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
-from gw.environment import SERVER_FILE_NAME, process_environ
+from gw.environment import process_environ, running_server_pid
 from gw.vault import Vault, VaultError, VaultStatus, check_name
 
 T = TypeVar("T")
@@ -66,8 +66,12 @@ def secrets(count: int) -> str:
 
 
 def restart_hint(vault: Vault) -> None:
-    if (vault.home / SERVER_FILE_NAME).exists():
-        stderr.print("a running gw reads the vault when it starts: restart it to use this change")
+    pid = running_server_pid(vault.home)
+    if pid is not None:
+        stderr.print(
+            f"the running gw (pid {pid}) reads the vault at start, on a config edit and on "
+            f"SIGHUP: `kill -HUP {pid}` puts this change to use now"
+        )
 
 
 @vault_app.command("init")

@@ -14,6 +14,7 @@ import os
 import pty
 import select
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -422,3 +423,37 @@ def test_gw_refuses_to_start_when_the_vault_cannot_be_opened(tmp_path: Path) -> 
     assert "the vault cannot be opened" in message
     assert "run `gw vault init` first" in message
     assert not (state / "server.json").exists()
+
+
+def test_a_rotated_secret_is_used_after_sighup(tmp_path: Path, upstream: FakeOpenAI) -> None:
+    state = tmp_path / "state"
+    vault(state, "init")
+    vault(state, "set", "openai", stdin=OPENAI_SECRET + "\n")
+    config = tmp_path / "gw.yaml"
+    config.write_text(
+        f'providers: [{{name: up, kind: openai_compatible, base_url: "{upstream.base_url}",'
+        " api_key: vault:openai}]\nroutes: [{name: chat, targets: [{provider: up, model: m}]}]\n"
+    )
+    server = GwServer(state, config, env=NO_KEYRING)
+    server.env.pop("GW_VAULT_KEY", None)
+    with server:
+        assert server.process is not None
+        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+
+        def sent_key() -> str:
+            client.chat.completions.create(
+                model="chat", messages=[{"role": "user", "content": "hi"}]
+            )
+            return upstream.requests[-1].headers["authorization"]
+
+        assert sent_key() == f"Bearer {OPENAI_SECRET}"
+        rotated = vault(state, "set", "openai", stdin="sk-rotated-0123456789\n")
+        pid = server.process.pid
+        assert f"`kill -HUP {pid}` puts this change to use now" in one_line(rotated.stderr)
+        assert sent_key() == f"Bearer {OPENAI_SECRET}"  # read at start: the old one still
+        server.process.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 20
+        while sent_key() != "Bearer sk-rotated-0123456789":
+            assert time.monotonic() < deadline, server.log()
+            time.sleep(0.1)
+        assert "the vault secrets it names were read again" in server.log()
