@@ -13,6 +13,21 @@ AttemptOutcome = Literal[
     "answered", "retried", "next_account", "fell_back", "failed", "aborted", "hedge_lost"
 ]
 UsageSource = Literal["provider", "estimate"]
+REQUEST_ID_PREFIX = "req_"
+MESSAGE_ID_PREFIX = "msg_"  # Anthropic's; gw's /v1/messages answers carry msg_ + the id
+
+
+def message_id(request_id: str) -> str:
+    """The Anthropic message id gw gives the answer to ``request_id``."""
+    return MESSAGE_ID_PREFIX + request_id.removeprefix(REQUEST_ID_PREFIX)
+
+
+def request_id_of(given: str) -> str:
+    """The request id behind an id a client holds: ``msg_...`` from ``message_id``, or the
+    request id (or a prefix of it) itself."""
+    if given.startswith(MESSAGE_ID_PREFIX):
+        return REQUEST_ID_PREFIX + given.removeprefix(MESSAGE_ID_PREFIX)
+    return given
 
 
 class RecordStruct(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,6 +17,7 @@ from gw.cli.traces_view import traces_json, traces_table
 from gw.environment import database_path
 from gw.record import TraceRecord
 from gw.store import SqliteStore, StoreError
+from gw.store.sqlite import MIN_PREFIX, AmbiguousRequestIdError
 from gw.telemetry.explain import explain_json
 
 
@@ -84,7 +85,12 @@ def follow_command(path: Path, limit: int, client_request_id: str | None, *, as_
 
 
 def explain_command(
-    request_id: Annotated[str, typer.Argument(help="A request id (x-gw-request-id), or a prefix.")],
+    request_id: Annotated[
+        str,
+        typer.Argument(
+            help="A request id (x-gw-request-id; msg_... from /v1/messages), or a prefix."
+        ),
+    ],
     state_dir: StateDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -92,10 +98,15 @@ def explain_command(
     path = database_path(resolve_home(state_dir))
     try:
         trace = asyncio.run(_read_trace(path, request_id)) if path.exists() else None
+    except AmbiguousRequestIdError as error:
+        fail(str(error))
     except (StoreError, sqlite3.Error, OSError) as error:
         fail(f"cannot read {path}: {error}")
     if trace is None:
-        fail(f"no request {request_id!r} in {path}; `gw traces` lists recent ones")
+        short = (
+            "" if len(request_id) >= MIN_PREFIX else f" (a prefix needs {MIN_PREFIX} characters)"
+        )
+        fail(f"no request {request_id!r}{short} in {path}; `gw traces` lists recent ones")
     if as_json:
         print_json(explain_json(trace))
         return

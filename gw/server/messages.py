@@ -21,7 +21,7 @@ from gw.errors import GatewayError
 from gw.execution.gateway import RequestContext
 from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
-from gw.record import TraceRecord
+from gw.record import TraceRecord, message_id
 from gw.routing.estimate import estimate_input_tokens
 from gw.server.fast_path import Endpoint
 from gw.server.ingress import read_chat, serve_chat
@@ -66,8 +66,8 @@ class _CountTokensFormat(AnthropicMessagesFormat):
 
 
 def _message_id(ctx: RequestContext) -> str:
-    # Anthropic ids start with msg_; gw's request id follows, so the two can be matched.
-    return f"msg_{ctx.request_id.removeprefix('req_')}"
+    # Anthropic ids start with msg_; gw's request id follows, so `gw explain` takes either.
+    return message_id(ctx.request_id)
 
 
 MESSAGES_PATH = "/v1/messages"

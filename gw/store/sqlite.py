@@ -32,7 +32,7 @@ import aiosqlite
 import msgspec
 
 from gw.ports import UsageRow
-from gw.record import TraceRecord
+from gw.record import TraceRecord, request_id_of
 from gw.store.api_keys import ApiKey
 from gw.store.batch_insert import insert_statements
 from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
@@ -200,10 +200,12 @@ class SqliteStore:
     async def get_trace(self, request_id: str) -> TraceRecord | None:
         """The trace with this request id, or with this id prefix when that is unique.
 
-        A prefix needs at least ``MIN_PREFIX`` characters. Raises
+        An Anthropic message id gw gave (``msg_...``) finds its request too. A prefix
+        needs at least ``MIN_PREFIX`` characters. Raises
         ``AmbiguousRequestIdError`` when a prefix matches several traces and
         ``UnreadableTraceError`` when the stored trace does not decode.
         """
+        request_id = request_id_of(request_id)
         async with self._lock:
             rows = await self._conn.execute_fetchall(
                 "SELECT request_id, body FROM traces WHERE request_id = ?", (request_id,)

@@ -156,6 +156,12 @@ def test_explain_shows_the_translation(gw: GwServer, primary: FakeOpenAI) -> Non
     gw.wait_for_trace(request_id)
     shown = gw.cli("explain", request_id)
     assert "Anthropic messages -> IR -> OpenAI chat" in shown.stdout
+    # The message id the SDK user holds finds the same request.
+    by_message_id = gw.cli("explain", raw.parse().id, "--json")
+    assert json.loads(by_message_id.stdout)["request_id"] == request_id
+    ambiguous = gw.cli("explain", "req_", check=False)
+    assert ambiguous.returncode == 1
+    assert "a prefix needs 8 characters" in ambiguous.stderr
 
 
 def test_models_list_in_anthropic_shape(gw: GwServer) -> None:

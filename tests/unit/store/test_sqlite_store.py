@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import pytest
 
-from gw.record import AttemptRecord, TraceRecord
+from gw.record import AttemptRecord, TraceRecord, message_id
 from gw.store import (
     LATEST_VERSION,
     AmbiguousRequestIdError,
@@ -122,6 +122,18 @@ def test_write_list_and_get_traces(tmp_path: Path) -> None:
     # Traces survive a reopen.
     again = run_with_store(tmp_path / "gw.db", lambda store: store.list_traces(limit=10))
     assert len(again) == 3
+
+
+def test_the_anthropic_message_id_gw_gave_finds_its_request(tmp_path: Path) -> None:
+    request_id = "req_01a2350f0c31550b0b1233bfac53"
+    trace = make_trace(request_id, 1.0)
+
+    async def body(store: SqliteStore) -> None:
+        await store.write_traces([trace])
+        assert await store.get_trace(message_id(request_id)) == trace
+        assert await store.get_trace("msg_01a2350f0c3155") == trace  # a prefix of it too
+
+    run_with_store(tmp_path / "gw.db", body)
 
 
 def test_an_unreadable_trace_is_skipped_in_lists_and_reported_by_get(tmp_path: Path) -> None:
