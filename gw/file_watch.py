@@ -6,8 +6,8 @@ gw's database lives beside its config, and a directory watch woke on every write
 is set on the path *before* the caller re-reads the file, so a save by rename or a
 delete-and-write (a new inode) is followed, and whatever happened in between, that read
 sees. A symlink re-pointed while its old target stays (``ln -sfn``, a Kubernetes
-ConfigMap's swap of ``..data``) changes nothing the watch sees: where a symlink leads is
-looked at once a second. So is whether a missing file has appeared (not its directory,
+ConfigMap's swap of ``..data``, a release directory's ``current``) changes nothing the watch
+sees: where the path leads through its symlinks is looked at once a second. So is whether a missing file has appeared (not its directory,
 for the same reason as above).
 """
 
@@ -100,5 +100,7 @@ def _exists(path: Path) -> bool:
 
 
 def _leads_to(path: Path) -> str | None:
-    """Where a symlink leads, in the end; None for a file that is not a symlink."""
-    return os.path.realpath(path) if os.path.islink(path) else None
+    """Where ``path`` leads through the symlinks on it, the file's or a directory's (a
+    release layout's ``current/gw.yaml``); None when none of it is a symlink."""
+    real = os.path.realpath(path)
+    return real if real != os.path.abspath(path) else None

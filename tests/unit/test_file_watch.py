@@ -150,6 +150,28 @@ def test_a_symlink_re_pointed_while_its_old_target_stays(tmp_path: Path) -> None
     watching(path, test)
 
 
+def test_a_directory_symlink_on_the_path_re_pointed(tmp_path: Path) -> None:
+    """A release layout: ``--config current/gw.yaml``, ``current`` moved to a new release."""
+    for release in ("r1", "r2"):
+        (tmp_path / release).mkdir()
+        (tmp_path / release / "gw.yaml").write_text(f"release: {release}\n")
+    (tmp_path / "current").symlink_to("r1")
+
+    def point_to(release: str) -> Step:
+        def go() -> None:  # ln -sfn r2 current.new && mv -T current.new current
+            (tmp_path / "current.new").symlink_to(release)
+            os.replace(tmp_path / "current.new", tmp_path / "current")
+
+        return go
+
+    async def test(seen: Seen) -> None:
+        await seen.after(point_to("r2"))
+        await seen.after(lambda: (tmp_path / "r2" / "gw.yaml").write_text("release: r2b\n"))
+        await seen.after(point_to("r1"))
+
+    watching(tmp_path / "current" / "gw.yaml", test)
+
+
 def test_a_file_that_appears_later_then_changes(tmp_path: Path) -> None:
     path = tmp_path / "gw.yaml"
 
