@@ -7,8 +7,8 @@ is set on the path *before* the caller re-reads the file, so a save by rename or
 delete-and-write (a new inode) is followed, and whatever happened in between, that read
 sees. A symlink re-pointed while its old target stays (``ln -sfn``, a Kubernetes
 ConfigMap's swap of ``..data``, a release directory's ``current``) changes nothing the watch
-sees: where the path leads through its symlinks is looked at once a second. So is whether a missing file has appeared (not its directory,
-for the same reason as above).
+sees: where the path leads through its symlinks is looked at once a second. So is
+whether a missing file has appeared (not its directory, for the same reason as above).
 """
 
 from __future__ import annotations

@@ -24,11 +24,12 @@ from gw.server.edges import cors_config
 from gw.server.embeddings import embedding_handlers
 from gw.server.error_pages import ErrorPages
 from gw.server.fast_path import FastPath
+from gw.server.ids import new_request_id
 from gw.server.messages import MESSAGES_PATH, message_handlers, messages_endpoint
 from gw.server.metrics_endpoint import metrics_handlers
 from gw.server.models import model_handlers
 from gw.server.openapi_doc import openapi_handlers
-from gw.server.responses import JSON
+from gw.server.responses import JSON, gw_headers
 from gw.server.services import HttpRequest, ServerServices
 
 Hook = Callable[[], Awaitable[None]]
@@ -84,7 +85,11 @@ def build_app(
         cors_config=cors_config(services.snapshot().config.server.cors_origins),
     )
     endpoints = {CHAT_PATH: chat, MESSAGES_PATH: messages}
-    return FastPath(app, endpoints, guard=guard, error_page=errors.any)
+
+    def untraced_headers() -> dict[str, str]:
+        return gw_headers(new_request_id(), "-", services.snapshot().revision)
+
+    return FastPath(app, endpoints, guard=guard, error_page=errors.any, gw_headers=untraced_headers)
 
 
 class GatewayLitestar(Litestar):

@@ -23,6 +23,7 @@ from litestar.types import Receive, Scope, Send
 from gw.server.services import HttpRequest
 
 Endpoint = Callable[[HttpRequest], Awaitable[Response[Any]]]
+HeaderSource = Callable[[], Mapping[str, str]]
 Guard = Callable[[HttpRequest], Awaitable[Response[bytes] | None]]
 ErrorPage = Callable[[HttpRequest, Exception], Response[bytes]]
 
@@ -35,18 +36,26 @@ class FastPath:
         *,
         guard: Guard,
         error_page: ErrorPage,
+        gw_headers: HeaderSource,
     ) -> None:
         self.app = app  # the Litestar app behind: every other request, and the lifespan
         self._endpoints = dict(endpoints)
         self._guard = guard
         self._error_page = error_page
+        self._gw_headers = gw_headers
 
     async def __call__(self, scope: Any, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST":
-            endpoint = self._endpoints.get(scope["path"])
-            if endpoint is not None and not _from_a_browser(scope):
-                await self._serve(endpoint, scope, receive, send)
-                return
+        if scope["type"] == "http":
+            method = scope["method"]
+            if method == "POST":
+                endpoint = self._endpoints.get(scope["path"])
+                if endpoint is not None and not _from_a_browser(scope):
+                    await self._serve(endpoint, scope, receive, send)
+                    return
+            elif method == "OPTIONS" and scope["path"].startswith("/v1/"):
+                # Litestar answers OPTIONS (and CORS preflights) itself, without the
+                # x-gw-* headers every /v1 response carries (DESIGN.md): added here.
+                send = _adding(send, self._gw_headers)
         await self.app(scope, receive, send)
 
     async def _serve(self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
@@ -56,6 +65,20 @@ class FastPath:
         except Exception as exc:  # noqa: BLE001 -- rendered as Litestar's exception handlers do
             response = self._error_page(request, exc)
         await response.to_asgi_response(None, request)(scope, receive, send)
+
+
+def _adding(send: Send, headers: HeaderSource) -> Send:
+    """``send``, with ``headers`` added to the response's head unless it has them."""
+
+    async def sending(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            present = list(message.get("headers", ()))
+            if not any(name.lower() == b"x-gw-request-id" for name, _ in present):
+                added = [(k.encode(), v.encode()) for k, v in headers().items()]
+                message = {**message, "headers": present + added}
+        await send(message)
+
+    return sending
 
 
 def _from_a_browser(scope: Scope) -> bool:

@@ -111,6 +111,17 @@ def test_unknown_endpoint_has_headers_too(gw: GwServer) -> None:
     assert_gw_error(answer, 404, "endpoint_not_found")
 
 
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/models", "/v1/messages"])
+def test_options_has_the_gw_headers_too(gw: GwServer, path: str) -> None:
+    with gw.client() as http:
+        answer = http.options(path)
+    assert answer.status_code == 204
+    assert answer.headers["x-gw-request-id"].startswith("req_")
+    assert answer.headers["x-gw-route"] == "-"
+    assert int(answer.headers["x-gw-revision"]) >= 1
+    assert answer.headers.get_list("x-gw-request-id") == [answer.headers["x-gw-request-id"]]
+
+
 def test_a_client_that_hangs_up_before_the_answer_is_traced_and_cancelled(gw: GwServer) -> None:
     """The lazy mock would answer after 30 s; the client gives up long before."""
     payload = {"model": "lazy", "messages": [{"role": "user", "content": "x"}]}

@@ -154,4 +154,5 @@ def test_a_key_set_twice_in_one_mapping_is_refused_naming_both_lines(
 def test_merge_keys_and_equal_keys_in_different_mappings_are_fine() -> None:
     text = "base: &b {k: 1}\none:\n  <<: *b\n  k: 2\ntwo: {k: 3}\n"
     data, _ = parse_yaml(text, "gw.yaml")
-    assert data["one"] == {"k": 2} and data["two"] == {"k": 3}
+    assert data["one"] == {"k": 2}
+    assert data["two"] == {"k": 3}

@@ -45,7 +45,9 @@ def call(
         log.append(f"error page {type(exc).__name__}")
         return Response(content=b"oops", status_code=500)
 
-    app = FastPath(litestar, {"/v1/chat": endpoint}, guard=guard, error_page=error_page)  # type: ignore[arg-type]
+    app = FastPath(  # type: ignore[arg-type]
+        litestar, {"/v1/chat": endpoint}, guard=guard, error_page=error_page, gw_headers=dict
+    )
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
