@@ -14,12 +14,19 @@ AttemptOutcome = Literal[
 ]
 UsageSource = Literal["provider", "estimate"]
 REQUEST_ID_PREFIX = "req_"
+MAX_CLIENT_REQUEST_ID = 128
 MESSAGE_ID_PREFIX = "msg_"  # Anthropic's; gw's /v1/messages answers carry msg_ + the id
 
 
 def message_id(request_id: str) -> str:
     """The Anthropic message id gw gives the answer to ``request_id``."""
     return MESSAGE_ID_PREFIX + request_id.removeprefix(REQUEST_ID_PREFIX)
+
+
+def kept_client_request_id(sent: str) -> str:
+    """A client's ``x-request-id`` as a trace keeps it: the first 128 characters. A search
+    cuts its id the same way, so the id the client sent always finds its trace."""
+    return sent[:MAX_CLIENT_REQUEST_ID]
 
 
 def request_id_of(given: str) -> str:

@@ -25,7 +25,7 @@ import typer
 
 from gw.cli.console import stdout
 from gw.cli.traces_view import trace_summary_json
-from gw.record import TraceRecord
+from gw.record import TraceRecord, kept_client_request_id
 from gw.store import SqliteStore
 from gw.telemetry.request_log import rich_line
 
@@ -58,12 +58,13 @@ async def follow(
     poll_s: float = POLL_S,
 ) -> None:
     """Emit the ``last`` traces written, then every new one; runs until cancelled."""
+    wanted = None if client_request_id is None else kept_client_request_id(client_request_id)
     store = await SqliteStore.open(path)
     try:
         traces, cursor = await store.traces_written_after(None, limit=last)
         while True:
             for trace in traces:
-                if client_request_id is None or trace.client_request_id == client_request_id:
+                if wanted is None or trace.client_request_id == wanted:
                     emit(trace)
             if len(traces) < BATCH:
                 await asyncio.sleep(poll_s)

@@ -14,14 +14,13 @@ from gw.execution.gateway import Gateway, RequestContext
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
 from gw.ports import Clock
+from gw.record import kept_client_request_id
 from gw.server.admission import Admission
 from gw.server.auth import Authenticator, Principal, bearer_token
 from gw.server.dashboard_sessions import DashboardSessions
 from gw.server.ids import new_request_id
 from gw.server.status import ServerFacts
 from gw.store.usage import UsageReader
-
-MAX_CLIENT_REQUEST_ID = 128
 
 
 class ReloadStatusView(Protocol):
@@ -106,7 +105,7 @@ class ServerServices:
         """Give the request its id and pin the current snapshot for its whole life."""
         client_request_id = request.headers.get("x-request-id")
         if client_request_id is not None:
-            client_request_id = client_request_id[:MAX_CLIENT_REQUEST_ID]
+            client_request_id = kept_client_request_id(client_request_id)
         return RequestContext(
             request_id=new_request_id(),
             snapshot=self.snapshot(),

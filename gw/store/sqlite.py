@@ -32,7 +32,7 @@ import aiosqlite
 import msgspec
 
 from gw.ports import UsageRow
-from gw.record import TraceRecord, request_id_of
+from gw.record import TraceRecord, kept_client_request_id, request_id_of
 from gw.store.api_keys import ApiKey
 from gw.store.batch_insert import insert_statements
 from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
@@ -152,7 +152,7 @@ class SqliteStore:
         params: tuple[str | int, ...] = (limit,)
         if client_request_id is not None:
             sql += " WHERE client_request_id = ?"
-            params = (client_request_id, limit)
+            params = (kept_client_request_id(client_request_id), limit)
         sql += " ORDER BY time DESC, request_id DESC LIMIT ?"
         async with self._lock:
             rows = await self._conn.execute_fetchall(sql, params)

@@ -111,6 +111,17 @@ def test_unknown_endpoint_has_headers_too(gw: GwServer) -> None:
     assert_gw_error(answer, 404, "endpoint_not_found")
 
 
+def test_a_long_client_request_id_is_found_by_the_id_the_client_sent(gw: GwServer) -> None:
+    sent = "client-" + "x" * 300
+    with gw.client() as http:
+        answer = http.post("/v1/chat/completions", content=b"{", headers={"x-request-id": sent})
+    request_id = answer.headers["x-gw-request-id"]
+    trace = gw.wait_for_trace(request_id)
+    assert trace["client_request_id"] == sent[:128]  # kept: the first 128 characters
+    found = gw.cli_json("traces", "--client-request-id", sent)
+    assert [t["request_id"] for t in found] == [request_id]
+
+
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/models", "/v1/messages"])
 def test_options_has_the_gw_headers_too(gw: GwServer, path: str) -> None:
     with gw.client() as http:
