@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import re
+import types
+import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +24,8 @@ BUILTIN_SOURCE = "<built-in default>"
 _BARE_WORD_HINT = (
     '; YAML reads a bare true/false/yes/no/on/off as a boolean: quote the word ("off")'
 )
+_UNKNOWN_FIELD = re.compile(r"^object contains unknown field `(?P<key>[^`]*)`$")
+_PATH_PART = re.compile(r"\[\d+\]|[^.\[\]]+")
 _MSGSPEC_PATH = re.compile(r"^(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 
 
@@ -47,6 +52,7 @@ def load_config(
         config = msgspec.convert(data, Config, strict=True, dec_hook=decode_unit)
     except msgspec.ValidationError as exc:
         path, reason = _split_msgspec_error(str(exc))
+        path, reason = _with_choices(path, reason)
         raise ConfigError(source, path, reason, line_of(lines, path)) from None
     problems = find_problems(config)
     if problems:
@@ -65,6 +71,55 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
             node[key] = child
         node = child
     node[leaf] = value
+
+
+def _with_choices(path: str, reason: str) -> tuple[str, str]:
+    """Say what a field accepts: an enum's values, or the fields of the section that got an
+    unknown one (the nearest first; the error then points at the unknown key's line)."""
+    if reason.startswith("invalid enum value"):
+        choices = typing.get_args(_field_type(path))
+        if choices:
+            return path, f"{reason}; one of: {', '.join(map(str, choices))}"
+    unknown = _UNKNOWN_FIELD.match(reason)
+    if unknown:
+        section = _field_type(path)
+        if isinstance(section, type) and issubclass(section, msgspec.Struct):
+            fields = [field.name for field in msgspec.structs.fields(section)]
+            key = unknown.group("key")
+            near = difflib.get_close_matches(key, fields, n=1)
+            hint = f"did you mean `{near[0]}`? " if near else ""
+            return (
+                f"{path}.{key}" if path else key,
+                f"unknown field; {hint}fields here: {', '.join(fields)}",
+            )
+    return path, reason
+
+
+def _field_type(path: str) -> Any:
+    """The type ``Config`` declares at an error's path (``providers[0].kind``); Any when
+    the path leaves the declared types."""
+    declared: Any = Config
+    for part in _PATH_PART.findall(path):
+        declared = _without_none(declared)
+        if part.startswith("["):
+            items = typing.get_args(declared)
+            declared = items[0] if items else Any
+        elif isinstance(declared, type) and issubclass(declared, msgspec.Struct):
+            fields = {field.name: field.type for field in msgspec.structs.fields(declared)}
+            declared = fields.get(part, Any)
+        elif typing.get_origin(declared) in (dict, Mapping):
+            declared = typing.get_args(declared)[1]
+        else:
+            return Any
+    return _without_none(declared)
+
+
+def _without_none(declared: Any) -> Any:
+    """``X | None`` -> ``X``; any other type as it is."""
+    options = [arg for arg in typing.get_args(declared) if arg is not type(None)]
+    if typing.get_origin(declared) in (typing.Union, types.UnionType) and len(options) == 1:
+        return options[0]
+    return declared
 
 
 def _split_msgspec_error(message: str) -> tuple[str, str]:

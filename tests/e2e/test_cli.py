@@ -31,7 +31,7 @@ def test_examples_exist() -> None:
         ("providers:\n  - name: a\n    kind: openai\n    api_key: sk-live-123\n",
          "gw.yaml:4: providers[0].api_key: must be a reference"),
         ("server:\n  queue_timeout: soon\n", "gw.yaml:2: server.queue_timeout: 'soon' is not a duration"),
-        ("polices: []\n", "gw.yaml:1: object contains unknown field `polices`"),
+        ("polices: []\n", "gw.yaml:1: polices: unknown field; did you mean `policies`?"),
         ("routes: [\n", "gw.yaml:2: not valid YAML"),
     ],
 )  # fmt: skip

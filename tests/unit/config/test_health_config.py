@@ -52,7 +52,7 @@ def test_the_readme_documents_the_built_in_defaults() -> None:
         ("trial_timeout: 0", "health.trial_timeout", "longer than 0s", 3),
         ("cooldown: 10m", "health.max_cooldown", "at least cooldown (10m)", 2),
         ("window: soon", "health.window", "is not a duration", 3),
-        ("breaker: true", "health", "unknown field `breaker`", 2),
+        ("breaker: true", "health.breaker", "unknown field; fields here: ", 3),
     ],
 )  # fmt: skip
 def test_errors_name_the_field_line_and_reason(
