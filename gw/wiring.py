@@ -21,6 +21,7 @@ from gw.adapters.env_proxy import describe_proxies, public_proxies
 from gw.adapters.upstream_client import build_transport
 from gw.config import compile_snapshot
 from gw.config.schema import ServerConfig
+from gw.config.validate import config_warnings
 from gw.environment import SERVER_FILE_NAME, database_path
 from gw.execution.accounts import AccountBook
 from gw.execution.engine import Engine
@@ -295,6 +296,7 @@ def start_banner(
     """What ``gw serve`` prints once it listens: where, which config, and the upstream
     proxies the environment sets, if any."""
     lines = [f"gw listening on {url} (revision {revision}, auth {auth}, config {plan.source})"]
+    lines += [f"warning: {warning}" for warning in config_warnings(plan.config)]
     if proxied := describe_proxies(public_proxies(proxies)):
         lines.append(f"upstream proxy (from the environment): {proxied}")
     return "\n".join(lines)

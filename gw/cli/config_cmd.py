@@ -30,7 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gw.cli.admin_client import NoServerError, admin_call, answer_json
-from gw.cli.console import fail, print_json, stdout
+from gw.cli.console import fail, print_json, stderr, stdout
 from gw.cli.options import (
     ConfigOption,
     JsonOption,
@@ -42,6 +42,7 @@ from gw.cli.options import (
 )
 from gw.config import ConfigError
 from gw.config.redact import REDACTED, redacted
+from gw.config.validate import config_warnings
 from gw.environment import database_path
 from gw.store import SqliteStore, StoreError
 from gw.store.sqlite import RevisionRow, StoredRevision
@@ -90,6 +91,7 @@ def validate_command(
             problem = {"source": error.source, "line": error.line, "field": error.path}
             print_json({"valid": False, **problem, "reason": error.reason})
         fail(str(error))
+    warnings = config_warnings(loaded.config)
     summary = {
         "valid": True,
         "source": loaded.source,
@@ -97,10 +99,13 @@ def validate_command(
         "routes": len(loaded.config.routes),
         "policies": len(loaded.config.policies),
         "models": len(loaded.config.models),
+        "warnings": warnings,
     }
     if as_json:
         print_json(summary)
         return
+    for warning in warnings:
+        stderr.print(f"warning: {warning}", highlight=False, markup=False)
     stdout.print(
         f"ok: {loaded.source}: {summary['providers']} providers, {summary['routes']} routes, "
         f"{summary['policies']} policies, {summary['models']} catalog entries",

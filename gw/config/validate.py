@@ -23,6 +23,18 @@ MAX_DASHBOARD_LINK_TTL_S = 3600.0  # a login link is for the next minute, not fo
 NEEDS_BASE_URL = frozenset({"openai_compatible", "azure_openai"})
 
 
+NO_PROVIDERS = (
+    "the config defines no providers, so every request gets 404 model_not_found (with no "
+    "file gw serves the built-in mock; a file replaces it): add providers and routes, as "
+    "`gw init` writes them"
+)
+
+
+def config_warnings(config: Config) -> list[str]:
+    """What loads but is almost certainly not meant: said at start and by validate."""
+    return [] if config.providers else [NO_PROVIDERS]
+
+
 def find_problems(config: Config) -> list[Problem]:
     """Every cross-field problem in ``config``, in file order."""
     providers = {provider.name for provider in config.providers}

@@ -100,3 +100,15 @@ def test_explain_unknown_id_fails_on_stderr(tmp_path: Path) -> None:
 
 def test_traces_json_is_an_empty_array_on_a_fresh_state_dir(tmp_path: Path) -> None:
     assert json.loads(run_cli("traces", "--json", "--state-dir", str(tmp_path)).stdout) == []
+
+
+def test_a_config_without_providers_is_valid_but_warned_about(tmp_path: Path) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text("auth: {mode: open}\n")
+    checked = run_cli("config", "validate", str(path))
+    assert "warning: the config defines no providers" in " ".join(checked.stderr.split())
+    summary = json.loads(run_cli("config", "validate", str(path), "--json").stdout)
+    assert summary["valid"] is True
+    assert len(summary["warnings"]) == 1
+    quiet = run_cli("config", "validate", str(path), "--json")
+    assert quiet.stderr == ""
