@@ -65,7 +65,10 @@ def write_server_file(
     an implicit ``open`` switches to ``keys``, so ``gw health`` knows to send a key. Only
     facts that hold for the process's life: the revision is ``gw status``'s to tell."""
     facts = {"url": url, "port": address[1], "pid": os.getpid()}
-    path.write_text(json.dumps({**facts, "host": address[0], "auth_mode": auth_mode}))
+    # Written beside and renamed over: a CLI reading it meanwhile sees the old or the new.
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps({**facts, "host": address[0], "auth_mode": auth_mode}))
+    os.replace(temp, path)
 
 
 async def build_authenticator(
@@ -223,7 +226,7 @@ async def _serve(
         # Runs inside uvicorn's lifespan shutdown: after SIGTERM, uvicorn re-raises the
         # signal once serve() returns, so cleanup placed after serve() would never run.
         await watch.stop()
-        await asyncio.gather(prober.stop(), pruner.stop())
+        await asyncio.gather(prober.stop(), pruner.stop(), authenticator.stop())
         await telemetry.stop()  # every queued trace and usage row is written
         await transport.close()
         await store.close()
@@ -235,7 +238,14 @@ async def _serve(
     watch = WatchTask(reloader)
     app = build_app(
         services,
-        on_startup=[*telemetry.starts, prober.start, pruner.start, watch.start, announce],
+        on_startup=[
+            *telemetry.starts,
+            prober.start,
+            pruner.start,
+            watch.start,
+            announce,
+            authenticator.start,
+        ],
         on_shutdown=[close],
     )
     config = uvicorn_config(app, server_config)

@@ -21,6 +21,7 @@ reopen it (a restart with no active key does). Start-up refuses a bind beyond lo
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import logging
@@ -58,6 +59,7 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
 
 ANONYMOUS = Principal(scopes=("*",))  # open mode: every scope (loopback only)
 ADMIN = Principal(key_id=ADMIN_KEY_ID, scopes=("*",))
+KEY_WATCH_S = 1.0  # how often a provisional open mode looks for a key
 
 
 class Authenticator:
@@ -85,11 +87,31 @@ class Authenticator:
         self._clock = clock
         self._open_until_keys = open_until_keys and keys is not None
         self._on_keys_mode = on_keys_mode
+        self._key_watch: asyncio.Task[None] | None = None
 
     @property
     def mode(self) -> AuthMode:
-        """The mode as of the last request."""
+        """The mode now: a provisional ``open`` turns ``keys`` at the first request after
+        a key exists, or within a second (``start``), whichever comes first."""
         return self._mode
+
+    async def start(self) -> None:
+        """While open only until a key exists, look for one once a second, so the switch
+        (and ``on_keys_mode``: server.json) does not wait for the next request."""
+        if self.provisional:
+            self._key_watch = asyncio.create_task(self._watch_for_keys())
+
+    async def stop(self) -> None:
+        if self._key_watch is not None:
+            self._key_watch.cancel()
+            await asyncio.gather(self._key_watch, return_exceptions=True)
+
+    async def _watch_for_keys(self) -> None:
+        while self.provisional:
+            if await self._key_exists():
+                self._switch_to_keys()
+                return
+            await asyncio.sleep(KEY_WATCH_S)
 
     @property
     def provisional(self) -> bool:

@@ -308,3 +308,12 @@ def test_behind_a_trusted_proxy_the_allowlist_checks_the_forwarded_client(tmp_pa
             via_proxy("192.168.1.9").chat.completions.create(model="mock", messages=HI)
         with pytest.raises(openai.PermissionDeniedError, match=re.escape("from address 127.0.0.1")):
             sdk(gw, key).chat.completions.create(model="mock", messages=HI)  # the proxy itself
+
+
+def test_the_switch_to_keys_needs_no_request(keys_gw: GwServer) -> None:
+    gw = keys_gw
+    assert server_auth_mode(gw) == "open"
+    create(gw, "--tenant", "team-a", "--name", "app")
+    # No request is sent: the server looks for a key once a second by itself.
+    wait_until(lambda: server_auth_mode(gw) == "keys", "server.json says keys")
+    assert "switched from open to keys" in gw.log()
