@@ -11,6 +11,7 @@ import typer
 from gw.cli.console import fail
 from gw.config import ConfigError
 from gw.environment import (
+    ENV_OVERRIDES,
     LoadedConfig,
     config_path,
     env_overrides,
@@ -30,6 +31,8 @@ ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", help="Config file (default: $GW_CONFIG, else <state-dir>/gw.yaml)."),
 ]
+# The config paths `gw serve` flags set (gw/cli/main.py), by the flag a user typed.
+FLAG_NAMES: dict[str, str] = {"server.host": "--host", "server.port": "--port"}
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (stable, documented shape).")]
 
 
@@ -57,4 +60,13 @@ def load_or_fail(
     try:
         return load_effective(path, explicit=explicit, flags=flags)
     except ConfigError as error:
-        fail(str(error))
+        fail(str(_blamed_on_its_setter(error, flags or {})))
+
+
+def _blamed_on_its_setter(error: ConfigError, flags: Mapping[str, object]) -> ConfigError:
+    """An error in a value a flag or a ``GW_*`` variable set names that, not the file."""
+    environ = process_environ()
+    setters = {path: f"${name}" for name, (path, _) in ENV_OVERRIDES.items() if name in environ}
+    setters.update({path: FLAG_NAMES.get(path, path) for path in flags})
+    setter = setters.get(error.path)
+    return error if setter is None else ConfigError(setter, error.path, error.reason)

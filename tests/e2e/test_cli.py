@@ -112,3 +112,13 @@ def test_a_config_without_providers_is_valid_but_warned_about(tmp_path: Path) ->
     assert len(summary["warnings"]) == 1
     quiet = run_cli("config", "validate", str(path), "--json")
     assert quiet.stderr == ""
+
+
+def test_a_bad_value_from_a_flag_or_variable_is_blamed_on_it(tmp_path: Path) -> None:
+    state = str(tmp_path / "state")
+    flagged = run_cli("serve", "--port", "99999", "--state-dir", state, check=False)
+    assert flagged.returncode == 1
+    assert "--port: server.port: must be between 0 and 65535" in flagged.stderr
+    env = {"GW_PORT": "70000"}
+    varied = run_cli("config", "show", "--state-dir", state, env=env, check=False)
+    assert "$GW_PORT: server.port: must be between 0 and 65535" in varied.stderr
