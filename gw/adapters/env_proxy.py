@@ -45,14 +45,15 @@ def env_proxies(environ: Mapping[str, str]) -> dict[str, str]:
     return proxies
 
 
-def check_proxy_url(scheme: str, url: str) -> None:
-    """Refuse a proxy URL that is not ``http(s)://host[:port]``."""
-    variable = f"{scheme.upper()}_PROXY"
+def check_proxy_url(variable: str, url: str) -> None:
+    """Refuse a proxy URL that is not ``http(s)://host[:port]``, naming ``variable``."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 -- raises ValueError on a bad port
     except ValueError:
-        raise ProxySettingError(f"{variable} is not a URL gw can read") from None
+        raise ProxySettingError(
+            f"{variable} is not a URL gw can read: fix it (http://host:port) or unset it"
+        ) from None
     if parts.scheme not in PROXY_SCHEMES or not parts.hostname:
         raise ProxySettingError(
             f"{variable} must be an http:// or https:// proxy URL (it names "
@@ -230,7 +231,8 @@ def proxy_settings(environ: Mapping[str, str]) -> dict[str, str]:
     proxies = env_proxies(environ)
     for scheme, url in proxies.items():
         if scheme != "no":
-            check_proxy_url(scheme, url)
+            lower = f"{scheme}_proxy"  # the name env_proxies took it from: lower case wins
+            check_proxy_url(lower if environ.get(lower, "").strip() else lower.upper(), url)
     return proxies
 
 

@@ -89,7 +89,7 @@ def test_no_proxy(no_proxy: str, url: str, bypassed: bool) -> None:
     ("environ", "said"),
     [
         ({"ALL_PROXY": "socks5://u:s3cret@h:1080"}, "ALL_PROXY must be an http:// or https://"),
-        ({"https_proxy": "http://u:s3cret@h:99999"}, "HTTPS_PROXY is not a URL gw can read"),
+        ({"https_proxy": "http://u:s3cret@h:99999"}, "https_proxy is not a URL gw can read"),
         ({"HTTP_PROXY": "http://:8080"}, "HTTP_PROXY must be an http:// or https://"),
         # An unencoded / in a password reads as host "u", port 1234: refused, unshown.
         ({"HTTPS_PROXY": "http://u:1234/s3cret@p:3128"}, "HTTPS_PROXY must be scheme://"),
