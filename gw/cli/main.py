@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import sqlite3
 from pathlib import Path
@@ -16,6 +17,7 @@ from gw.cli.entry import resume_after_start
 from gw.cli.lazy import LazyGroup
 from gw.cli.options import (
     ConfigOption,
+    JsonOption,
     StateDirOption,
     load_or_fail,
     resolve_config,
@@ -50,9 +52,12 @@ def main(
     """gw: route, retry, stream and explain every AI call."""
 
 
-def print_version(state_dir: Path | None = None) -> None:
+def print_version(state_dir: Path | None = None, *, as_json: bool = False) -> None:
     """``gw <version>`` first (a contract scripts rely on), then how this gw was built."""
     info = build_info(process_environ())
+    if as_json:
+        console.print_json({**dataclasses.asdict(info), "state_dir": str(resolve_home(state_dir))})
+        return
     lock = f"sha256:{info.lock_sha256} ({info.lock_source})" if info.lock_sha256 else "unknown"
     zipapp = "no" if not info.zipapp else f"yes ({info.artifact})" if info.artifact else "yes"
     for line in (
@@ -66,9 +71,9 @@ def print_version(state_dir: Path | None = None) -> None:
 
 
 @app.command("version")
-def version_command(state_dir_flag: StateDirOption = None) -> None:
+def version_command(state_dir_flag: StateDirOption = None, as_json: JsonOption = False) -> None:
     """Print gw's version, the Python running it and the state directory in use."""
-    print_version(state_dir_flag)
+    print_version(state_dir_flag, as_json=as_json)
 
 
 @app.command("serve")

@@ -122,3 +122,15 @@ def test_a_bad_value_from_a_flag_or_variable_is_blamed_on_it(tmp_path: Path) -> 
     env = {"GW_PORT": "70000"}
     varied = run_cli("config", "show", "--state-dir", state, env=env, check=False)
     assert "$GW_PORT: server.port: must be between 0 and 65535" in varied.stderr
+
+
+def test_version_as_json(tmp_path: Path) -> None:
+    info = json.loads(run_cli("version", "--json", "--state-dir", str(tmp_path)).stdout)
+    first = run_cli("version").stdout.splitlines()[0]
+    assert first == f"gw {info['version']}"
+    assert info["state_dir"] == str(tmp_path)
+    assert info["zipapp"] is False
+    assert set(info) == {
+        "version", "python", "executable", "lock_sha256", "lock_source", "zipapp", "artifact",
+        "state_dir",
+    }  # fmt: skip
