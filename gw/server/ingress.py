@@ -147,6 +147,10 @@ async def _serve(
         )
     except ClientGoneError:
         return Response(content=b"", status_code=ClientAbortedError.status)
+    except RequestFailedError as failed:  # admitted, then failed: it waited like any other
+        refused = client.error_response(failed.error, failed.trace)
+        refused.headers.update(queue_header(queued_ms))
+        return refused
     else:
         handed_over = True
         return streamed

@@ -89,6 +89,7 @@ def test_429_on_the_last_target_reaches_the_client_with_retry_after(
     assert body["gw"]["attempts"][0]["upstream_status"] == 429
     assert answer.headers["retry-after"] == "120"
     assert answer.headers["x-gw-route"] == "primary/gpt-a"
+    assert answer.headers["x-gw-queue-ms"] == "0"  # admitted, then failed: it says so too
 
 
 def test_delay_before_headers_beyond_the_attempt_budget_times_out_and_falls_back(
