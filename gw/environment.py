@@ -32,21 +32,22 @@ ENV_OVERRIDES: dict[str, tuple[str, type]] = {
 
 
 def state_dir(flag: Path | None, environ: Mapping[str, str]) -> Path:
-    """``--state-dir``, else ``GW_HOME``, else ``$XDG_STATE_HOME/gw`` (``~/.local/state/gw``)."""
+    """``--state-dir``, else ``GW_HOME``, else ``$XDG_STATE_HOME/gw`` (``~/.local/state/gw``);
+    absolute, so what gw prints of it means the same from any directory."""
     if flag is not None:
-        return flag.expanduser()
+        return flag.expanduser().absolute()
     if environ.get("GW_HOME"):
-        return Path(environ["GW_HOME"]).expanduser()
+        return Path(environ["GW_HOME"]).expanduser().absolute()
     xdg = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(xdg).expanduser() / "gw"
+    return (Path(xdg).expanduser() / "gw").absolute()
 
 
 def config_path(flag: Path | None, home: Path, environ: Mapping[str, str]) -> Path:
     """``--config``, else ``GW_CONFIG``, else ``<state-dir>/gw.yaml``."""
     if flag is not None:
-        return flag.expanduser()
+        return flag.expanduser().absolute()
     if environ.get("GW_CONFIG"):
-        return Path(environ["GW_CONFIG"]).expanduser()
+        return Path(environ["GW_CONFIG"]).expanduser().absolute()
     return home / CONFIG_FILE_NAME
 
 

@@ -83,7 +83,7 @@ def render(report: dict[str, Any]) -> None:
     lines = [
         f"gw {server['version']} at {server['url']} (pid {server['pid']}), "
         f"up {uptime(server['uptime_s'])}, auth {server['auth_mode']}",
-        f"config   revision {report['revision']}, {config.get('path', config['source'])}, "
+        f"config   revision {report['revision']}, {config_origin(config)}, "
         f"applied {when(config.get('applied_at'))}",
     ]
     if config.get("error"):
@@ -99,6 +99,14 @@ def render(report: dict[str, Any]) -> None:
         lines.append(f"proxy    {proxied}")
     for line in lines:
         stdout.print(line, highlight=False, markup=False)
+
+
+def config_origin(config: dict[str, Any]) -> str:
+    """The file the running config came from, or the built-in default while there is none."""
+    path = config.get("path", config["source"])
+    if config.get("exists") is False:
+        return f"{config['source']} (no file at {path})"
+    return str(path)
 
 
 def store_line(store: dict[str, Any]) -> str:

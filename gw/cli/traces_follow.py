@@ -23,7 +23,7 @@ from typing import Final
 
 import typer
 
-from gw.cli.console import stdout
+from gw.cli.console import stderr, stdout
 from gw.cli.traces_view import trace_summary_json
 from gw.record import TraceRecord, kept_client_request_id
 from gw.store import SqliteStore
@@ -44,7 +44,10 @@ def emit_line(trace: TraceRecord) -> None:
 
 
 def wait_for_store(path: Path, poll_s: float = POLL_S) -> None:
-    """Until ``gw serve`` creates the database (opening it here would create it)."""
+    """Until ``gw serve`` creates the database (opening it here would create it); says so
+    on stderr, once, when it has to wait."""
+    if not path.exists():
+        stderr.print(f"waiting for {path} (gw serve creates it)", highlight=False, markup=False)
     while not path.exists():
         time.sleep(poll_s)
 

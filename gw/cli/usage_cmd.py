@@ -66,7 +66,9 @@ def usage_command(
         print_json(report_json(by, totals))
         return
     if not totals:
-        stdout.print(f"no usage recorded yet in {path}", highlight=False)
+        filters = [f"for tenant {tenant}" if tenant else "", f"since {since}" if since else ""]
+        matching = " ".join(part for part in filters if part) or "yet"
+        stdout.print(f"no usage recorded {matching} in {path}", highlight=False)
         return
     stdout.print(usage_table(by, totals, since=since))
     for note in usage_notes(totals):
@@ -131,5 +133,10 @@ def _numbers(group: UsageTotals) -> list[tuple[str, str]]:
         ("cached", f"{group.cached_input_tokens:,}"),
         ("output", f"{group.output_tokens:,}"),
         ("reasoning", f"{group.reasoning_tokens:,}"),
-        ("cost", f"${group.cost_usd:,.6f}"),
+        ("cost", f"${group.cost_usd:,.6f}" + _unpriced(group.unpriced)),
     ]
+
+
+def _unpriced(count: int) -> str:
+    """Said in the cost cell: a request without a price would otherwise read as free."""
+    return f" + {count} unpriced" if count else ""
