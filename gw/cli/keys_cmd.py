@@ -165,9 +165,9 @@ def create_command(  # keyword-only: one parameter per flag, Typer passes them b
         )
     except ValueError as error:
         fail(str(error))
-    _with_store(database_path(home), lambda store: store.create_key(key.key))
     if key.key.expired(now):
-        stderr.print("warning: this key has already expired", highlight=False, markup=False)
+        fail(f"--expires {expires}: that is already past; give a later date or a duration (30d)")
+    _with_store(database_path(home), lambda store: store.create_key(key.key))
     if as_json:
         print_json(created_json(key))
         return

@@ -56,7 +56,7 @@ def usage_command(
     try:
         start = None if since is None else parse_since(since, now=time.time())
     except ValueError as error:
-        fail(str(error))
+        fail(f"--since {error}")
     path = database_path(resolve_home(state_dir))
     try:
         totals = asyncio.run(_read_usage(path, by, start, tenant)) if path.exists() else []

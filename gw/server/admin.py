@@ -254,7 +254,7 @@ class UsageQuery(msgspec.Struct, frozen=True, kw_only=True):
         try:
             start = None if not since else parse_since(since, now=now)
         except ValueError as exc:
-            raise InvalidRequestError(str(exc), param="since") from None
+            raise InvalidRequestError(f"since {exc}", param="since") from None
         tenant = params.get("tenant") or None
         if not principal.has_scope("admin"):
             if tenant is not None and tenant != principal.tenant:

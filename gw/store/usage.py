@@ -137,7 +137,7 @@ def parse_since(text: str, *, now: float) -> float:
         moment = dt.datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(
-            f"--since {text!r}: give a duration (30m, 24h, 7d, 2w) or a date (2026-03-01)"
+            f"{text!r}: give a duration (30m, 24h, 7d, 2w) or a date (2026-03-01)"
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)

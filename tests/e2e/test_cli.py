@@ -134,3 +134,14 @@ def test_version_as_json(tmp_path: Path) -> None:
         "version", "python", "executable", "lock_sha256", "lock_source", "zipapp", "artifact",
         "state_dir",
     }  # fmt: skip
+
+
+def test_a_key_that_would_be_born_expired_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "gw.yaml"
+    config.write_text("tenants: [{name: t}]\n")
+    state = tmp_path / "state"
+    args = ("keys", "create", "--tenant", "t", "--config", str(config), "--state-dir", str(state))
+    refused = run_cli(*args, "--expires", "2020-01-01", check=False)
+    assert refused.returncode == 1
+    assert "--expires 2020-01-01: that is already past" in refused.stderr
+    assert not (state / "gw.db").exists()  # nothing stored
