@@ -108,7 +108,12 @@ class Authenticator:
 
     async def _watch_for_keys(self) -> None:
         while self.provisional:
-            if await self._key_exists():
+            try:
+                found = self._keys is not None and await self._keys.any_active_now()
+            except Exception:  # a failed look is logged; the next one may work
+                log.exception("looking for an API key failed; trying again in a second")
+                found = False
+            if found:
                 self._switch_to_keys()
                 return
             await asyncio.sleep(KEY_WATCH_S)

@@ -122,6 +122,11 @@ class KeyCache:
         """Whether some key is neither revoked nor expired."""
         return await self._active.get("")
 
+    async def any_active_now(self) -> bool:
+        """``any_active`` read from the store, the memo left alone: a background look must
+        not leave requests a "no key yet" up to a second old."""
+        return await self._any_active("")
+
     async def _find(self, digest: str) -> CachedKey | None:
         key = await self._source.find_key_by_digest(digest)
         return None if key is None else cached_key(key)
