@@ -13,9 +13,27 @@ import math
 from collections.abc import Mapping
 from datetime import UTC
 
-from gw.errors import GatewayError, UpstreamAuthFailedError
+from gw.errors import (
+    GatewayError,
+    OverloadedError,
+    UpstreamAuthFailedError,
+    UpstreamError,
+    UpstreamTimeoutError,
+)
 
 MESSAGE_LIMIT = 200  # characters of upstream text passed on
+SERVER_SIDE = (UpstreamError, UpstreamTimeoutError, OverloadedError)
+
+
+def kept_server_side(
+    upstream_status: int, cls: type[GatewayError], by_status: type[GatewayError]
+) -> type[GatewayError]:
+    """``cls`` (from an error body), unless the upstream answered a real HTTP 5xx and the
+    body names a client-side error: then ``by_status``. A body the client would be blamed
+    for must not stop the retry and fallback a 5xx gets."""
+    if upstream_status >= 500 and not issubclass(cls, SERVER_SIDE):
+        return by_status
+    return cls
 
 
 def upstream_failure(

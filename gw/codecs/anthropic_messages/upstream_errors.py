@@ -11,8 +11,8 @@ Choices where the docs leave room:
   upstream that does not know the model is gateway configuration; it falls back.
 - ``billing_error`` (402) -> ``RateLimitedError``, like OpenAI's ``insufficient_quota``: the
   account is spent, another target should serve.
-- A 5xx whose body names a client-side type (``invalid_request_error``) stays a
-  server-side error by its status: it is retried and falls back like any 5xx.
+- A real HTTP 5xx whose body names a client-side type (``invalid_request_error``) stays a
+  server-side error by its status (``kept_server_side``): it is retried and falls back.
 - A context overflow is an ``invalid_request_error`` whose only mark is the start of its
   message (Anthropic has no structured code for it), so ``MESSAGE_PREFIX_TABLE`` matches
   documented message prefixes, case-insensitively, at the start only.
@@ -26,7 +26,7 @@ from datetime import datetime
 
 import msgspec
 
-from gw.codecs.upstream_failure import parse_retry_after, upstream_failure
+from gw.codecs.upstream_failure import kept_server_side, parse_retry_after, upstream_failure
 from gw.errors import (
     ContextLengthExceededError,
     GatewayError,
@@ -56,9 +56,6 @@ ERROR_TYPE_TABLE: dict[str, type[GatewayError]] = {
     "memory_precondition_failed_error": InvalidRequestError,
     "memory_path_conflict_error": InvalidRequestError,
 }
-
-# What a 5xx may be refined to by its body's type (see ``error_class``).
-SERVER_SIDE = (UpstreamError, UpstreamTimeoutError, OverloadedError)
 
 # HTTP status -> class, for bodies without a known error.type.
 STATUS_TABLE: dict[int, type[GatewayError]] = {
@@ -141,23 +138,15 @@ def error_from_payload(payload: object) -> GatewayError:
         detail: ErrorDetail | None = msgspec.convert(payload, ErrorDetail)
     except msgspec.ValidationError:
         detail = None
-    return _build(
-        500, detail, lead="upstream sent an error", upstream_status=200, http_status=False
-    )
+    return _build(500, detail, lead="upstream sent an error", upstream_status=200)
 
 
-def error_class(
-    status: int, detail: ErrorDetail | None, *, http_status: bool = True
-) -> type[GatewayError]:
-    """The class for a status and error object, by the tables above. A real HTTP 5xx
-    (``http_status``) stays a server-side error whatever its body says: a body type the
-    client would be blamed for must not stop the retry and fallback a 5xx gets."""
-    by_status = STATUS_TABLE.get(status) or STATUS_CLASS_TABLE.get(status // 100, UpstreamError)
+def error_class(status: int, detail: ErrorDetail | None) -> type[GatewayError]:
+    """The class for a status and error object, by the tables above."""
+    cls = STATUS_TABLE.get(status) or STATUS_CLASS_TABLE.get(status // 100, UpstreamError)
     if detail is None or detail.type is None:
-        return by_status
-    cls = ERROR_TYPE_TABLE.get(detail.type, by_status)
-    if http_status and status >= 500 and not issubclass(cls, SERVER_SIDE):
-        return by_status
+        return cls
+    cls = ERROR_TYPE_TABLE.get(detail.type, cls)
     message = (detail.message or "").lstrip().lower()
     for error_type, prefix, refined in MESSAGE_PREFIX_TABLE:
         if detail.type == error_type and message.startswith(prefix):
@@ -172,9 +161,9 @@ def _build(
     lead: str,
     upstream_status: int,
     retry_after: float | None = None,
-    http_status: bool = True,
 ) -> GatewayError:
-    cls = error_class(status, detail, http_status=http_status)
+    by_status = STATUS_TABLE.get(status) or STATUS_CLASS_TABLE.get(status // 100, UpstreamError)
+    cls = kept_server_side(upstream_status, error_class(status, detail), by_status)
     return upstream_failure(
         cls,
         lead,

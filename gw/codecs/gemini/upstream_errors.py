@@ -37,7 +37,7 @@ from typing import Any
 
 import msgspec
 
-from gw.codecs.upstream_failure import parse_retry_after, upstream_failure
+from gw.codecs.upstream_failure import kept_server_side, parse_retry_after, upstream_failure
 from gw.errors import (
     ContextLengthExceededError,
     GatewayError,
@@ -173,7 +173,8 @@ def classify(status: int, error: GoogleError | None) -> type[GatewayError]:
 def _build(
     status: int, error: GoogleError | None, *, upstream_status: int, retry_after: float | None
 ) -> GatewayError:
-    cls = classify(status, error)
+    by_status = STATUS_TABLE.get(status) or STATUS_CLASS_TABLE.get(status // 100, UpstreamError)
+    cls = kept_server_side(upstream_status, classify(status, error), by_status)
     google_status = error.status if error is not None else None
     message = f"upstream answered {status}" if upstream_status != 200 else "upstream sent an error"
     if google_status:

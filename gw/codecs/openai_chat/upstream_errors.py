@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from gw.codecs.upstream_failure import parse_retry_after, upstream_failure
+from gw.codecs.upstream_failure import kept_server_side, parse_retry_after, upstream_failure
 from gw.errors import (
     ContentBlockedError,
     ContextLengthExceededError,
@@ -123,12 +123,14 @@ def _build(
     upstream_status: int,
     retry_after: float | None = None,
 ) -> GatewayError:
-    cls = STATUS_TABLE.get(status) or STATUS_CLASS_TABLE.get(status // 100, UpstreamError)
+    by_status = STATUS_TABLE.get(status) or STATUS_CLASS_TABLE.get(status // 100, UpstreamError)
+    cls = by_status
     if detail is not None:
         for key in (detail.code, detail.type):
             if isinstance(key, str) and key in CODE_TABLE:
                 cls = CODE_TABLE[key]
                 break
+    cls = kept_server_side(upstream_status, cls, by_status)
     return upstream_failure(
         cls,
         lead,

@@ -288,26 +288,3 @@ def test_stream_error_payloads(payload: object, code: str) -> None:
     assert error.code == code
     assert error.upstream_status == 200
     assert error.blame == "upstream"
-
-
-@pytest.mark.parametrize(
-    ("status", "error_type", "code"),
-    [
-        (500, "invalid_request_error", "upstream_error"),
-        (503, "authentication_error", "upstream_error"),
-        (529, "invalid_request_error", "overloaded"),
-        (529, "overloaded_error", "overloaded"),
-        (500, "api_error", "upstream_error"),
-        (504, "timeout_error", "upstream_timeout"),
-    ],
-)
-def test_a_5xx_stays_a_server_side_error_whatever_its_body_type(
-    status: int, error_type: str, code: str
-) -> None:
-    body = anthropic_body(error_type, "something went wrong")
-    assert error_from_upstream(status, body, {}, now=NOW).code == code
-
-
-def test_an_error_event_inside_a_stream_keeps_its_type() -> None:
-    payload = {"type": "invalid_request_error", "message": "bad"}
-    assert error_from_payload(payload).code == "invalid_request"
