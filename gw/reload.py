@@ -180,8 +180,9 @@ class Reloader:
                 if source == "signal":  # SIGHUP also re-reads the vault (`gw vault set`)
                     await self._check_outside(loaded.config)
                     revision = self._current().revision
-                    log.info("SIGHUP: the config is unchanged (revision %d); the vault "
-                             "secrets it names were read again", revision)  # fmt: skip
+                    log.info("SIGHUP: the config is unchanged (revision %d); provider keys "
+                             "from the vault, if it names any, were read again",
+                             revision)  # fmt: skip
                 self.status.error = self.status.error_at = None
                 return None
             await self._check_outside(loaded.config)

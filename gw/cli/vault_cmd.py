@@ -69,8 +69,9 @@ def restart_hint(vault: Vault) -> None:
     pid = running_server_pid(vault.home)
     if pid is not None:
         stderr.print(
-            f"the running gw (pid {pid}) reads the vault at start, on a config edit and on "
-            f"SIGHUP: `kill -HUP {pid}` puts this change to use now"
+            f"the running gw (pid {pid}) reads provider keys from the vault at start, on a "
+            f"config edit and on SIGHUP: `kill -HUP {pid}` puts this change to use now (the "
+            "admin key and OpenTelemetry headers are read at start only: restart for those)"
         )
 
 

@@ -56,6 +56,10 @@ async def _serve(
         done = await watch.run(gateway.embed(ctx, embed))
     except ClientGoneError:
         return Response(content=b"", status_code=ClientAbortedError.status)
+    except RequestFailedError as failed:  # admitted, then failed: it waited like any other
+        refused = openai_error_response(failed.error, failed.trace)
+        refused.headers.update(queue_header(queued_ms))
+        return refused
     finally:
         watch.close()
         services.admission.release()

@@ -263,6 +263,7 @@ def test_the_last_target_s_rate_limit_reaches_the_client(gw: GwServer, primary: 
     body = assert_openai_error(answer, 429, "rate_limited")
     assert answer.headers["retry-after"] == "60"
     assert answer.headers["x-gw-route"] == "azure/emb-deploy"
+    assert answer.headers["x-gw-queue-ms"] == "0"  # admitted, then failed
     assert body["gw"]["attempts"][0]["upstream_status"] == 429
 
 
