@@ -55,7 +55,6 @@ class EmbeddingCall(msgspec.Struct, frozen=True, kw_only=True):
     account: str | None
     timeouts: AttemptTimeouts
     notes: list[str] = msgspec.field(default_factory=list)
-    limit_notes: list[str] = msgspec.field(default_factory=list)  # none: no output limit
 
 
 class Upstream(Protocol):

@@ -29,12 +29,12 @@ from gw.errors import (
 from gw.execution.accounts import AccountBook
 from gw.execution.attempt_log import AttemptLog, PendingAttempt
 from gw.execution.backoff import backoff_delay
+from gw.execution.calls import chat_calls, embedding_calls, fresh_attempt, limit_notes
 from gw.execution.fallback import may_fall_back
 from gw.execution.health import HealthBook
 from gw.execution.hedging import HEDGE_LOST, HedgeLostError, hedged
 from gw.execution.latency import LatencyBook
 from gw.execution.open_stream import OpenStream, close_quietly, unexpected_error
-from gw.execution.output_limit import output_limit
 from gw.ir import (
     ChatRequest,
     ChatResponse,
@@ -144,7 +144,7 @@ class Engine:
             return response
 
         response, target = await self._execute(
-            plan, log, call_for=_chat_calls(plan, stream=False), attempt=attempt
+            plan, log, call_for=chat_calls(plan, stream=False), attempt=attempt
         )
         return Answer(response=response, target=target, attempts=log.records)
 
@@ -171,17 +171,7 @@ class Engine:
                 )
             return response
 
-        def call_for(
-            target: TargetRef, account: ProviderAccount, timeouts: AttemptTimeouts
-        ) -> EmbeddingCall:
-            return EmbeddingCall(
-                request_id=plan.request_id,
-                provider=account.provider,
-                request=msgspec.structs.replace(plan.request, model=target.model),
-                account=account.name,
-                timeouts=timeouts,
-            )
-
+        call_for = embedding_calls(plan)
         response, target = await self._execute(plan, log, call_for=call_for, attempt=attempt)
         return Answer(response=response, target=target, attempts=log.records)
 
@@ -216,7 +206,7 @@ class Engine:
             return pending.number
 
         number, target, pending = await self._run(
-            plan, log, deadline=deadline, call_for=_chat_calls(plan, stream=True), attempt=attempt
+            plan, log, deadline=deadline, call_for=chat_calls(plan, stream=True), attempt=attempt
         )
         head, tail = heads[number]
         return OpenStream(
@@ -323,17 +313,14 @@ class Engine:
                     if remaining <= 0:
                         error = UpstreamTimeoutError("the request used up timeout.total")
                         raise ExecutionFailedError(error, log.records)
-                    # Notes per attempt: the adapter adds its own to each.
-                    call = msgspec.structs.replace(
-                        target_call, notes=[], limit_notes=list(target_call.limit_notes)
-                    )
+                    call = fresh_attempt(target_call)
                     pending = log.start(
                         target,
                         account=call.account,
                         backoff_ms=backoff_ms,
                         provider_kind=provider.kind,
                         notes=call.notes,
-                        limit_notes=call.limit_notes,
+                        limit_notes=limit_notes(call),
                         hedge=hedge,
                     )
                     backoff_ms = 0.0
@@ -451,33 +438,6 @@ class Engine:
         if delay is None or self._clock.monotonic() + delay >= deadline:
             return None
         return delay
-
-
-def _chat_calls(plan: ExecutionPlan[ChatRequest], *, stream: bool) -> CallFactory[UpstreamCall]:
-    """Each target's chat call: its model, the stream mode, its output limit."""
-
-    def call_for(
-        target: TargetRef, account: ProviderAccount, timeouts: AttemptTimeouts
-    ) -> UpstreamCall:
-        limit = output_limit(
-            plan.decision.max_output_tokens,
-            plan.policy.limits.max_output_tokens,
-            plan.catalog.get((target.provider, target.model)),
-            target.key,
-        )
-        return UpstreamCall(
-            request_id=plan.request_id,
-            provider=account.provider,
-            request=msgspec.structs.replace(
-                plan.request, model=target.model, stream=stream, max_tokens=limit.max_tokens
-            ),
-            account=account.name,
-            timeouts=timeouts,
-            output_ceiling=limit.ceiling,
-            limit_notes=list(limit.notes),
-        )
-
-    return call_for
 
 
 def _finish_cancelled(
