@@ -67,8 +67,12 @@ def write_server_file(
     facts = {"url": url, "port": address[1], "pid": os.getpid()}
     # Written beside and renamed over: a CLI reading it meanwhile sees the old or the new.
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps({**facts, "host": address[0], "auth_mode": auth_mode}))
-    os.replace(temp, path)
+    try:
+        temp.write_text(json.dumps({**facts, "host": address[0], "auth_mode": auth_mode}))
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 async def build_authenticator(
@@ -136,11 +140,7 @@ async def seeded_limiter(store: SqliteStore, clock: SystemClock) -> TenantLimite
 async def serve(plan: ServePlan) -> None:
     """Run gw until SIGINT/SIGTERM, then drain, flush traces and close the store."""
     vault, admin_key, proxies = checked_start(plan)
-    lock = hold_state_dir(plan.home)  # the process's end drops it, whatever ends it
-    try:
-        await _serve(plan, vault, admin_key, proxies)
-    finally:
-        lock.release()
+    await _serve(plan, vault, admin_key, proxies)
 
 
 async def _serve(
@@ -319,12 +319,18 @@ def _url_host(host: str) -> str:
 def run(plan: ServePlan) -> None:
     """Blocking entry point for ``gw serve``: uvloop when available; gw's log lines on
     stderr in the request log's format meanwhile (gw/telemetry/log_lines.py)."""
-    check_otel(plan)  # before anything is opened: a store left open would hold the exit
-    uninstall = install_log_handler(plan.config.telemetry.request_log, sys.stderr)
+    # First: a second gw serve on this state directory stops here, before it reads the
+    # vault or the keyring. The process's end drops the lock, whatever ends it.
+    lock = hold_state_dir(plan.home)
     try:
-        _run_loop(plan)
+        check_otel(plan)  # before anything is opened: a store left open would hold the exit
+        uninstall = install_log_handler(plan.config.telemetry.request_log, sys.stderr)
+        try:
+            _run_loop(plan)
+        finally:
+            uninstall()
     finally:
-        uninstall()
+        lock.release()
 
 
 def _run_loop(plan: ServePlan) -> None:

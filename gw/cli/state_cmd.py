@@ -17,7 +17,7 @@ from gw.cli.options import JsonOption, StateDirOption, resolve_home
 from gw.environment import database_path, running_server_pid
 from gw.store import StoreError
 from gw.store.backup import DatabaseSummary, backup, restore
-from gw.store.serve_lock import serving
+from gw.store.serve_lock import ServeLock, StateDirBusyError
 
 state_app = typer.Typer(
     help="Back up and restore gw's state database (traces, usage, config history, keys).",
@@ -25,6 +25,15 @@ state_app = typer.Typer(
 )
 
 PathArgument = Annotated[Path, typer.Argument(help="The backup file.")]
+
+
+def _locked(lock: ServeLock) -> bool:
+    """Take ``lock``; False when a gw serve holds it."""
+    try:
+        lock.acquire()
+    except StateDirBusyError:
+        return False
+    return True
 
 
 def working(message: str, *, quiet: bool) -> AbstractContextManager[object]:
@@ -75,7 +84,8 @@ def restore_command(
     newer than the backup's are kept, so revision numbers never go back."""
     home = resolve_home(state_dir)
     pid = running_server_pid(home)
-    if pid is not None or serving(home):
+    lock = ServeLock(home)  # held while the database is replaced: no gw serve starts meanwhile
+    if pid is not None or not _locked(lock):
         who = "" if pid is None else f" (pid {pid})"
         fail(f"a gw server{who} is running on {home}; stop it, then restore")
     try:
@@ -83,6 +93,8 @@ def restore_command(
             result = restore(path.expanduser(), database_path(home))
     except (StoreError, sqlite3.Error, OSError) as error:
         fail(f"restore failed: {error}")
+    finally:
+        lock.release()
     if result.warning is not None:
         stderr.print(f"warning: {result.warning}", highlight=False, markup=False)
     if as_json:

@@ -65,6 +65,16 @@ def secrets(count: int) -> str:
     return f"{count} secret" if count == 1 else f"{count} secrets"
 
 
+def removal_hint(vault: Vault, name: str) -> None:
+    """What a removal means to a running gw: nothing, until its config stops naming it."""
+    pid = running_server_pid(vault.home)
+    if pid is not None:
+        stderr.print(
+            f"the running gw (pid {pid}) keeps using {name} while its config names it "
+            f"(vault:{name}); edit those fields, and it drops the secret with that edit"
+        )
+
+
 def restart_hint(vault: Vault) -> None:
     pid = running_server_pid(vault.home)
     if pid is not None:
@@ -142,7 +152,7 @@ def rm_command(name: NameArgument, state_dir: StateDirOption = None) -> None:
     stdout.print(
         f"removed {name} from {vault.path} ({secrets(count)} left)", highlight=False, markup=False
     )
-    restart_hint(vault)
+    removal_hint(vault, name)
 
 
 @vault_app.command("rotate")

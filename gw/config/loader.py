@@ -21,9 +21,7 @@ from gw.config.yamlmap import line_of, parse_yaml
 
 BUILTIN_SOURCE = "<built-in default>"
 # YAML 1.1, which PyYAML reads, takes a bare yes/no/on/off as a boolean.
-_BARE_WORD_HINT = (
-    '; YAML reads a bare true/false/yes/no/on/off as a boolean: quote the word ("off")'
-)
+_BARE_WORD_HINT = "; YAML reads a bare true/false/yes/no/on/off as a boolean: quote the word"
 _UNKNOWN_FIELD = re.compile(r"^object contains unknown field `(?P<key>[^`]*)`$")
 _PATH_PART = re.compile(r"\[\d+\]|[^.\[\]]+")
 _MSGSPEC_PATH = re.compile(r"^(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
@@ -76,10 +74,13 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
 def _with_choices(path: str, reason: str) -> tuple[str, str]:
     """Say what a field accepts: an enum's values, or the fields of the section that got an
     unknown one (the nearest first; the error then points at the unknown key's line)."""
-    if reason.startswith("invalid enum value"):
-        choices = typing.get_args(_field_type(path))
-        if choices:
-            return path, f"{reason}; one of: {', '.join(map(str, choices))}"
+    declared = _field_type(path)
+    choices = [arg for arg in typing.get_args(declared) if isinstance(arg, str)]
+    listed = f"; one of: {', '.join(choices)}" if choices else ""
+    if reason.endswith("got `bool`") and _takes_words(declared):
+        return path, reason + _BARE_WORD_HINT + listed
+    if reason.startswith("invalid enum value") and listed:
+        return path, reason + listed
     unknown = _UNKNOWN_FIELD.match(reason)
     if unknown:
         section = _field_type(path)
@@ -93,6 +94,12 @@ def _with_choices(path: str, reason: str) -> tuple[str, str]:
                 f"unknown field; {hint}fields here: {', '.join(fields)}",
             )
     return path, reason
+
+
+def _takes_words(declared: Any) -> bool:
+    """A text field, or a choice of words (where a bare ``off`` read as false belongs)."""
+    options = typing.get_args(declared) or (declared,)
+    return any(option is str or isinstance(option, str) for option in options)
 
 
 def _field_type(path: str) -> Any:
@@ -128,6 +135,4 @@ def _split_msgspec_error(message: str) -> tuple[str, str]:
         return "", message
     path = (match.group("path") or "").lstrip(".")
     reason = match.group("reason")
-    if reason.endswith("got `bool`"):
-        reason += _BARE_WORD_HINT
     return path, reason[0].lower() + reason[1:] if reason else reason

@@ -149,7 +149,10 @@ class Authenticator:
         self._mode = "keys"
         log.warning("an API key exists now: auth mode switched from open to keys")
         if self._on_keys_mode is not None:
-            self._on_keys_mode()
+            try:
+                self._on_keys_mode()
+            except Exception:  # the switch stands; only telling the CLI (server.json) failed
+                log.exception("could not record the switch to keys in server.json")
 
     async def _key_exists(self) -> bool:
         return self._keys is not None and await self._keys.any_active()

@@ -8,7 +8,6 @@ would lose track of the first, and ``gw state restore`` could replace the databa
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 from pathlib import Path
@@ -36,25 +35,12 @@ class ServeLock:
         except BlockingIOError:
             os.close(fd)
             raise StateDirBusyError(str(self.path)) from None
+        except OSError:
+            os.close(fd)
+            raise
         self._fd = fd
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)  # closing the descriptor drops the lock
-
-
-def serving(home: Path) -> bool:
-    """Whether a ``gw serve`` holds ``home``'s lock now (tested, not kept)."""
-    if not (home / LOCK_FILE_NAME).exists():
-        return False
-    probe = ServeLock(home)
-    try:
-        probe.acquire()
-    except StateDirBusyError:
-        return True
-    except OSError:
-        return False  # unreadable: nothing to say about it here
-    with contextlib.suppress(OSError):
-        probe.release()
-    return False

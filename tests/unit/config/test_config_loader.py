@@ -77,6 +77,9 @@ def test_a_bare_off_read_as_a_boolean_is_explained() -> None:
     with pytest.raises(ConfigError) as caught:
         load_config("telemetry:\n  request_log: off\n", "gw.yaml")
     assert caught.value.path == "telemetry.request_log"
-    assert 'quote the word ("off")' in caught.value.reason
+    assert "quote the word; one of: auto, json, rich, off" in caught.value.reason
+    with pytest.raises(ConfigError) as number:
+        load_config("server:\n  port: yes\n", "gw.yaml")
+    assert "quote" not in number.value.reason  # quoting does not make a port
     quoted = load_config('telemetry:\n  request_log: "off"\n', "gw.yaml")
     assert quoted.telemetry.request_log == "off"
