@@ -104,7 +104,10 @@ def explain_command(
         fail(f"cannot read {path}: {error}")
     if trace is None:
         short = (
-            "" if len(request_id) >= MIN_PREFIX else f" (a prefix needs {MIN_PREFIX} characters)"
+            ""
+            if len(request_id) >= MIN_PREFIX
+            else f" (a prefix needs {MIN_PREFIX} characters, and ids begin with the time: "
+            "copy most of the id)"
         )
         fail(f"no request {request_id!r}{short} in {path}; `gw traces` lists recent ones")
     if as_json:

@@ -159,9 +159,9 @@ def test_explain_shows_the_translation(gw: GwServer, primary: FakeOpenAI) -> Non
     # The message id the SDK user holds finds the same request.
     by_message_id = gw.cli("explain", raw.parse().id, "--json")
     assert json.loads(by_message_id.stdout)["request_id"] == request_id
-    ambiguous = gw.cli("explain", "req_", check=False)
-    assert ambiguous.returncode == 1
-    assert "a prefix needs 8 characters" in ambiguous.stderr
+    too_short = gw.cli("explain", "req_", check=False)
+    assert too_short.returncode == 1
+    assert "a prefix needs 8 characters" in too_short.stderr
 
 
 def test_models_list_in_anthropic_shape(gw: GwServer) -> None:

@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from e2e.gw_process import GwServer
-from fakes.anthropic_upstream import FakeAnthropic
+from fakes.anthropic_upstream import Behavior, FakeAnthropic
 
 CONFIG = """
 providers:
@@ -74,7 +74,7 @@ def test_without_max_tokens_anthropic_gets_the_default_under_the_policy_limit(
 ) -> None:
     request_id = ask(gw, "capped", None, stream=stream)
     assert sent_max_tokens(fake) == 100
-    assert "max_tokens 100 added: Anthropic requires one" in attempt_notes(gw, request_id)
+    assert attempt_notes(gw, request_id) == ["max_tokens 100 added: Anthropic requires one"]
 
 
 def test_without_max_tokens_anthropic_gets_the_default_under_the_catalog_limit(
@@ -94,11 +94,21 @@ def test_a_larger_request_is_clamped_to_the_models_ceiling_and_says_so(
 ) -> None:
     request_id = ask(gw, "small", 5000)
     assert sent_max_tokens(fake) == 50
-    notes = attempt_notes(gw, request_id)
-    assert "max_tokens 5000 clamped to claude/claude-small's max_output_tokens 50" in notes
+    assert attempt_notes(gw, request_id) == [
+        "max_tokens 5000 clamped to claude/claude-small's max_output_tokens 50"
+    ]
 
 
 def test_a_smaller_request_goes_as_asked(gw: GwServer, fake: FakeAnthropic) -> None:
     request_id = ask(gw, "capped", 30)
     assert sent_max_tokens(fake) == 30
     assert attempt_notes(gw, request_id) == []
+
+
+def test_each_attempt_has_its_own_notes_through_a_retry(gw: GwServer, fake: FakeAnthropic) -> None:
+    fake.enqueue(Behavior(status=500))  # the first attempt fails; the retry answers
+    request_id = ask(gw, "capped", None)
+    attempts = gw.wait_for_trace(request_id)["attempts"]
+    assert [a["outcome"] for a in attempts] == ["retried", "answered"]
+    for attempt in attempts:
+        assert attempt["limit_notes"] == ["max_tokens 100 added: Anthropic requires one"]

@@ -165,7 +165,8 @@ def _thinking(reasoning: Reasoning, max_tokens: int) -> JSONObject | None:
     if budget >= max_tokens:
         raise NativeFeatureUnsupportedError(
             f"Anthropic thinks with at least {MIN_THINKING_BUDGET} tokens, which must stay below "
-            f"max_tokens ({max_tokens}); raise max_tokens or leave out the reasoning effort",
+            f"max_tokens ({max_tokens}, after any policy or catalog ceiling); raise max_tokens "
+            "or that ceiling, or leave out the reasoning effort",
             param="max_tokens",
         )
     return {"type": "enabled", "budget_tokens": budget}

@@ -3,6 +3,8 @@ limits are charged up front."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gw.config import Snapshot, compile_snapshot, load_config
@@ -78,8 +80,45 @@ def test_a_budget_refuses_a_target_without_a_price() -> None:
         admit(snap, "frugal", "chat-local")
 
 
-def test_the_limiter_is_charged_the_dearest_projected_cost() -> None:
-    snap, limits = snapshot(), TenantLimiter()
+def test_a_budget_too_small_for_the_projection_refuses_up_front() -> None:
     # At $1 a token, even a short request projects far beyond the $1 daily budget.
+    snap, limits = snapshot(), TenantLimiter()
     with pytest.raises(BudgetExceededError):
         admit(snap, "frugal", "chat-priced", limits)
+
+
+class RecordingLimiter(TenantLimiter):
+    """A limiter that records what each admission was charged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.charged: list[tuple[int, float]] = []
+
+    def admit(self, tenant: object, request_id: str, **charge: Any) -> None:  # type: ignore[override]
+        self.charged.append((charge["tokens"], charge["cost_usd"]))
+
+
+def test_the_charge_is_input_plus_max_output_at_the_dearest_targets_price() -> None:
+    snap = compile_snapshot(load_config(CHAIN, "gw.yaml"), revision=1, source="t")
+    limits = RecordingLimiter()
+    decision = routed(snap, "chain", "open-team", max_tokens=10)
+    admit_tenant(snap, "open-team", decision, limits=limits, request_id="r1", clock=FixedClock())
+    [(tokens, cost)] = limits.charged
+    assert tokens == decision.estimated_input_tokens + 10
+    # The chain may reach either target: the dearer one's projection is reserved.
+    assert cost == pytest.approx(tokens * 2.0 / 1e6)
+
+
+CHAIN = """
+providers:
+  - {name: a, kind: openai}
+  - {name: b, kind: openai}
+models:
+  - {provider: a, model: cheap, input_per_mtok: 1.0, output_per_mtok: 1.0}
+  - {provider: b, model: dear, input_per_mtok: 2.0, output_per_mtok: 2.0}
+routes:
+  - name: chain
+    targets: [{provider: a, model: cheap, priority: 1}, {provider: b, model: dear, priority: 2}]
+tenants:
+  - {name: open-team}
+"""

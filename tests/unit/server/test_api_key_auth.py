@@ -417,3 +417,45 @@ def test_the_key_cache_carries_the_allowlist_as_networks() -> None:
     found = asyncio.run(scenario())
     assert found is not None
     assert found.networks == (ipaddress.ip_network("10.0.0.0/8"),)
+
+
+def test_a_provisional_open_mode_switches_by_itself_without_stale_memos() -> None:
+    clock, store, switches = FakeClock(), FakeKeys(), []
+    auth = make(clock, store, mode="open", open_until_keys=True, switches=switches)
+
+    async def scenario() -> None:
+        await auth.start()
+        for _ in range(100):  # bounded: until the watch has looked once (no key yet)
+            if store.counts:
+                break
+            await asyncio.sleep(0.001)
+        assert store.counts >= 1
+        assert auth.mode == "open"
+        made = new_key(tenant="t", name="k", created_at=clock.wall)
+        store.add(made)
+        # A request now sees the key at once: the watch's look left no memo behind.
+        with pytest.raises(AuthenticationFailedError):
+            await auth.authenticate({})
+        assert switches == ["keys"]
+        await auth.stop()
+
+    run(scenario())
+
+
+def test_the_watch_switches_with_no_request_and_stops_cleanly() -> None:
+    clock, store, switches = FakeClock(), FakeKeys(), []
+    store.add(new_key(tenant="t", name="k", created_at=clock.wall))
+    auth = make(clock, store, mode="open", open_until_keys=True, switches=switches)
+
+    async def scenario() -> None:
+        await auth.start()
+        for _ in range(100):  # bounded: the first look finds the key
+            if switches:
+                break
+            await asyncio.sleep(0.01)
+        assert auth.mode == "keys"
+        await auth.stop()
+        await make(clock, store).stop()  # never started: stop is harmless
+
+    run(scenario())
+    assert switches == ["keys"]
