@@ -45,6 +45,11 @@ def route_preview_command(
         markup=False,
     )
     stdout.print(candidates_table(decision))
+    if decision.get("degraded"):
+        reasons = ", ".join(decision.get("degraded_reasons") or ()) or "no reason recorded"
+        stdout.print(f"Degraded: {reasons}", highlight=False, markup=False)
+    for note in decision.get("notes") or ():
+        stdout.print(f"Note: {note}", highlight=False, markup=False)
 
 
 def candidates_table(decision: dict[str, Any]) -> Table:

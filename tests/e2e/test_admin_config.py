@@ -248,3 +248,8 @@ def test_cli_route_preview(gw: GwServer, fake: FakeOpenAI) -> None:
     assert fake.count == 0
     assert json.dumps(shown)
     assert httpx  # the module is used by the fixtures' clients
+
+
+def test_route_preview_text_shows_the_decision_notes(gw: GwServer) -> None:
+    shown = gw.cli("route-preview", "--model", "fake/not-in-the-catalog")
+    assert "Note: no catalog entry for fake/not-in-the-catalog" in " ".join(shown.stdout.split())
