@@ -1,5 +1,5 @@
 """GET /v1/models: the routes a client may name in ``model``, in OpenAI's list shape, or
-Anthropic's for the Anthropic SDK."""
+Anthropic's for the Anthropic SDK; GET /v1/models/{id}: one of them (``models.retrieve``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ import msgspec
 from litestar import Response, get
 from litestar.handlers import HTTPRouteHandler
 
-from gw.errors import GatewayError
+from gw.errors import GatewayError, ModelNotFoundError
+from gw.execution.gateway import RequestContext
 from gw.server.auth import require_scope
-from gw.server.responses import JSON, gw_headers, openai_error_response
+from gw.server.responses import (
+    JSON,
+    anthropic_error_response,
+    gw_headers,
+    openai_error_response,
+)
 from gw.server.services import HttpRequest, ServerServices
 
 
@@ -20,38 +26,74 @@ def model_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     async def list_models(request: HttpRequest) -> Response[bytes]:
         ctx = services.begin(request, "models.list")
         try:
-            principal = await services.authenticate(request)
-            require_scope(principal, "inference")
+            names = await _visible_routes(services, ctx, request)
         except GatewayError as error:
-            failed = services.gateway.reject(ctx, error, stream=False)
-            return openai_error_response(failed.error, failed.trace)
-        allowed = principal.models  # a key limited to some models sees only those routes
-        names = [name for name in ctx.snapshot.routes if allowed is None or name in allowed]
+            return _refused(services, ctx, request, error)
         now = services.clock.time()
         # The Anthropic SDK always sends anthropic-version: answer in its list shape.
-        body = (
-            _anthropic_list(names, now)
-            if "anthropic-version" in request.headers
-            else _openai_list(names, now)
-        )
-        return Response(
-            content=msgspec.json.encode(body),
-            media_type=JSON,
-            headers=gw_headers(ctx.request_id, "-", ctx.snapshot.revision),
-        )
+        anthropic = "anthropic-version" in request.headers
+        body = _anthropic_list(names, now) if anthropic else _openai_list(names, now)
+        return _answer(ctx, body)
 
-    return [list_models]
+    @get("/v1/models/{model_id:str}", include_in_schema=False)
+    async def retrieve_model(request: HttpRequest, model_id: str) -> Response[bytes]:
+        ctx = services.begin(request, "models.retrieve")
+        try:
+            names = await _visible_routes(services, ctx, request)
+            if model_id not in names:
+                known = ", ".join(names) or "none"
+                raise ModelNotFoundError(f"there is no route {model_id!r}; routes: {known}")
+        except GatewayError as error:
+            return _refused(services, ctx, request, error)
+        now = services.clock.time()
+        anthropic = "anthropic-version" in request.headers
+        return _answer(ctx, (_anthropic_model if anthropic else _openai_model)(model_id, now))
+
+    return [list_models, retrieve_model]
+
+
+async def _visible_routes(
+    services: ServerServices, ctx: RequestContext, request: HttpRequest
+) -> list[str]:
+    """The routes the caller may name (a key limited to some models sees only those)."""
+    principal = await services.authenticate(request)
+    require_scope(principal, "inference")
+    allowed = principal.models
+    return [name for name in ctx.snapshot.routes if allowed is None or name in allowed]
+
+
+def _refused(
+    services: ServerServices, ctx: RequestContext, request: HttpRequest, error: GatewayError
+) -> Response[bytes]:
+    failed = services.gateway.reject(ctx, error, stream=False)
+    if "anthropic-version" in request.headers:
+        return anthropic_error_response(failed.error, failed.trace)
+    return openai_error_response(failed.error, failed.trace)
+
+
+def _answer(ctx: RequestContext, body: dict[str, object]) -> Response[bytes]:
+    return Response(
+        content=msgspec.json.encode(body),
+        media_type=JSON,
+        headers=gw_headers(ctx.request_id, "-", ctx.snapshot.revision),
+    )
+
+
+def _openai_model(name: str, now: float) -> dict[str, object]:
+    return {"id": name, "object": "model", "created": int(now), "owned_by": "gw"}
+
+
+def _anthropic_model(name: str, now: float) -> dict[str, object]:
+    created_at = datetime.fromtimestamp(now, UTC).isoformat().replace("+00:00", "Z")
+    return {"type": "model", "id": name, "display_name": name, "created_at": created_at}
 
 
 def _openai_list(names: list[str], now: float) -> dict[str, object]:
-    created = int(now)
-    data = [{"id": n, "object": "model", "created": created, "owned_by": "gw"} for n in names]
-    return {"object": "list", "data": data}
+    return {"object": "list", "data": [_openai_model(name, now) for name in names]}
 
 
 def _anthropic_list(names: list[str], now: float) -> dict[str, object]:
-    created_at = datetime.fromtimestamp(now, UTC).isoformat().replace("+00:00", "Z")
-    data = [{"type": "model", "id": n, "display_name": n, "created_at": created_at} for n in names]
+    data = [_anthropic_model(name, now) for name in names]
     return {
         "data": data,
         "has_more": False,

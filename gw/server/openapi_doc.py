@@ -69,6 +69,7 @@ DOCUMENT: dict[str, Any] = {
         "/v1/embeddings": {"post": _op("OpenAI Embeddings", "data", requestBody=_JSON_BODY)},
         "/v1/messages": {"post": _op("Anthropic Messages", "data", requestBody=_JSON_BODY)},
         "/v1/models": {"get": _op("The models clients may ask for", "data")},
+        "/v1/models/{model_id}": {"get": _op("One model clients may ask for", "data")},
         "/livez": {"get": _op("Alive", "probes")},
         "/readyz": {"get": _op("Ready (store reachable, snapshot loaded)", "probes")},
         "/metrics": {

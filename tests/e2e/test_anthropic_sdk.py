@@ -168,6 +168,10 @@ def test_models_list_in_anthropic_shape(gw: GwServer) -> None:
     names = [model.id for model in sdk(gw).models.list()]
     assert "chat" in names
     assert "mock" in names
+    model = sdk(gw).models.retrieve("chat")
+    assert (model.id, model.type, model.display_name) == ("chat", "model", "chat")
+    with pytest.raises(anthropic.NotFoundError):
+        sdk(gw).models.retrieve("no-such-route")
 
 
 def test_an_answer_the_anthropic_format_cannot_carry_falls_back(

@@ -193,3 +193,11 @@ def test_images_and_response_format_reach_the_upstream(gw: GwServer, primary: Fa
 def test_models_lists_the_routes(gw: GwServer) -> None:
     names = {model.id for model in sdk(gw).models.list()}
     assert {"chat", "strict", "solo", "mock"} <= names
+
+
+def test_models_retrieve_one_route(gw: GwServer) -> None:
+    model = sdk(gw).models.retrieve("chat")
+    assert (model.id, model.object, model.owned_by) == ("chat", "model", "gw")
+    with pytest.raises(openai.NotFoundError) as unknown:
+        sdk(gw).models.retrieve("no-such-route")
+    assert unknown.value.code == "model_not_found"
