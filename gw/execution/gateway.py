@@ -136,7 +136,9 @@ class Gateway:
         answer = await self._attempt(ctx, request, decision, log, work)
         response = answer.response
         usage, source = usage_or_estimate(
-            response.usage, request, estimate_output_tokens(response.text, response.tool_calls)
+            response.usage,
+            request,
+            estimate_output_tokens(response.text or response.refusal, response.tool_calls),
         )
         trace = self._answered(ctx, request, decision, answer, usage=usage, source=source)
         return Completed(response=response, trace=trace)

@@ -22,7 +22,11 @@ class StreamStart(IRStruct, tag="start", frozen=True, kw_only=True):
 
 
 class TextDelta(IRStruct, tag="text", frozen=True, kw_only=True):
+    """A piece of the answer's text. ``refusal``: text the model gave instead of an answer
+    (OpenAI's ``refusal``); formats without such a field show it as text."""
+
     text: str
+    refusal: bool = False
 
 
 class ThinkingDelta(IRStruct, tag="thinking", frozen=True, kw_only=True):

@@ -13,6 +13,9 @@ class ChatResponse(IRStruct, frozen=True, kw_only=True):
     id: str
     model: str
     text: str | None = None
+    # What the model said instead of answering (OpenAI's ``refusal``, structured outputs);
+    # formats without such a field show it as text.
+    refusal: str | None = None
     thinking: tuple[ThinkingPart, ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()
     finish_reason: FinishReason = "stop"

@@ -195,3 +195,12 @@ def test_an_answer_the_anthropic_format_cannot_carry_falls_back(
         ("fell_back", "upstream_error"),
         ("answered", None),
     ]
+
+
+def test_an_openai_refusal_reaches_an_anthropic_client_as_text(
+    gw: GwServer, primary: FakeOpenAI
+) -> None:
+    primary.enqueue(Behavior(text="I cannot help with that.", refusal=True))
+    message = sdk(gw).messages.create(model="chat", max_tokens=8, messages=HELLO)
+    assert [block.type for block in message.content] == ["text"]
+    assert message.content[0].text == "I cannot help with that."  # type: ignore[union-attr]

@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import openai
+import pydantic
 import pytest
 
 from e2e.gw_process import GwServer
@@ -201,3 +202,25 @@ def test_models_retrieve_one_route(gw: GwServer) -> None:
     with pytest.raises(openai.NotFoundError) as unknown:
         sdk(gw).models.retrieve("no-such-route")
     assert unknown.value.code == "model_not_found"
+
+
+class Answer(pydantic.BaseModel):
+    city: str
+
+
+def test_a_refusal_reaches_the_sdk_as_a_refusal(gw: GwServer, primary: FakeOpenAI) -> None:
+    text = "I'm sorry, I cannot help with that."
+    ask = [{"role": "user", "content": "which city?"}]
+    primary.enqueue(Behavior(text=text, refusal=True))
+    parsed = sdk(gw).chat.completions.parse(model="chat", messages=ask, response_format=Answer)
+    message = parsed.choices[0].message
+    assert (message.refusal, message.content, message.parsed) == (text, None, None)
+
+    primary.enqueue(Behavior(text=text, refusal=True))
+    with sdk(gw).chat.completions.stream(
+        model="chat", messages=ask, response_format=Answer
+    ) as stream:
+        final = stream.get_final_completion()
+    streamed = final.choices[0].message
+    assert (streamed.refusal, streamed.parsed) == (text, None)
+    assert not streamed.content

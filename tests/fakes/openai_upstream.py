@@ -80,6 +80,7 @@ class Behavior(Faults):
     text: str | None = None  # default: DEFAULT_TEXT
     chunks: int | None = None  # number of content deltas; default: one per word
     tool_call: tuple[str, str] | None = None  # (name, arguments JSON) instead of text
+    refusal: bool = False  # the text as a refusal (content null), as structured outputs send
     usage: tuple[int, int] | None = None  # (prompt, completion); default: word counts
     omit_usage: bool = False
     finish_reason: str | None = None  # default: "stop", or "tool_calls"
@@ -213,11 +214,13 @@ class _Answer:
 
     def completion_body(self) -> bytes:
         tool = self.behavior.tool_call
-        message: dict[str, Any] = {"role": "assistant", "content": None if tool else self.text}
+        refused = self.behavior.refusal
+        text = None if tool or refused else self.text
+        message: dict[str, Any] = {"role": "assistant", "content": text}
         if tool is not None:
             function = {"name": tool[0], "arguments": tool[1]}
             message["tool_calls"] = [{"id": self.call_id, "type": "function", "function": function}]
-        message |= {"refusal": None, "annotations": []}
+        message |= {"refusal": self.text if refused else None, "annotations": []}
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": self.finish}
         payload = {**self.envelope, "choices": [choice]}
         if self.usage is not None:
@@ -240,6 +243,8 @@ class _Answer:
 
     def first_delta(self) -> dict[str, Any]:
         tool = self.behavior.tool_call
+        if self.behavior.refusal:
+            return {"role": "assistant", "content": None, "refusal": ""}
         if tool is None:
             return {"role": "assistant", "content": "", "refusal": None}
         function = {"name": tool[0], "arguments": ""}
@@ -247,6 +252,8 @@ class _Answer:
         return {"role": "assistant", "content": None, "tool_calls": [call], "refusal": None}
 
     def delta(self, piece: str) -> dict[str, Any]:
+        if self.behavior.refusal:
+            return {"refusal": piece}
         if self.behavior.tool_call is None:
             return {"content": piece}
         return {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}

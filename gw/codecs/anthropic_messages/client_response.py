@@ -130,8 +130,9 @@ def _tool_use_out(call: ToolCall) -> ToolUseBlockOut:
 def encode_messages_response(response: ChatResponse, *, message_id: str, model: str) -> bytes:
     """The ``message`` body; ``model`` is the upstream model that answered."""
     content: list[BlockOut] = [thinking_block_out(part) for part in response.thinking]
-    if response.text:
-        content.append(TextBlockOut(text=response.text))
+    text = response.text or response.refusal  # Messages has no refusal field: it is text
+    if text:
+        content.append(TextBlockOut(text=text))
     content.extend(_tool_use_out(call) for call in response.tool_calls)
     reason, sequence = stop_reason(response.finish_reason, response.stop_sequence)
     body = _MessageOut(

@@ -51,7 +51,7 @@ class _MessageOut(msgspec.Struct, kw_only=True):
     content: str | None
     # UNSET drops the key: OpenAI sends tool_calls only when there are some.
     tool_calls: list[ToolCallOut] | msgspec.UnsetType = msgspec.UNSET
-    refusal: None = None
+    refusal: str | None = None
 
 
 class _ChoiceOut(msgspec.Struct, kw_only=True):
@@ -96,6 +96,7 @@ def encode_chat_response(response: ChatResponse, *, model: str) -> bytes:
     """
     message = _MessageOut(
         content=response.text,
+        refusal=response.refusal,
         tool_calls=[tool_call_out(call) for call in response.tool_calls]
         if response.tool_calls
         else msgspec.UNSET,

@@ -52,6 +52,7 @@ class _DeltaToolCall(msgspec.Struct, kw_only=True):
 class _Delta(msgspec.Struct, kw_only=True):
     role: Literal["assistant"] | msgspec.UnsetType = msgspec.UNSET
     content: str | msgspec.UnsetType | None = msgspec.UNSET
+    refusal: str | msgspec.UnsetType = msgspec.UNSET
     tool_calls: list[_DeltaToolCall] | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -111,8 +112,8 @@ class ChatStreamEncoder:
                 # Nothing to send: the role goes with the first delta, and Chat
                 # Completions has no reasoning field (usage still counts it).
                 return b""
-            case TextDelta(text=text):
-                return self._open("") + self._text(text)
+            case TextDelta(text=text, refusal=refusal):
+                return self._refusal(text) if refusal else self._open("") + self._text(text)
             case ToolCallDelta():
                 return self._tool_call(event)
             case UsageEvent(usage=usage):
@@ -158,6 +159,13 @@ class ChatStreamEncoder:
             return self._chunk(_Delta(tool_calls=[call]))
         self._opened = True
         return self._chunk(_Delta(role="assistant", content=None, tool_calls=[call]))
+
+    def _refusal(self, text: str) -> bytes:
+        """Refusal text goes in its own field, as OpenAI streams it."""
+        if self._opened:
+            return self._chunk(_Delta(refusal=text))
+        self._opened = True
+        return self._chunk(_Delta(role="assistant", refusal=text))
 
     def _open(self, content: str) -> bytes:
         if self._opened:

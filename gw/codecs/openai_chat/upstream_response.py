@@ -3,7 +3,7 @@
 Decoding is lenient on what OpenAI-compatible servers leave out (``id``, ``created``,
 usage details) and strict on shape: a wrong type or no choice is an ``UpstreamError``
 whose message names the problem, never the body text. A refusal (structured outputs)
-arrives as ``content: null`` plus ``refusal``; the IR has no refusal, so it becomes the text.
+arrives as ``content: null`` plus ``refusal``, kept apart as the IR's ``refusal``.
 """
 
 from __future__ import annotations
@@ -105,11 +105,11 @@ def decode_upstream_response(body: bytes) -> ChatResponse:
     if not completion.choices:
         raise malformed("no choices")
     message = completion.choices[0].message
-    text = message.content if message.content is not None else message.refusal
     return ChatResponse(
         id=completion.id,
         model=completion.model,
-        text=text,
+        text=message.content,
+        refusal=message.refusal,
         tool_calls=tuple(
             ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments)
             for call in message.tool_calls or ()

@@ -97,16 +97,22 @@ class UpstreamStreamDecoder(SSEStreamDataDecoder):
             if choice.index == 0:  # read here, not in a method: this runs for every chunk
                 delta = choice.delta
                 if delta is not None:
-                    text = delta.content or delta.refusal
-                    if text:
-                        events.append(TextDelta(text=text))
-                    for call in delta.tool_calls or ():
-                        events.append(self._tool_call(call))
+                    if delta.content:
+                        events.append(TextDelta(text=delta.content))
+                    if delta.refusal or delta.tool_calls:
+                        self._take_rarer(delta, events)
                 if choice.finish_reason and not self._finished:
                     self._finished = True
                     events.append(Finish(reason=finish_reason(choice.finish_reason)))
         if chunk.usage is not None:
             events.append(UsageEvent(usage=chunk.usage.to_ir()))
+
+    def _take_rarer(self, delta: _Delta, events: list[StreamEvent]) -> None:
+        """A delta's refusal text and tool call fragments (most chunks carry neither)."""
+        if delta.refusal:
+            events.append(TextDelta(text=delta.refusal, refusal=True))
+        for call in delta.tool_calls or ():
+            events.append(self._tool_call(call))
 
     def _take_undecodable(self, data: bytes) -> _Chunk:
         """What the bytes decoder refused, read as SSE text (``_SKIPPED`` for ``[DONE]``).

@@ -118,9 +118,10 @@ def test_minimal_compatible_server_answer() -> None:
     )
 
 
-def test_refusal_becomes_text() -> None:
+def test_a_refusal_is_kept_apart_from_the_text() -> None:
     choice = {"index": 0, "message": {"role": "assistant", "content": None, "refusal": "No."}}
-    assert decode_upstream_response(completion(choices=[choice])).text == "No."
+    decoded = decode_upstream_response(completion(choices=[choice]))
+    assert (decoded.text, decoded.refusal) == (None, "No.")
 
 
 @pytest.mark.parametrize(
