@@ -24,12 +24,12 @@ ERROR_TYPES: dict[str, str] = {
     "rate_limited": "rate_limit_error",
     "concurrency_limited": "rate_limit_error",
     "client_aborted": "invalid_request_error",
-    "internal_error": "api_error",
-    "no_route": "api_error",
-    "overloaded": "api_error",
-    "upstream_error": "api_error",
-    "upstream_auth_failed": "api_error",
-    "upstream_timeout": "api_error",
+    "internal_error": "server_error",
+    "no_route": "server_error",
+    "overloaded": "server_error",
+    "upstream_error": "server_error",
+    "upstream_auth_failed": "server_error",
+    "upstream_timeout": "server_error",
 }
 
 
@@ -55,7 +55,7 @@ def error_type(code: str, status: int) -> str:
     found = ERROR_TYPES.get(code)
     if found is not None:
         return found
-    return "api_error" if status >= 500 else "invalid_request_error"
+    return "server_error" if status >= 500 else "invalid_request_error"
 
 
 def error_body(error: GatewayError) -> ErrorBody:

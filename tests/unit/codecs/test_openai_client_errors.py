@@ -36,7 +36,7 @@ def test_types_follow_status() -> None:
     assert ERROR_TYPES["permission_denied"] == "permission_error"
     assert ERROR_TYPES["model_not_found"] == "not_found_error"
     assert ERROR_TYPES["rate_limited"] == "rate_limit_error"
-    assert ERROR_TYPES["upstream_error"] == "api_error"
+    assert ERROR_TYPES["upstream_error"] == "server_error"
 
 
 def test_unknown_code_falls_back_by_status() -> None:

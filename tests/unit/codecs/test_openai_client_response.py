@@ -259,7 +259,7 @@ def test_error_event_makes_the_sdk_raise() -> None:
     assert error_frame == {
         "error": {
             "message": "upstream stream ended early",
-            "type": "api_error",
+            "type": "server_error",
             "code": "upstream_error",
             "param": None,
         }
