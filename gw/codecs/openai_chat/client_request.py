@@ -86,6 +86,7 @@ def decode_chat_request(body: bytes) -> ChatRequest:
                 f"`{legacy}` is deprecated and not supported; use `{replacement}`", param=legacy
             )
     _check_n(obj.get("n"))
+    _check_logprobs(obj)
     stream_options = _stream_options(obj.get("stream_options"))
     extensions = {
         key: value for key, value in obj.items() if key not in _CONSUMED and value is not None
@@ -132,6 +133,16 @@ def _model(obj: JSONObject) -> str:
     if not model:
         raise invalid("model", "a non-empty string")
     return model
+
+
+def _check_logprobs(obj: JSONObject) -> None:
+    """gw's answers carry no log probabilities (the IR has no place for them): asking for
+    them is refused, rather than answered with ``logprobs: null`` as if there were none."""
+    if obj.get("logprobs") is True or obj.get("top_logprobs") is not None:
+        param = "logprobs" if obj.get("logprobs") is True else "top_logprobs"
+        raise NativeFeatureUnsupportedError(
+            f"`{param}`: gw does not return log probabilities; leave it out", param=param
+        )
 
 
 def _check_n(value: object) -> None:

@@ -108,7 +108,7 @@ def test_full_request_from_the_sdk() -> None:
         stream=True,
         stream_options={"include_usage": True},
         user="u-1",
-        logprobs=True,
+        logprobs=False,
         metadata={"app": "t"},
         extra_body={"top_k": 40},
     )
@@ -152,8 +152,19 @@ def test_full_request_from_the_sdk() -> None:
     assert request.include_usage is True
     assert request.user == "u-1"
     assert request.extensions == {
-        "openai": {"logprobs": True, "metadata": {"app": "t"}, "top_k": 40}
+        "openai": {"logprobs": False, "metadata": {"app": "t"}, "top_k": 40}
     }
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"), [({"logprobs": True}, "logprobs"), ({"top_logprobs": 3}, "top_logprobs")]
+)
+def test_log_probabilities_are_refused_not_answered_with_null(
+    extra: dict[str, object], param: str
+) -> None:
+    with pytest.raises(NativeFeatureUnsupportedError) as refused:
+        decode_chat_request(body(**extra))
+    assert refused.value.param == param
 
 
 def test_minimal_request_defaults() -> None:
