@@ -23,6 +23,7 @@ from gw.codecs.anthropic_messages.upstream_request import (
 )
 from gw.codecs.anthropic_messages.upstream_response import decode_upstream_response
 from gw.codecs.anthropic_messages.upstream_stream import UpstreamStreamDecoder
+from gw.codecs.foreign_fields import foreign_field_notes
 from gw.errors import GatewayError
 from gw.ir import ChatResponse, StreamEvent
 from gw.ports import UpstreamCall
@@ -82,6 +83,7 @@ def _url(call: UpstreamCall) -> str:
 
 def _body(call: UpstreamCall, *, stream: bool) -> bytes:
     call.notes.extend(lossy_notes(call.request.messages))
+    call.notes.extend(foreign_field_notes(call.request, "anthropic"))
     default = DEFAULT_MAX_TOKENS
     if call.output_ceiling is not None:
         default = min(default, call.output_ceiling)

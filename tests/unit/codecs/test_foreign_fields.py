@@ -1,0 +1,32 @@
+"""A client format's own fields, left out by an upstream of another format, are noted."""
+
+from __future__ import annotations
+
+from gw.codecs.foreign_fields import foreign_field_notes
+from gw.codecs.openai_chat.upstream_request import lossy_notes
+from gw.ir import ChatRequest, TextPart, ToolMessage, UserMessage
+
+HI = UserMessage(content=(TextPart(text="hi"),))
+
+
+def request(**fields: object) -> ChatRequest:
+    return ChatRequest(model="m", messages=(HI,), **fields)  # type: ignore[arg-type]
+
+
+def test_another_formats_fields_are_named_as_not_sent() -> None:
+    asked = request(extensions={"openai": {"logit_bias": {"1": 5}, "modalities": ["text"]}})
+    assert foreign_field_notes(asked, "anthropic") == [
+        "logit_bias, modalities: not sent (openai fields; this upstream is anthropic)"
+    ]
+    assert foreign_field_notes(asked, "openai") == []  # its own: sent
+
+
+def test_an_openai_upstream_notes_a_tool_errors_flag_and_anthropic_fields() -> None:
+    failed = ToolMessage(tool_call_id="t1", content=(TextPart(text="boom"),), is_error=True)
+    asked = ChatRequest(
+        model="m", messages=(HI, failed), extensions={"anthropic": {"output_config": {}}}
+    )
+    assert lossy_notes(asked) == [
+        "tool results' is_error: not sent (the OpenAI format has no such flag)",
+        "output_config: not sent (anthropic fields; this upstream is openai)",
+    ]
