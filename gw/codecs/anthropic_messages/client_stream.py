@@ -14,9 +14,11 @@ work unchanged:
   and ``signature_delta`` (a signature ends the block: more thinking starts a new one), or
   a ``redacted_thinking`` block holding the whole ``data``; each new ``ToolCallDelta``
   index a ``tool_use`` block (``input: {}``) fed by ``input_json_delta`` fragments. A block
-  gets ``content_block_stop`` when another starts or the stream finishes. A fragment for a
-  tool call whose block was already closed (an upstream interleaving calls) still goes to
-  that block's index, which the SDK accumulates correctly.
+  gets ``content_block_stop`` when another starts or the stream finishes. A tool call that
+  starts while another's block is open (an upstream interleaving parallel calls) is held
+  back, its fragments joined, and written as one block once the open one ends (at the
+  finish, or when text or thinking starts): a closed block never gets more input, so the
+  SDK's events see each call whole.
 - ``UsageEvent`` is remembered, whenever it comes (OpenAI-compatible upstreams send usage
   after the finish chunk). ``Finish`` closes the open block and remembers the stop reason.
 - ``done()`` writes ``message_delta`` (stop reason, stop sequence, cumulative usage:
@@ -155,6 +157,8 @@ class MessagesStreamEncoder:
         self._open: BlockKind | None = None
         self._signed = False  # the open thinking block already has its signature
         self._tool_blocks: dict[int, int] = {}  # IR tool call index -> block index
+        self._open_tool: int | None = None  # the IR index of the open tool_use block
+        self._held: dict[int, list[ToolCallDelta]] = {}  # calls waiting for their block
         self._usage: Usage | None = None
         self._stop: tuple[str, str | None] = ("end_turn", None)
 
@@ -167,16 +171,16 @@ class MessagesStreamEncoder:
             case StreamStart():
                 pass
             case TextDelta():
-                out = self._text(event)
+                out = self._release_held() + self._text(event)
             case ThinkingDelta():
-                out = self._thinking(event)
+                out = self._release_held() + self._thinking(event)
             case ToolCallDelta():
                 out = self._tool_call(event)
             case UsageEvent(usage=usage):
                 self._usage = usage
             case Finish(reason=reason, stop_sequence=sequence):
                 self._stop = stop_reason(reason, sequence)
-                out = self._start_message() + self._close_block()
+                out = self._start_message() + self._release_held() + self._close_block()
             case ErrorEvent(code=code, message=message):
                 self._finished = True
                 cls = ERRORS_BY_CODE.get(code)
@@ -188,7 +192,7 @@ class MessagesStreamEncoder:
         """The closing frames: ``message_delta`` then ``message_stop`` (none after an error)."""
         if self._finished:
             return b""
-        out = self._start_message() + self._close_block()
+        out = self._start_message() + self._release_held() + self._close_block()
         self._finished = True
         usage = _StreamUsage(output_tokens=0) if self._usage is None else _usage_fields(self._usage)
         reason, sequence = self._stop
@@ -220,6 +224,12 @@ class MessagesStreamEncoder:
         return out
 
     def _tool_call(self, event: ToolCallDelta) -> bytes:
+        held = self._held.get(event.index)
+        if held is not None or (
+            self._open_tool is not None and event.index != self._open_tool
+        ):  # another call's block is open: this one waits for it to end
+            self._held.setdefault(event.index, []).append(event)
+            return b""
         out = b""
         index = self._tool_blocks.get(event.index)
         if index is None:
@@ -232,10 +242,28 @@ class MessagesStreamEncoder:
             )
             out = self._start_message() + self._start_block("tool_use", block)
             index = self._tool_blocks[event.index] = self._index
+            self._open_tool = event.index
         if event.arguments:
             out += _frame(
                 "content_block_delta", _BlockDelta(index, _InputJsonDelta(event.arguments))
             )
+        return out
+
+    def _release_held(self) -> bytes:
+        """The held-back tool calls, each as one whole block, in the order they began."""
+        out = b""
+        while self._held:
+            index, fragments = next(iter(self._held.items()))
+            del self._held[index]
+            self._open_tool = None  # so this call's block opens
+            first = next((f for f in fragments if f.id or f.name), fragments[0])
+            whole = ToolCallDelta(
+                index=index,
+                id=first.id,
+                name=first.name,
+                arguments="".join(f.arguments for f in fragments),
+            )
+            out += self._tool_call(whole)
         return out
 
     def _start_message(self) -> bytes:
@@ -251,6 +279,7 @@ class MessagesStreamEncoder:
 
     def _start_block(self, kind: BlockKind, block: BlockOut) -> bytes:
         out = self._close_block()
+        self._open_tool = None
         self._index += 1
         self._open = kind
         self._signed = False

@@ -397,6 +397,37 @@ def test_sdk_accumulates_interleaved_tool_fragments() -> None:
     ]
 
 
+def test_interleaved_tool_calls_never_feed_a_closed_block() -> None:
+    """A closed block takes no more input: the later call waits, then goes out whole, so
+    each content_block_stop the SDK reports already holds its call's whole input."""
+    stream = encode(
+        [
+            START,
+            ToolCallDelta(index=0, id="t0", name="f", arguments='{"a":'),
+            ToolCallDelta(index=1, id="t1", name="g", arguments='{"b":'),
+            ToolCallDelta(index=0, arguments="1}"),
+            ToolCallDelta(index=1, arguments="2}"),
+            Finish(reason="tool_calls"),
+        ]
+    )
+    stopped: dict[int, bool] = {}
+    for _, data in frames(stream):
+        if data["type"] == "content_block_stop":
+            stopped[data["index"]] = True
+        if data["type"] == "content_block_delta":
+            assert data["index"] not in stopped, "a delta after its block stopped"
+    client = sdk_client(stream)
+    with client.messages.stream(
+        model="claude", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+    ) as sdk_stream:
+        inputs = [
+            event.content_block.input  # type: ignore[union-attr]
+            for event in sdk_stream
+            if event.type == "content_block_stop"
+        ]
+    assert inputs == [{"a": 1}, {"b": 2}]
+
+
 def test_sdk_raises_on_an_error_frame_mid_stream() -> None:
     encoder = MessagesStreamEncoder(message_id="m", model="c", input_tokens=1)
     stream = (
