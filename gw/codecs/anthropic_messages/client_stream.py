@@ -224,8 +224,7 @@ class MessagesStreamEncoder:
         return out
 
     def _tool_call(self, event: ToolCallDelta) -> bytes:
-        held = self._held.get(event.index)
-        if held is not None or (
+        if event.index in self._held or (
             self._open_tool is not None and event.index != self._open_tool
         ):  # another call's block is open: this one waits for it to end
             self._held.setdefault(event.index, []).append(event)
