@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from gw.codecs.gemini.upstream_errors import GoogleError, error_from_payload
-from gw.errors import ContentBlockedError, UpstreamError
+from gw.errors import ContentBlockedError, GatewayError, UpstreamError
 from gw.ir import ChatResponse, FinishReason, ThinkingPart, ToolCall, Usage
 
 # Gemini finishReason -> IR. Unlisted values (FINISH_REASON_UNSPECIFIED, OTHER, image
@@ -146,6 +146,27 @@ def answer_withheld(reason: str | None) -> ContentBlockedError:
     )
 
 
+def output_unusable(reason: str | None) -> UpstreamError:
+    """Gemini ended on output it could not finish (a malformed or unexpected tool call, too
+    many calls): an upstream failure, retried and fallen back from, never a clean finish
+    that would leave an agent with no tool call and no error."""
+    return UpstreamError(
+        f"Gemini ended the answer with finishReason {reason}: its output is unusable",
+        upstream_status=200,
+        blame="upstream",
+    )
+
+
+def finish_error(reason: FinishReason, raw: str | None, *, produced: bool) -> GatewayError | None:
+    """What a finish reason means as an error: an answer withheld entirely, or unusable
+    output; None for a finish that ends a usable answer."""
+    if reason == "content_filter" and not produced:
+        return answer_withheld(raw)
+    if reason == "error":
+        return output_unusable(raw)
+    return None
+
+
 def tool_call_id(call: FunctionCallIn, response_id: str | None, number: int) -> str:
     if call.id:
         return call.id
@@ -197,8 +218,11 @@ def decode_upstream_response(body: bytes, *, model: str) -> ChatResponse:
     if pending_thought:
         thinking.append(ThinkingPart(text="".join(pending_thought)))
     reason = finish_reason(candidate.finish_reason, called=bool(calls))
-    if reason == "content_filter" and not (texts or calls or thinking):
-        raise answer_withheld(candidate.finish_reason)
+    failed = finish_error(
+        reason, candidate.finish_reason, produced=bool(texts or calls or thinking)
+    )
+    if failed is not None:
+        raise failed
     return ChatResponse(
         id=response.response_id or "",
         model=response.model_version or model,

@@ -21,9 +21,9 @@ from __future__ import annotations
 from gw.codecs.gemini.upstream_response import (
     PartIn,
     ResponseIn,
-    answer_withheld,
     arguments,
     decode_chunk,
+    finish_error,
     finish_reason,
     prompt_blocked,
     tool_call_id,
@@ -85,8 +85,9 @@ class UpstreamStreamDecoder(SSEStreamDecoder):
             self._usage = chunk.usage_metadata.to_ir()
         if candidate is not None and candidate.finish_reason and not self._finished:
             reason = finish_reason(candidate.finish_reason, called=self._calls > 0)
-            if reason == "content_filter" and not self._content:
-                raise answer_withheld(candidate.finish_reason)
+            failed = finish_error(reason, candidate.finish_reason, produced=self._content)
+            if failed is not None:
+                raise failed
             self._finished = True
             self._send_usage(produced)
             produced.append(Finish(reason=reason))

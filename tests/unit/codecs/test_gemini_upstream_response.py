@@ -102,9 +102,22 @@ def test_call_ids_without_a_response_id() -> None:
     assert decode(raw.encode()).tool_calls[0].id == "call_0"
 
 
-@pytest.mark.parametrize(("gemini", "ir"), sorted(FINISH_REASONS.items()))
+FINISHED = sorted((gemini, ir) for gemini, ir in FINISH_REASONS.items() if ir != "error")
+UNUSABLE = sorted(gemini for gemini, ir in FINISH_REASONS.items() if ir == "error")
+
+
+@pytest.mark.parametrize(("gemini", "ir"), FINISHED)
 def test_finish_reason_table(gemini: str, ir: str) -> None:
     assert decode(body([{"text": "x"}], gemini)).finish_reason == ir
+
+
+@pytest.mark.parametrize("gemini", UNUSABLE)
+def test_unusable_output_is_an_upstream_error_not_a_clean_finish(gemini: str) -> None:
+    call = {"functionCall": {"name": "f", "args": {}}}
+    with pytest.raises(UpstreamError, match=f"finishReason {gemini}") as failed:
+        decode(body([call], gemini))
+    assert failed.value.code == "upstream_error"
+    assert failed.value.blame == "upstream"
 
 
 @pytest.mark.parametrize("value", ["OTHER", "FINISH_REASON_UNSPECIFIED", "SOMETHING_NEW", None])

@@ -172,6 +172,15 @@ def test_a_block_before_any_content_raises_and_starts_nothing(data: bytes) -> No
         decoder.feed(data)
 
 
+def test_a_malformed_function_call_fails_the_stream_rather_than_finishing_it() -> None:
+    decoder = UpstreamStreamDecoder()
+    data = chunk([{"text": "Let me look"}]) + chunk(None, "MALFORMED_FUNCTION_CALL")
+    first = decoder.feed(data)  # the text that came first, then the failure
+    assert TextDelta(text="Let me look") in first
+    with pytest.raises(UpstreamError, match="finishReason MALFORMED_FUNCTION_CALL"):
+        decoder.close()
+
+
 def test_end_of_body_without_a_finish_reason_is_an_error() -> None:
     decoder = UpstreamStreamDecoder()
     assert decoder.feed(TEXT_STREAM[0])[1] == TextDelta(text="Hel")
