@@ -30,8 +30,7 @@ def model_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
         except GatewayError as error:
             return _refused(services, ctx, request, error)
         now = services.clock.time()
-        # The Anthropic SDK always sends anthropic-version: answer in its list shape.
-        anthropic = "anthropic-version" in request.headers
+        anthropic = _from_anthropic_sdk(request)
         body = _anthropic_list(names, now) if anthropic else _openai_list(names, now)
         return _answer(ctx, body)
 
@@ -46,10 +45,15 @@ def model_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
         except GatewayError as error:
             return _refused(services, ctx, request, error)
         now = services.clock.time()
-        anthropic = "anthropic-version" in request.headers
-        return _answer(ctx, (_anthropic_model if anthropic else _openai_model)(model_id, now))
+        shape = _anthropic_model if _from_anthropic_sdk(request) else _openai_model
+        return _answer(ctx, shape(model_id, now))
 
     return [list_models, retrieve_model]
+
+
+def _from_anthropic_sdk(request: HttpRequest) -> bool:
+    """The Anthropic SDK always sends anthropic-version: it gets Anthropic's shapes."""
+    return "anthropic-version" in request.headers
 
 
 async def _visible_routes(
@@ -66,7 +70,7 @@ def _refused(
     services: ServerServices, ctx: RequestContext, request: HttpRequest, error: GatewayError
 ) -> Response[bytes]:
     failed = services.gateway.reject(ctx, error, stream=False)
-    if "anthropic-version" in request.headers:
+    if _from_anthropic_sdk(request):
         return anthropic_error_response(failed.error, failed.trace)
     return openai_error_response(failed.error, failed.trace)
 

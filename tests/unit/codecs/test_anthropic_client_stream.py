@@ -380,17 +380,19 @@ def test_sdk_keeps_the_estimate_when_usage_never_comes() -> None:
     assert (message.usage.input_tokens, message.usage.output_tokens) == (77, 0)
 
 
+# Two parallel tool calls whose argument fragments an upstream interleaves.
+INTERLEAVED_CALLS: list[StreamEvent] = [
+    START,
+    ToolCallDelta(index=0, id="t0", name="f", arguments='{"a":'),
+    ToolCallDelta(index=1, id="t1", name="g", arguments='{"b":'),
+    ToolCallDelta(index=0, arguments="1}"),
+    ToolCallDelta(index=1, arguments="2}"),
+    Finish(reason="tool_calls"),
+]
+
+
 def test_sdk_accumulates_interleaved_tool_fragments() -> None:
-    stream = encode(
-        [
-            START,
-            ToolCallDelta(index=0, id="t0", name="f", arguments='{"a":'),
-            ToolCallDelta(index=1, id="t1", name="g", arguments='{"b":'),
-            ToolCallDelta(index=0, arguments="1}"),
-            ToolCallDelta(index=1, arguments="2}"),
-            Finish(reason="tool_calls"),
-        ]
-    )
+    stream = encode(INTERLEAVED_CALLS)
     assert blocks(final_message(stream)) == [
         {"type": "tool_use", "id": "t0", "name": "f", "input": {"a": 1}},
         {"type": "tool_use", "id": "t1", "name": "g", "input": {"b": 2}},
@@ -400,16 +402,7 @@ def test_sdk_accumulates_interleaved_tool_fragments() -> None:
 def test_interleaved_tool_calls_never_feed_a_closed_block() -> None:
     """A closed block takes no more input: the later call waits, then goes out whole, so
     each content_block_stop the SDK reports already holds its call's whole input."""
-    stream = encode(
-        [
-            START,
-            ToolCallDelta(index=0, id="t0", name="f", arguments='{"a":'),
-            ToolCallDelta(index=1, id="t1", name="g", arguments='{"b":'),
-            ToolCallDelta(index=0, arguments="1}"),
-            ToolCallDelta(index=1, arguments="2}"),
-            Finish(reason="tool_calls"),
-        ]
-    )
+    stream = encode(INTERLEAVED_CALLS)
     stopped: dict[int, bool] = {}
     for _, data in frames(stream):
         if data["type"] == "content_block_stop":
