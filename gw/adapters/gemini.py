@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from gw.adapters.exchange import post_for_body, stream_events
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver
+from gw.codecs.cache_marks import cache_mark_note
 from gw.codecs.foreign_fields import foreign_field_notes
 from gw.codecs.gemini.embeddings import (
     batches,
@@ -92,6 +93,7 @@ def _body(call: UpstreamCall) -> bytes:
     """The request body; what Gemini's format cannot carry exactly goes to the trace."""
     encoded = encode_upstream_request(call.request)
     call.notes.extend(encoded.notes)
+    call.notes.extend(cache_mark_note(call.request, "Gemini"))
     call.notes.extend(foreign_field_notes(call.request, "gemini"))
     return encoded.body
 

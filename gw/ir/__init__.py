@@ -1,6 +1,6 @@
 """Canonical intermediate representation: every wire format translates to and from this."""
 
-from gw.ir.content import ContentPart, ImagePart, TextPart, ThinkingPart
+from gw.ir.content import CacheMark, ContentPart, ImagePart, TextPart, ThinkingPart
 from gw.ir.embeddings import EmbeddingInput, EmbeddingRequest, EmbeddingResponse
 from gw.ir.events import (
     ErrorEvent,
@@ -34,6 +34,7 @@ from gw.ir.usage import Usage
 
 __all__ = [
     "AssistantMessage",
+    "CacheMark",
     "ChatRequest",
     "ChatResponse",
     "ContentPart",

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from gw.ir.base import IRStruct
+
+
+class CacheMark(IRStruct, frozen=True, kw_only=True):
+    """A prompt-cache breakpoint: the prompt up to and including the block that carries it
+    may be cached (Anthropic's ``cache_control``). ``ttl`` None is the provider's default."""
+
+    ttl: Literal["5m", "1h"] | None = None
 
 
 class TextPart(IRStruct, tag="text", frozen=True, kw_only=True):
     text: str
+    cache: CacheMark | None = None
 
 
 class ImagePart(IRStruct, tag="image", frozen=True, kw_only=True):
@@ -16,6 +26,7 @@ class ImagePart(IRStruct, tag="image", frozen=True, kw_only=True):
     data: str | None = None
     media_type: str | None = None
     detail: str | None = None
+    cache: CacheMark | None = None
 
 
 class ThinkingPart(IRStruct, tag="thinking", frozen=True, kw_only=True):

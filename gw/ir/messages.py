@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gw.ir.base import IRStruct
-from gw.ir.content import ContentPart, TextPart, ThinkingPart
+from gw.ir.content import CacheMark, ContentPart, TextPart, ThinkingPart
 
 
 class ToolCall(IRStruct, frozen=True, kw_only=True):
@@ -12,6 +12,7 @@ class ToolCall(IRStruct, frozen=True, kw_only=True):
     id: str
     name: str
     arguments: str
+    cache: CacheMark | None = None
 
 
 class SystemMessage(IRStruct, tag="system", frozen=True, kw_only=True):
@@ -38,6 +39,7 @@ class ToolMessage(IRStruct, tag="tool", frozen=True, kw_only=True):
     tool_call_id: str
     content: tuple[ContentPart, ...]
     is_error: bool = False
+    cache: CacheMark | None = None
 
 
 Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage

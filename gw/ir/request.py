@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from gw.ir.base import IRStruct
-from gw.ir.content import ImagePart
+from gw.ir.content import CacheMark, ImagePart
 from gw.ir.messages import Message, UserMessage
 
 
@@ -16,6 +16,7 @@ class ToolDefinition(IRStruct, frozen=True, kw_only=True):
     description: str | None = None
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
+    cache: CacheMark | None = None
 
 
 class ToolChoice(IRStruct, frozen=True, kw_only=True):

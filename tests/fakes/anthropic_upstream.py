@@ -14,8 +14,8 @@ Anthropic's statuses and headers) from a background thread with its own event lo
 
 Each ``POST /v1/messages`` pops the next scripted ``Behavior``; when the script is empty,
 ``fake.default`` applies. Like Anthropic, a request without ``anthropic-version``, or whose
-body lacks ``model``, ``messages`` or ``max_tokens``, is refused with a 400 before any
-script is used. Tool input is sent compact in both forms (the JSON object of the answer,
+body lacks ``model``, ``messages`` or ``max_tokens``, or whose ``cache_control`` marks are
+malformed or more than four, is refused with a 400 before any script is used. Tool input is sent compact in both forms (the JSON object of the answer,
 the ``partial_json`` fragments of the stream), so the two join to the same text.
 """
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,7 @@ from .scripted import (
 
 DEFAULT_TEXT = "Hello from fake Claude"
 DEFAULT_MODEL = "claude-sonnet-4-5"
+MAX_CACHE_MARKS = 4  # Anthropic's limit on cache_control breakpoints in one request
 
 _encode = msgspec.json.encode
 _JSON = ("content-type", "application/json")
@@ -318,7 +320,41 @@ def _invalid(request: ReceivedRequest[str]) -> str | None:
     for key in ("model", "messages", "max_tokens"):
         if key not in body:
             return f"{key}: Field required"
+    return _invalid_cache_marks(list(_cache_marks(body)))
+
+
+def _invalid_cache_marks(marks: list[Any]) -> str | None:
+    for mark in marks:
+        if not isinstance(mark, dict) or mark.get("type") != "ephemeral":
+            return "cache_control.type: Input should be 'ephemeral'"
+        if set(mark) - {"type", "ttl"} or mark.get("ttl", "5m") not in ("5m", "1h"):
+            return "cache_control: Extra inputs are not permitted, or ttl is not '5m' or '1h'"
+    if len(marks) > MAX_CACHE_MARKS:
+        return (
+            f"A maximum of {MAX_CACHE_MARKS} blocks with cache_control may be provided. "
+            f"Found {len(marks)}."
+        )
     return None
+
+
+def _cache_marks(body: dict[str, Any]) -> Iterator[Any]:
+    """Every block-level ``cache_control`` of a request: tools, system, message blocks and
+    the blocks inside tool results."""
+    blocks: list[Any] = list(body.get("tools") or ())
+    if isinstance(body.get("system"), list):
+        blocks += body["system"]
+    for message in body.get("messages") or ():
+        if isinstance(message, dict) and isinstance(message.get("content"), list):
+            blocks += message["content"]
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        if block.get("cache_control") is not None:
+            yield block["cache_control"]
+        if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
+            for inner in block["content"]:
+                if isinstance(inner, dict) and inner.get("cache_control") is not None:
+                    yield inner["cache_control"]
 
 
 async def _complete(answer: _Answer, responder: Responder, headers: list[tuple[str, str]]) -> None:

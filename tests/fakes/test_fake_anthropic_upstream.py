@@ -253,3 +253,21 @@ def test_refuses_what_anthropic_refuses(fake: FakeAnthropic) -> None:
     assert other.status_code == 404
     assert other.json()["error"]["type"] == "not_found_error"
     assert fake.count == 0, "refused requests use no scripted behavior"
+
+
+def test_refuses_malformed_or_too_many_cache_marks(
+    client: anthropic.Anthropic, fake: FakeAnthropic
+) -> None:
+    mark: anthropic.types.CacheControlEphemeralParam = {"type": "ephemeral"}
+    block: anthropic.types.TextBlockParam = {"type": "text", "text": "hi", "cache_control": mark}
+    five: list[anthropic.types.MessageParam] = [{"role": "user", "content": [block] * 5}]
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        client.messages.create(model="m", max_tokens=5, messages=five)
+    assert "A maximum of 4 blocks with cache_control" in str(caught.value)
+    bad_ttl: Any = {**block, "cache_control": {"type": "ephemeral", "ttl": "2h"}}
+    with pytest.raises(anthropic.BadRequestError):
+        client.messages.create(
+            model="m", max_tokens=5, messages=[{"role": "user", "content": [bad_ttl]}]
+        )
+    four: list[anthropic.types.MessageParam] = [{"role": "user", "content": [block] * 4}]
+    assert client.messages.create(model="m", max_tokens=5, messages=four).content

@@ -7,16 +7,18 @@ other type Anthropic defines (``document``, ``search_result``, ``server_tool_use
 heard of is refused with ``NativeFeatureUnsupportedError`` naming it: dropping a block would
 change what the model is asked.
 
+``cache_control`` (a prompt-cache breakpoint) becomes the part's ``CacheMark`` on text,
+image, tool_use and tool_result blocks, and on text and image blocks inside a tool result.
 Keys of a block the IR has no place for are ignored when they do not change the meaning
-(``cache_control``: the IR has no prompt-cache marker, so caching hints are lost; ``citations``
-when null or empty; ``caller`` when ``direct``) and refused when they do (citations given,
-a server-tool ``caller``, image ``transformations``).
+(``citations`` when null or empty; ``caller`` when ``direct``) and refused when they do
+(citations given, a server-tool ``caller``, image ``transformations``).
 """
 
 from __future__ import annotations
 
 import msgspec
 
+from gw.codecs.cache_marks import decode_cache_mark
 from gw.codecs.fields import (
     JSONObject,
     as_bool,
@@ -63,7 +65,7 @@ def text_block(obj: JSONObject, param: str) -> TextPart:
         raise NativeFeatureUnsupportedError(
             f"`{param}.citations`: citations are not supported by gw", param=f"{param}.citations"
         )
-    return TextPart(text=text)
+    return TextPart(text=text, cache=decode_cache_mark(obj, param))
 
 
 def image_block(obj: JSONObject, param: str) -> ImagePart:
@@ -87,12 +89,12 @@ def image_block(obj: JSONObject, param: str) -> ImagePart:
         data = as_str(required(source, "data", f"{source_param}.data"), f"{source_param}.data")
         if not data:
             raise invalid(f"{source_param}.data", "non-empty base64 data")
-        return ImagePart(data=data, media_type=media_type)
+        return ImagePart(data=data, media_type=media_type, cache=decode_cache_mark(obj, param))
     if kind == "url":
         url = as_str(required(source, "url", f"{source_param}.url"), f"{source_param}.url")
         if not url.startswith(("https://", "http://")):
             raise invalid(f"{source_param}.url", "an http(s) URL")
-        return ImagePart(url=url)
+        return ImagePart(url=url, cache=decode_cache_mark(obj, param))
     if kind == "file":
         raise NativeFeatureUnsupportedError(
             f"`{source_param}.type`: `file` sources (Files API) are not supported by gw",
@@ -114,6 +116,7 @@ def tool_use_block(obj: JSONObject, param: str) -> ToolCall:
         name=as_str(required(obj, "name", f"{param}.name"), f"{param}.name"),
         # Compact JSON, keys in the client's order: what OpenAI-shaped upstreams expect.
         arguments=_ARGUMENTS.encode(tool_input).decode(),
+        cache=decode_cache_mark(obj, param),
     )
 
 
@@ -137,6 +140,7 @@ def tool_result_block(obj: JSONObject, param: str) -> ToolMessage:
         tool_call_id=call_id,
         content=_tool_result_content(obj.get("content"), f"{param}.content"),
         is_error=False if is_error is None else as_bool(is_error, f"{param}.is_error"),
+        cache=decode_cache_mark(obj, param),
     )
 
 
@@ -152,11 +156,8 @@ def _tool_result_content(value: object, param: str) -> tuple[ContentPart, ...]:
         obj = as_object(item, item_param)
         kind = block_type(obj, item_param)
         if kind == "text":
-            parts.append(
-                TextPart(
-                    text=as_str(required(obj, "text", f"{item_param}.text"), f"{item_param}.text")
-                )
-            )
+            text = as_str(required(obj, "text", f"{item_param}.text"), f"{item_param}.text")
+            parts.append(TextPart(text=text, cache=decode_cache_mark(obj, item_param)))
         elif kind == "image":
             parts.append(image_block(obj, item_param))
         else:

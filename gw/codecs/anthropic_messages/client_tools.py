@@ -4,15 +4,16 @@ Custom tools (``type`` absent or ``custom``) carry ``name``, ``description``,
 ``input_schema`` (the IR's ``parameters``) and ``strict``. Anthropic-defined tools
 (``bash_*``, ``text_editor_*``, ``web_search_*``, ``computer_*``, ``code_execution_*``,
 ``memory_*``, ...) run on Anthropic's side or follow its own schemas: the IR cannot carry
-them, so any other ``type`` is refused naming it. ``cache_control`` and
-``eager_input_streaming`` are hints and are dropped; ``defer_loading``, ``allowed_callers``
-and ``input_examples`` change what the model sees and are refused.
+them, so any other ``type`` is refused naming it. ``cache_control`` becomes the tool's
+``CacheMark``; ``eager_input_streaming`` is a hint and is dropped; ``defer_loading``,
+``allowed_callers`` and ``input_examples`` change what the model sees and are refused.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
+from gw.codecs.cache_marks import decode_cache_mark
 from gw.codecs.fields import (
     JSONObject,
     as_list,
@@ -69,6 +70,7 @@ def _tool(value: object, param: str) -> ToolDefinition:
             required(obj, "input_schema", f"{param}.input_schema"), f"{param}.input_schema"
         ),
         strict=optional_bool(obj, "strict", f"{param}.strict"),
+        cache=decode_cache_mark(obj, param),
     )
 
 

@@ -9,7 +9,8 @@ to alternate, so:
   ``tool_result`` blocks: results and the user message after them share one user turn,
   results first (Anthropic wants them first); in an assistant turn, thinking blocks
   come first, as the model produced them;
-- a turn that is one text block is sent as a plain string, the common shape.
+- a turn that is one text block is sent as a plain string, the common shape, unless the
+  block carries a cache mark: every ``CacheMark`` goes out as the block's ``cache_control``.
 
 Dropped because Anthropic has no place for them: a message's ``name``, ``ImagePart.detail``,
 empty text blocks beside other blocks (Anthropic refuses empty text blocks), and
@@ -23,9 +24,11 @@ from typing import Any, Literal
 
 import msgspec
 
+from gw.codecs.cache_marks import encode_cache_mark
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import (
     AssistantMessage,
+    CacheMark,
     ContentPart,
     ImagePart,
     Message,
@@ -78,11 +81,11 @@ def encode_conversation(
     messages: tuple[Message, ...],
 ) -> tuple[str | list[JSONObject] | None, list[JSONObject]]:
     """``(system, messages)`` for the request body; ``system`` is None when there is none."""
-    system: list[str] = []
+    system: list[TextPart] = []
     turns: list[tuple[Role, list[JSONObject]]] = []
     for message in messages:
         if isinstance(message, SystemMessage):
-            system.extend(part.text for part in message.content if part.text)
+            system.extend(part for part in message.content if part.text)
             continue
         role, blocks = _blocks(message)
         if turns and turns[-1][0] == role:
@@ -92,12 +95,12 @@ def encode_conversation(
     return _system(system), [_turn(role, blocks) for role, blocks in turns]
 
 
-def _system(texts: list[str]) -> str | list[JSONObject] | None:
-    if not texts:
+def _system(parts: list[TextPart]) -> str | list[JSONObject] | None:
+    if not parts:
         return None
-    if len(texts) == 1:
-        return texts[0]
-    return [{"type": "text", "text": text} for text in texts]
+    if len(parts) == 1 and parts[0].cache is None:
+        return parts[0].text
+    return [_part(part) for part in parts]
 
 
 def _turn(role: Role, blocks: list[JSONObject]) -> JSONObject:
@@ -108,7 +111,7 @@ def _turn(role: Role, blocks: list[JSONObject]) -> JSONObject:
     kept = [b for b in ordered if b["type"] != "text" or b["text"]]
     if not kept:  # nothing but empty text: send it as it is, and let Anthropic judge
         return {"role": role, "content": ""}
-    if len(kept) == 1 and kept[0]["type"] == "text":
+    if len(kept) == 1 and kept[0]["type"] == "text" and "cache_control" not in kept[0]:
         return {"role": role, "content": kept[0]["text"]}
     return {"role": role, "content": kept}
 
@@ -123,7 +126,7 @@ def _blocks(message: UserMessage | AssistantMessage | ToolMessage) -> tuple[Role
             blocks: list[JSONObject] = []
             for part in content:
                 if isinstance(part, TextPart):
-                    blocks.append({"type": "text", "text": part.text})
+                    blocks.append(_part(part))
                 else:
                     thinking = _thinking(part)
                     if thinking is not None:
@@ -134,8 +137,14 @@ def _blocks(message: UserMessage | AssistantMessage | ToolMessage) -> tuple[Role
 
 def _part(part: ContentPart) -> JSONObject:
     if isinstance(part, TextPart):
-        return {"type": "text", "text": part.text}
-    return {"type": "image", "source": _image_source(part)}
+        return _marked({"type": "text", "text": part.text}, part.cache)
+    return _marked({"type": "image", "source": _image_source(part)}, part.cache)
+
+
+def _marked(block: JSONObject, mark: CacheMark | None) -> JSONObject:
+    if mark is not None:
+        block["cache_control"] = encode_cache_mark(mark)
+    return block
 
 
 def _image_source(part: ImagePart) -> JSONObject:
@@ -168,13 +177,13 @@ def _data_url(url: str) -> tuple[str | None, str]:
 def _tool_result(message: ToolMessage) -> JSONObject:
     block: JSONObject = {"type": "tool_result", "tool_use_id": message.tool_call_id}
     parts = message.content
-    if len(parts) == 1 and isinstance(parts[0], TextPart):
+    if len(parts) == 1 and isinstance(parts[0], TextPart) and parts[0].cache is None:
         block["content"] = parts[0].text
     elif parts:
         block["content"] = [_part(part) for part in parts if not _empty_text(part)]
     if message.is_error:
         block["is_error"] = True
-    return block
+    return _marked(block, message.cache)
 
 
 def _empty_text(part: ContentPart) -> bool:
@@ -200,4 +209,5 @@ def _tool_use(call: ToolCall) -> JSONObject:
             "takes tool input only as an object; route this conversation to an OpenAI-format "
             "provider or fix the arguments"
         ) from None
-    return {"type": "tool_use", "id": call.id, "name": call.name, "input": msgspec.Raw(text)}
+    block = {"type": "tool_use", "id": call.id, "name": call.name, "input": msgspec.Raw(text)}
+    return _marked(block, call.cache)

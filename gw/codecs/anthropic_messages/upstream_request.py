@@ -7,10 +7,11 @@ Field by field (the conversation itself: ``upstream_messages``):
 - ``temperature``, ``top_p``, ``top_k`` as given, under API version 2023-06-01; version
   2026-10-21 removed them (Anthropic answers 400), so there they are refused.
   ``stop`` -> ``stop_sequences``; ``user`` -> ``metadata.user_id``.
-- tools -> ``{name, description, input_schema, strict}``; a tool without parameters gets
-  the empty object schema Anthropic requires. ``tool_choice`` auto/required/tool/none ->
-  ``{"type": auto/any/tool/none}``; ``parallel_tool_calls=False`` ->
-  ``disable_parallel_tool_use``. Without tools, auto/none choices are left out.
+- tools -> ``{name, description, input_schema, strict, cache_control}``; a tool without
+  parameters gets the empty object schema Anthropic requires. ``tool_choice``
+  auto/required/tool/none -> ``{"type": auto/any/tool/none}``;
+  ``parallel_tool_calls=False`` -> ``disable_parallel_tool_use``. Without tools, auto/none
+  choices are left out.
 - ``reasoning.budget_tokens`` -> ``thinking: {type: enabled, budget_tokens}`` (0 ->
   ``{type: disabled}``); an ``effort`` alone -> a budget by ``EFFORT_BUDGET_SHARE``.
 - ``response_format`` json_schema -> ``output_config.format`` (structured outputs).
@@ -28,6 +29,7 @@ from typing import Any
 import msgspec
 
 from gw.codecs.anthropic_messages.upstream_messages import JSONObject, encode_conversation
+from gw.codecs.cache_marks import encode_cache_mark
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import ChatRequest, Reasoning, ResponseFormat, ToolChoice, ToolDefinition
 
@@ -134,6 +136,8 @@ def _tool(tool: ToolDefinition) -> JSONObject:
     out["input_schema"] = tool.parameters or _EMPTY_SCHEMA
     if tool.strict is not None:
         out["strict"] = tool.strict
+    if tool.cache is not None:
+        out["cache_control"] = encode_cache_mark(tool.cache)
     return out
 
 

@@ -1,16 +1,21 @@
 """OpenAI chat ``messages`` -> IR messages, strictly.
 
 Roles: system, developer (becomes system: the IR has one instruction role), user,
-assistant, tool. The legacy ``function`` role is rejected. Keys of a message or a part that
-the IR has no place for (``refusal`` on a past assistant turn, ``cache_control`` added by
-some clients) are ignored rather than rejected, so clients built for lenient
-OpenAI-compatible servers keep working.
+assistant, tool. The legacy ``function`` role is rejected. A content part's
+``cache_control``, which clients built for OpenAI-compatible gateways add to cache a prompt
+sent to Claude, becomes the part's ``CacheMark``, as in the Anthropic codec. Other keys of
+a message or a part that the IR has no place for (``refusal`` on a past assistant turn) are
+ignored rather than rejected, so clients built for lenient OpenAI-compatible servers keep
+working.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import msgspec
+
+from gw.codecs.cache_marks import decode_cache_mark
 from gw.codecs.fields import (
     JSONObject,
     as_list,
@@ -134,16 +139,23 @@ def _text_part(value: object, param: str) -> TextPart:
     kind = as_str(required(obj, "type", f"{param}.type"), f"{param}.type")
     if kind != "text":
         raise _bad_part_type(kind, f"{param}.type", "`text`")
-    return TextPart(text=as_str(required(obj, "text", f"{param}.text"), f"{param}.text"))
+    return _text_of(obj, param)
+
+
+def _text_of(obj: JSONObject, param: str) -> TextPart:
+    text = as_str(required(obj, "text", f"{param}.text"), f"{param}.text")
+    return TextPart(text=text, cache=decode_cache_mark(obj, param))
 
 
 def _user_part(value: object, param: str) -> ContentPart:
     obj = as_object(value, param)
     kind = as_str(required(obj, "type", f"{param}.type"), f"{param}.type")
     if kind == "text":
-        return TextPart(text=as_str(required(obj, "text", f"{param}.text"), f"{param}.text"))
+        return _text_of(obj, param)
     if kind == "image_url":
-        return _image_part(required(obj, "image_url", f"{param}.image_url"), f"{param}.image_url")
+        image = _image_part(required(obj, "image_url", f"{param}.image_url"), f"{param}.image_url")
+        cache = decode_cache_mark(obj, param)
+        return image if cache is None else msgspec.structs.replace(image, cache=cache)
     raise _bad_part_type(kind, f"{param}.type", "`text` or `image_url`")
 
 

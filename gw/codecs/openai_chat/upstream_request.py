@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from gw.codecs.cache_marks import cache_mark_note
 from gw.codecs.foreign_fields import foreign_field_notes
 from gw.errors import NativeFeatureUnsupportedError
 from gw.ir import (
@@ -95,7 +96,7 @@ def lossy_notes(request: ChatRequest) -> list[str]:
         notes.append("earlier turns' thinking blocks: not sent (the OpenAI format has none)")
     if any(isinstance(message, ToolMessage) and message.is_error for message in request.messages):
         notes.append("tool results' is_error: not sent (the OpenAI format has no such flag)")
-    return notes + foreign_field_notes(request, "openai")
+    return notes + cache_mark_note(request, "OpenAI") + foreign_field_notes(request, "openai")
 
 
 # A thinking budget (Anthropic clients) as OpenAI's effort level: at most this many

@@ -19,6 +19,7 @@ from gw.codecs.anthropic_messages.client_response import encode_messages_respons
 from gw.errors import GatewayError, InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import (
     AssistantMessage,
+    CacheMark,
     ChatRequest,
     ChatResponse,
     ImagePart,
@@ -106,11 +107,11 @@ def test_system_string_becomes_a_leading_system_message() -> None:
     )
 
 
-def test_system_blocks_keep_their_text_and_drop_cache_control() -> None:
+def test_system_blocks_keep_their_text_and_cache_marks() -> None:
     system = [text("one"), {**text("two"), "cache_control": {"type": "ephemeral"}}]
     request = decode(system=system)
     assert request.messages[0] == SystemMessage(
-        content=(TextPart(text="one"), TextPart(text="two"))
+        content=(TextPart(text="one"), TextPart(text="two", cache=CacheMark()))
     )
     assert len(request.messages) == 2
 
@@ -247,6 +248,7 @@ def test_tool_results_become_tool_messages_then_the_rest_a_user_message() -> Non
             tool_call_id="toolu_2",
             content=(TextPart(text="see image"), ImagePart(url="https://img.test/x.png")),
             is_error=True,
+            cache=CacheMark(),
         ),
         ToolMessage(tool_call_id="toolu_3", content=()),
         UserMessage(content=(TextPart(text="Thanks"),)),
@@ -267,12 +269,64 @@ def test_system_role_inside_messages_is_a_system_message() -> None:
 
 def test_block_keys_without_meaning_are_ignored() -> None:
     message = user(
-        {**text("hi"), "cache_control": {"type": "ephemeral"}, "citations": None},
+        {**text("hi"), "cache_control": None, "citations": None},
         {**text("again"), "citations": []},
     )
     assert decode(messages=[message]).messages[0] == UserMessage(
         content=(TextPart(text="hi"), TextPart(text="again"))
     )
+
+
+def test_cache_control_on_every_block_kind_becomes_its_cache_mark() -> None:
+    one_hour = {"type": "ephemeral", "ttl": "1h"}
+    image = {"type": "image", "source": {"type": "url", "url": "https://img.test/a.png"}}
+    messages = [
+        user({**text("hi"), "cache_control": {"type": "ephemeral", "ttl": "5m"}}),
+        assistant(
+            {**text("calling"), "cache_control": one_hour},
+            {"type": "tool_use", "id": "t", "name": "f", "input": {}, "cache_control": one_hour},
+        ),
+        user(
+            {
+                "type": "tool_result",
+                "tool_use_id": "t",
+                "content": [{**text("18 C"), "cache_control": one_hour}, image],
+            },
+            {**image, "cache_control": {"type": "ephemeral"}},
+        ),
+    ]
+    assert decode(messages=messages).messages == (
+        UserMessage(content=(TextPart(text="hi", cache=CacheMark(ttl="5m")),)),
+        AssistantMessage(
+            content=(TextPart(text="calling", cache=CacheMark(ttl="1h")),),
+            tool_calls=(ToolCall(id="t", name="f", arguments="{}", cache=CacheMark(ttl="1h")),),
+        ),
+        ToolMessage(
+            tool_call_id="t",
+            content=(
+                TextPart(text="18 C", cache=CacheMark(ttl="1h")),
+                ImagePart(url="https://img.test/a.png"),
+            ),
+        ),
+        UserMessage(content=(ImagePart(url="https://img.test/a.png", cache=CacheMark()),)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("cache_control", "param"),
+    [
+        ({"type": "persistent"}, "messages[0].content[0].cache_control.type"),
+        ({}, "messages[0].content[0].cache_control.type"),
+        ({"type": "ephemeral", "ttl": "2h"}, "messages[0].content[0].cache_control.ttl"),
+        ({"type": "ephemeral", "ttl": 300}, "messages[0].content[0].cache_control.ttl"),
+        ({"type": "ephemeral", "scope": "org"}, "messages[0].content[0].cache_control.scope"),
+        ("ephemeral", "messages[0].content[0].cache_control"),
+    ],
+)
+def test_a_malformed_cache_control_is_refused_naming_it(cache_control: Any, param: str) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        decode(messages=[user({**text("hi"), "cache_control": cache_control})])
+    assert caught.value.param == param
 
 
 def test_direct_caller_on_tool_use_is_accepted() -> None:
@@ -294,7 +348,9 @@ def test_custom_tools() -> None:
     assert decode(tools=tools).tools == (
         ToolDefinition(name="get_weather", description="Weather for a city", parameters=SCHEMA),
         ToolDefinition(name="noop", parameters={"type": "object"}, strict=True),
-        ToolDefinition(name="cached", description="Weather for a city", parameters=SCHEMA),
+        ToolDefinition(
+            name="cached", description="Weather for a city", parameters=SCHEMA, cache=CacheMark()
+        ),
     )
 
 
@@ -714,7 +770,7 @@ def test_sdk_request_with_everything() -> None:
     assert decode_messages_request(raw) == ChatRequest(
         model="claude-sonnet",
         messages=(
-            SystemMessage(content=(TextPart(text="You are terse."),)),
+            SystemMessage(content=(TextPart(text="You are terse.", cache=CacheMark()),)),
             UserMessage(
                 content=(
                     TextPart(text="What is in this image, and the weather?"),
@@ -735,10 +791,15 @@ def test_sdk_request_with_everything() -> None:
                 tool_call_id="toolu_1",
                 content=(TextPart(text="18 C"), ImagePart(url="https://img.test/map.png")),
             ),
-            UserMessage(content=(TextPart(text="And tomorrow?"),)),
+            UserMessage(content=(TextPart(text="And tomorrow?", cache=CacheMark()),)),
         ),
         tools=(
-            ToolDefinition(name="get_weather", description="Weather for a city", parameters=SCHEMA),
+            ToolDefinition(
+                name="get_weather",
+                description="Weather for a city",
+                parameters=SCHEMA,
+                cache=CacheMark(),
+            ),
         ),
         tool_choice=ToolChoice(mode="auto"),
         parallel_tool_calls=False,

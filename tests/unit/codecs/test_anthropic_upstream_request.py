@@ -19,6 +19,7 @@ from gw.codecs.anthropic_messages.upstream_request import (
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import (
     AssistantMessage,
+    CacheMark,
     ChatRequest,
     ContentPart,
     ImagePart,
@@ -440,8 +441,8 @@ def decode_body(body: dict[str, Any]) -> ChatRequest:
     messages: list[Message] = []
     system = body.get("system")
     if system is not None:
-        texts = [system] if isinstance(system, str) else [block["text"] for block in system]
-        messages.append(SystemMessage(content=tuple(TextPart(text=t) for t in texts)))
+        blocks = [{"type": "text", "text": system}] if isinstance(system, str) else system
+        messages.append(SystemMessage(content=tuple(_part(block) for block in blocks)))
     for turn in body["messages"]:
         content = turn["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
@@ -462,6 +463,7 @@ def decode_body(body: dict[str, Any]) -> ChatRequest:
                 description=tool.get("description"),
                 parameters=tool["input_schema"],
                 strict=tool.get("strict"),
+                cache=_mark(tool),
             )
             for tool in body.get("tools", ())
         ),
@@ -482,13 +484,22 @@ def decode_body(body: dict[str, Any]) -> ChatRequest:
     )
 
 
+def _mark(block: dict[str, Any]) -> CacheMark | None:
+    control = block.get("cache_control")
+    if control is None:
+        return None
+    assert set(control) <= {"type", "ttl"}
+    assert control["type"] == "ephemeral"
+    return CacheMark(ttl=control.get("ttl"))
+
+
 def _part(block: dict[str, Any]) -> ContentPart:
     if block["type"] == "text":
-        return TextPart(text=block["text"])
+        return TextPart(text=block["text"], cache=_mark(block))
     source = block["source"]
     if source["type"] == "url":
-        return ImagePart(url=source["url"])
-    return ImagePart(data=source["data"], media_type=source["media_type"])
+        return ImagePart(url=source["url"], cache=_mark(block))
+    return ImagePart(data=source["data"], media_type=source["media_type"], cache=_mark(block))
 
 
 def _assistant(blocks: list[dict[str, Any]]) -> AssistantMessage:
@@ -501,9 +512,12 @@ def _assistant(blocks: list[dict[str, Any]]) -> AssistantMessage:
             content.append(ThinkingPart(redacted=block["data"]))
         elif block["type"] == "tool_use":
             arguments = msgspec.json.encode(block["input"]).decode()
-            calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
+            call = ToolCall(
+                id=block["id"], name=block["name"], arguments=arguments, cache=_mark(block)
+            )
+            calls.append(call)
         else:
-            content.append(TextPart(text=block["text"]))
+            content.append(_part(block))  # type: ignore[arg-type]  # a text block
     return AssistantMessage(content=tuple(content), tool_calls=tuple(calls))
 
 
@@ -522,6 +536,7 @@ def _user(blocks: list[dict[str, Any]]) -> list[Message]:
                     tool_call_id=block["tool_use_id"],
                     content=tuple(parts),
                     is_error=block.get("is_error", False),
+                    cache=_mark(block),
                 )
             )
     rest = [_part(block) for block in blocks if block["type"] != "tool_result"]
@@ -532,15 +547,18 @@ def _user(blocks: list[dict[str, Any]]) -> list[Message]:
 
 _texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
 _ids = st.text("abcdefghij0123456789_", min_size=1, max_size=8)
+_marks = st.none() | st.sampled_from([CacheMark(), CacheMark(ttl="5m"), CacheMark(ttl="1h")])
 _images = st.one_of(
-    st.builds(ImagePart, url=_ids.map(lambda name: f"https://img.test/{name}")),
+    st.builds(ImagePart, url=_ids.map(lambda name: f"https://img.test/{name}"), cache=_marks),
     st.builds(
         ImagePart,
         data=st.text("ABCDEFabcdef0123456789+/", min_size=4, max_size=16),
         media_type=st.sampled_from(["image/png", "image/jpeg", "image/gif", "image/webp"]),
+        cache=_marks,
     ),
 )
-_parts: st.SearchStrategy[ContentPart] = st.one_of(st.builds(TextPart, text=_texts), _images)
+_text_parts = st.builds(TextPart, text=_texts, cache=_marks)
+_parts: st.SearchStrategy[ContentPart] = st.one_of(_text_parts, _images)
 _json_objects = st.dictionaries(
     _ids, st.one_of(st.integers(-1000, 1000), _texts, st.booleans(), st.none()), max_size=3
 ).map(lambda d: msgspec.json.encode(d).decode())
@@ -550,11 +568,12 @@ _thinking = st.one_of(
 )
 _assistants = st.builds(
     AssistantMessage,
-    content=st.tuples(
-        st.lists(_thinking, max_size=2), st.lists(st.builds(TextPart, text=_texts), max_size=2)
-    ).map(lambda pair: (*pair[0], *pair[1])),
+    content=st.tuples(st.lists(_thinking, max_size=2), st.lists(_text_parts, max_size=2)).map(
+        lambda pair: (*pair[0], *pair[1])
+    ),
     tool_calls=st.lists(
-        st.builds(ToolCall, id=_ids, name=_ids, arguments=_json_objects), max_size=2
+        st.builds(ToolCall, id=_ids, name=_ids, arguments=_json_objects, cache=_marks),
+        max_size=2,
     ).map(tuple),
 ).filter(lambda m: bool(m.content or m.tool_calls))
 _user_messages = st.builds(UserMessage, content=st.lists(_parts, min_size=1, max_size=3).map(tuple))
@@ -562,8 +581,9 @@ _tool_messages = st.builds(
     ToolMessage,
     tool_call_id=_ids,
     content=st.lists(_parts, min_size=2, max_size=3).map(tuple)
-    | st.builds(lambda t: (TextPart(text=t),), _texts),
+    | st.builds(lambda part: (part,), _text_parts),
     is_error=st.booleans(),
+    cache=_marks,
 )
 # A user turn: a user message, or tool results optionally followed by a user message.
 _user_turns = st.one_of(
@@ -578,7 +598,7 @@ _user_turns = st.one_of(
 def conversations(draw: st.DrawFn) -> tuple[Message, ...]:
     messages: list[Message] = []
     if draw(st.booleans()):
-        parts = draw(st.lists(st.builds(TextPart, text=_texts), min_size=1, max_size=3))
+        parts = draw(st.lists(_text_parts, min_size=1, max_size=3))
         messages.append(SystemMessage(content=tuple(parts)))
     for index in range(draw(st.integers(1, 4))):
         messages.extend(draw(_user_turns) if index % 2 == 0 else [draw(_assistants)])
@@ -595,6 +615,7 @@ def requests(draw: st.DrawFn) -> ChatRequest:
                 description=st.none() | _texts,
                 parameters=st.just({"type": "object", "properties": {}}),
                 strict=st.none() | st.booleans(),
+                cache=_marks,
             ),
             max_size=2,
         )

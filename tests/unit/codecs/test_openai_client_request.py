@@ -13,6 +13,7 @@ from gw.codecs.openai_chat import decode_chat_request
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import (
     AssistantMessage,
+    CacheMark,
     ImagePart,
     ResponseFormat,
     Sampling,
@@ -228,6 +229,50 @@ def test_a_forced_tool_must_be_offered(fields: dict[str, Any], param: str) -> No
 def test_empty_string_content_is_no_part() -> None:
     raw = body(messages=[{"role": "user", "content": ""}, {"role": "assistant", "content": ""}])
     assert decode_chat_request(raw).messages == (UserMessage(content=()), AssistantMessage())
+
+
+def test_cache_control_on_content_parts_becomes_their_cache_mark() -> None:
+    """What clients of OpenAI-compatible gateways send to cache a prompt sent to Claude."""
+    mark = {"type": "ephemeral"}
+    png = "data:image/png;base64,iVBORw0"
+    raw = sdk_body(
+        model="chat",
+        messages=[
+            {
+                "role": "system",
+                "content": [{"type": "text", "text": "rules", "cache_control": mark}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": png}, "cache_control": mark},
+                    {"type": "text", "text": "hi", "cache_control": {**mark, "ttl": "1h"}},
+                ],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "t",
+                "content": [{"type": "text", "text": "42", "cache_control": mark}],
+            },
+        ],
+    )
+    assert decode_chat_request(raw).messages == (
+        SystemMessage(content=(TextPart(text="rules", cache=CacheMark()),)),
+        UserMessage(
+            content=(
+                ImagePart(data="iVBORw0", media_type="image/png", cache=CacheMark()),
+                TextPart(text="hi", cache=CacheMark(ttl="1h")),
+            )
+        ),
+        ToolMessage(tool_call_id="t", content=(TextPart(text="42", cache=CacheMark()),)),
+    )
+
+
+def test_a_malformed_cache_control_is_refused_naming_it() -> None:
+    part = {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral", "ttl": "1d"}}
+    with pytest.raises(InvalidRequestError) as caught:
+        decode_chat_request(body(messages=[{"role": "user", "content": [part]}]))
+    assert caught.value.param == "messages[0].content[0].cache_control.ttl"
 
 
 def test_other_stream_options_are_kept_for_openai_upstreams() -> None:

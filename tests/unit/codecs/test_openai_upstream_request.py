@@ -12,6 +12,7 @@ from gw.codecs.openai_chat.upstream_request import lossy_notes
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import (
     AssistantMessage,
+    CacheMark,
     ChatRequest,
     ImagePart,
     Reasoning,
@@ -251,3 +252,15 @@ def test_lossy_notes_name_what_the_format_cannot_carry() -> None:
         "sampling.top_k: not sent (the OpenAI format has no top_k)",
         "earlier turns' thinking blocks: not sent (the OpenAI format has none)",
     ]
+
+
+def test_cache_marks_are_left_out_with_a_note() -> None:
+    marked = UserMessage(content=(TextPart(text="long prompt", cache=CacheMark(ttl="1h")),))
+    request = ChatRequest(model="m", messages=(marked,))
+    assert encoded(request)["messages"] == [{"role": "user", "content": "long prompt"}]
+    assert lossy_notes(request) == [
+        "cache_control marks: not sent (the OpenAI format has none; the provider caches long "
+        "prompt prefixes by itself, if at all)"
+    ]
+    tool = ToolDefinition(name="f", cache=CacheMark())
+    assert lossy_notes(ChatRequest(model="m", messages=HI, tools=(tool,)))
