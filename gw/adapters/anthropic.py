@@ -71,10 +71,22 @@ class AnthropicUpstream:
             "anthropic-version": _api_version(call),
             **provider.headers,
         }
+        if call.request.betas:
+            _add_betas(headers, call.request.betas)
         key = self._secrets.api_key(call)
         if key is not None:
             headers["x-api-key"] = key
         return headers
+
+
+def _add_betas(headers: dict[str, str], betas: tuple[str, ...]) -> None:
+    """The client's beta features join any the provider's ``headers`` turn on, once each."""
+    configured = [name for name in headers if name.lower() == BETA_HEADER]
+    names = [item.strip() for name in configured for item in headers.pop(name).split(",")]
+    headers[BETA_HEADER] = ",".join(dict.fromkeys(name for name in (*names, *betas) if name))
+
+
+BETA_HEADER = "anthropic-beta"
 
 
 def _url(call: UpstreamCall) -> str:

@@ -72,6 +72,9 @@ class ChatRequest(IRStruct, frozen=True, kw_only=True):
     include_usage: bool = False
     user: str | None = None
     extensions: dict[str, dict[str, Any]] = {}
+    # Anthropic beta features the client turned on (its ``anthropic-beta`` header): sent to
+    # Anthropic upstreams, noted as not sent to others.
+    betas: tuple[str, ...] = ()
 
     @property
     def has_images(self) -> bool:

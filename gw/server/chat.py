@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 from litestar import Response, post
+from litestar.datastructures import Headers
 from litestar.handlers import HTTPRouteHandler
 
 from gw.codecs.openai_chat import ChatStreamEncoder, decode_chat_request, encode_chat_response
@@ -23,7 +24,7 @@ from gw.server.services import HttpRequest, ServerServices
 class OpenAIChatFormat:
     endpoint = "chat.completions"
 
-    def decode(self, body: bytes) -> ChatRequest:
+    def decode(self, body: bytes, headers: Headers) -> ChatRequest:
         return decode_chat_request(body)
 
     def check_response(self, response: ChatResponse) -> None:

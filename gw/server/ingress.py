@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 from litestar import Response
+from litestar.datastructures import Headers
 
 from gw.errors import ClientAbortedError, GatewayError, RequestTimeoutError
 from gw.execution.gateway import RequestContext, RequestFailedError
@@ -44,7 +45,7 @@ class ClientFormat(Protocol):
 
     endpoint: str  # the trace's endpoint name
 
-    def decode(self, body: bytes) -> ChatRequest: ...
+    def decode(self, body: bytes, headers: Headers) -> ChatRequest: ...
 
     def check_response(self, response: ChatResponse) -> None:
         """Raise a ``GatewayError`` if this format cannot express ``response``."""
@@ -76,7 +77,8 @@ async def read_chat(
     services: ServerServices, client: ClientFormat, ctx: RequestContext, request: HttpRequest
 ) -> tuple[RequestContext, ChatRequest]:
     """Authenticate, read the body within server.body_timeout, decode; GatewayError if not."""
-    return await read_request(services, ctx, request, client.decode)
+    headers = request.headers
+    return await read_request(services, ctx, request, lambda body: client.decode(body, headers))
 
 
 async def read_request(

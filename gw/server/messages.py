@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Response, post
+from litestar.datastructures import Headers
 from litestar.handlers import HTTPRouteHandler
 
 from gw.codecs.anthropic_messages.client_request import (
@@ -32,8 +33,8 @@ from gw.server.services import HttpRequest, ServerServices
 class AnthropicMessagesFormat:
     endpoint = "messages"
 
-    def decode(self, body: bytes) -> ChatRequest:
-        return decode_messages_request(body)
+    def decode(self, body: bytes, headers: Headers) -> ChatRequest:
+        return decode_messages_request(body, headers.getall("anthropic-beta", ()))
 
     def check_response(self, response: ChatResponse) -> None:
         check_messages_response(response)
@@ -61,7 +62,7 @@ class AnthropicMessagesFormat:
 class _CountTokensFormat(AnthropicMessagesFormat):
     endpoint = "messages.count_tokens"
 
-    def decode(self, body: bytes) -> ChatRequest:
+    def decode(self, body: bytes, headers: Headers) -> ChatRequest:
         return decode_count_tokens_request(body)
 
 

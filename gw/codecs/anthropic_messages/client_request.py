@@ -11,11 +11,13 @@ Every top-level key the IR has no field for (``service_tier``, ``container``,
 ...) goes to ``extensions["anthropic"]`` unchanged, whether Anthropic defines it or not, as
 the OpenAI codec does for ``extensions["openai"]``: an Anthropic upstream may take it, and
 other codecs ignore it. ``include_usage`` is always true: Anthropic streams always carry
-usage.
+usage. The ``anthropic-beta`` header's feature names become ``betas``.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -49,15 +51,45 @@ _CONSUMED = frozenset(
 )  # fmt: skip
 # Anthropic's documented minimum for a manual thinking budget.
 MIN_THINKING_BUDGET = 1024
+# A beta feature's name, as Anthropic writes them ("prompt-caching-2024-07-31").
+_BETA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+MAX_BETAS = 32
 
 
-def decode_messages_request(body: bytes) -> ChatRequest:
+def decode_messages_request(body: bytes, beta_headers: Sequence[str] = ()) -> ChatRequest:
     """Parse a client Messages request; ``max_tokens`` is required, as Anthropic requires.
+    ``beta_headers``: the request's ``anthropic-beta`` header lines.
 
     Raises ``InvalidRequestError`` (or ``NativeFeatureUnsupportedError``) with ``param``
     naming the field.
     """
-    return _decode(body, max_tokens_required=True)
+    request = _decode(body, max_tokens_required=True)
+    betas = decode_betas(beta_headers)
+    return msgspec.structs.replace(request, betas=betas) if betas else request
+
+
+def decode_betas(lines: Sequence[str]) -> tuple[str, ...]:
+    """The feature names of ``anthropic-beta`` header lines (comma-separated), in order,
+    once each."""
+    names: dict[str, None] = {}
+    for line in lines:
+        for item in line.split(","):
+            name = item.strip()
+            if not name:
+                continue
+            if not _BETA_NAME.fullmatch(name):
+                raise InvalidRequestError(
+                    "the `anthropic-beta` header must be a comma-separated list of beta "
+                    "feature names (letters, digits, '.', '_' and '-')",
+                    param="anthropic-beta",
+                )
+            names[name] = None
+    if len(names) > MAX_BETAS:
+        raise InvalidRequestError(
+            f"the `anthropic-beta` header names more than {MAX_BETAS} beta features",
+            param="anthropic-beta",
+        )
+    return tuple(names)
 
 
 def decode_count_tokens_request(body: bytes) -> ChatRequest:

@@ -143,6 +143,26 @@ def test_unknown_top_level_keys_go_to_extensions() -> None:
     }
 
 
+def test_beta_header_lines_become_betas_in_order_once_each() -> None:
+    raw = json.dumps({"model": "claude", "max_tokens": 5, "messages": [HI]}).encode()
+    lines = ["interleaved-thinking-2025-05-14, context-1m-2025-08-07", " ,context-1m-2025-08-07"]
+    assert decode_messages_request(raw, lines).betas == (
+        "interleaved-thinking-2025-05-14",
+        "context-1m-2025-08-07",
+    )
+    assert decode_messages_request(raw).betas == ()
+
+
+@pytest.mark.parametrize(
+    "line", ["bad beta", "x\r\ninjected: 1", "a;b", ",".join(f"b{n}" for n in range(33))]
+)
+def test_a_malformed_beta_header_is_refused_naming_it(line: str) -> None:
+    raw = json.dumps({"model": "claude", "max_tokens": 5, "messages": [HI]}).encode()
+    with pytest.raises(InvalidRequestError) as caught:
+        decode_messages_request(raw, [line])
+    assert caught.value.param == "anthropic-beta"
+
+
 def test_no_extensions_without_unknown_keys() -> None:
     assert decode(temperature=0).extensions == {}
 

@@ -30,3 +30,12 @@ def test_an_openai_upstream_notes_a_tool_errors_flag_and_anthropic_fields() -> N
         "tool results' is_error: not sent (the OpenAI format has no such flag)",
         "output_config: not sent (anthropic fields; this upstream is openai)",
     ]
+
+
+def test_anthropic_betas_are_noted_for_other_upstreams_only() -> None:
+    asked = request(betas=("context-1m-2025-08-07", "interleaved-thinking-2025-05-14"))
+    assert foreign_field_notes(asked, "gemini") == [
+        "anthropic-beta context-1m-2025-08-07, interleaved-thinking-2025-05-14: not sent "
+        "(Anthropic beta features; this upstream is gemini)"
+    ]
+    assert foreign_field_notes(asked, "anthropic") == []

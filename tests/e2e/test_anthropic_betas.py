@@ -1,0 +1,115 @@
+"""An Anthropic client's beta features (``anthropic-beta``) through a real gw.
+
+They reach an Anthropic upstream, joined with any the provider's ``headers`` turn on; an
+OpenAI-format upstream does not get them, and ``gw explain`` says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import anthropic
+import pytest
+
+from e2e.gw_process import GwServer
+from fakes.anthropic_upstream import FakeAnthropic
+from fakes.openai_upstream import FakeOpenAI
+
+CONFIG = """
+providers:
+  - {{name: claude, kind: anthropic, base_url: "{anthropic}", api_key: env:GW_TEST_KEY}}
+  - name: claude-1m
+    kind: anthropic
+    base_url: "{anthropic}"
+    api_key: env:GW_TEST_KEY
+    headers: {{Anthropic-Beta: context-1m-2025-08-07}}
+  - {{name: oai, kind: openai_compatible, base_url: "{openai}"}}
+routes:
+  - {{name: to-anthropic, targets: [{{provider: claude, model: claude-sonnet-4-5}}]}}
+  - {{name: to-anthropic-1m, targets: [{{provider: claude-1m, model: claude-sonnet-4-5}}]}}
+  - {{name: to-openai, targets: [{{provider: oai, model: gpt-a}}]}}
+"""
+BETAS = ["interleaved-thinking-2025-05-14", "context-1m-2025-08-07"]
+HI: list[anthropic.types.beta.BetaMessageParam] = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture(scope="module")
+def anthropic_fake() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as upstream:
+        yield upstream
+
+
+@pytest.fixture(scope="module")
+def openai_fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as upstream:
+        yield upstream
+
+
+@pytest.fixture(scope="module")
+def gw(
+    anthropic_fake: FakeAnthropic,
+    openai_fake: FakeOpenAI,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[GwServer]:
+    home = tmp_path_factory.mktemp("betas")
+    config = home / "gw.yaml"
+    config.write_text(CONFIG.format(anthropic=anthropic_fake.base_url, openai=openai_fake.base_url))
+    with GwServer(home / "state", config, env={"GW_TEST_KEY": "sk-ant-test"}) as server:
+        yield server
+
+
+@pytest.fixture
+def sdk(gw: GwServer) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=gw.url, api_key="x", max_retries=0)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_sdk_s_betas_reach_anthropic(
+    sdk: anthropic.Anthropic, anthropic_fake: FakeAnthropic, stream: bool
+) -> None:
+    if stream:
+        with sdk.beta.messages.stream(
+            model="to-anthropic", max_tokens=10, messages=HI, betas=BETAS
+        ) as events:
+            assert events.get_final_message().content
+    else:
+        sdk.beta.messages.create(model="to-anthropic", max_tokens=10, messages=HI, betas=BETAS)
+    assert anthropic_fake.requests[-1].headers["anthropic-beta"] == ",".join(BETAS)
+
+
+def test_betas_join_the_provider_s_own_once_each(
+    sdk: anthropic.Anthropic, anthropic_fake: FakeAnthropic
+) -> None:
+    sdk.beta.messages.create(model="to-anthropic-1m", max_tokens=10, messages=HI, betas=BETAS)
+    assert anthropic_fake.requests[-1].headers["anthropic-beta"] == (
+        "context-1m-2025-08-07,interleaved-thinking-2025-05-14"
+    )
+    sdk.messages.create(model="to-anthropic-1m", max_tokens=10, messages=HI)
+    assert anthropic_fake.requests[-1].headers["anthropic-beta"] == "context-1m-2025-08-07"
+    sdk.messages.create(model="to-anthropic", max_tokens=10, messages=HI)
+    assert "anthropic-beta" not in anthropic_fake.requests[-1].headers
+
+
+def test_an_openai_upstream_gets_no_betas_and_explain_says_so(
+    gw: GwServer, sdk: anthropic.Anthropic, openai_fake: FakeOpenAI
+) -> None:
+    raw = sdk.beta.messages.with_raw_response.create(
+        model="to-openai", max_tokens=10, messages=HI, betas=BETAS
+    )
+    assert "anthropic-beta" not in openai_fake.requests[-1].headers
+    trace = gw.wait_for_trace(raw.headers["x-gw-request-id"])
+    assert (
+        "anthropic-beta interleaved-thinking-2025-05-14, context-1m-2025-08-07: not sent "
+        "(Anthropic beta features; this upstream is openai)"
+    ) in trace["attempts"][0]["translation_notes"]
+
+
+def test_a_malformed_beta_header_is_a_400_naming_it(sdk: anthropic.Anthropic) -> None:
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        sdk.messages.create(
+            model="to-anthropic",
+            max_tokens=10,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"anthropic-beta": "not a name"},
+        )
+    assert "anthropic-beta" in caught.value.message
