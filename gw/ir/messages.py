@@ -31,6 +31,10 @@ class AssistantMessage(IRStruct, tag="assistant", frozen=True, kw_only=True):
     content: tuple[TextPart | ThinkingPart, ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()
     name: str | None = None
+    # The same blocks in the client's order, only when it interleaves them (thinking or
+    # text after a tool call, thinking after text: Anthropic's interleaved thinking, which
+    # must go back in its order); otherwise empty.
+    blocks: tuple[TextPart | ThinkingPart | ToolCall, ...] = ()
 
 
 class ToolMessage(IRStruct, tag="tool", frozen=True, kw_only=True):

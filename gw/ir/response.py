@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gw.ir.base import IRStruct
-from gw.ir.content import ThinkingPart
+from gw.ir.content import TextPart, ThinkingPart
 from gw.ir.events import FinishReason
 from gw.ir.messages import ToolCall
 from gw.ir.usage import Usage
@@ -18,6 +18,11 @@ class ChatResponse(IRStruct, frozen=True, kw_only=True):
     refusal: str | None = None
     thinking: tuple[ThinkingPart, ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()
+    # Every block in the order the model produced them, when the upstream's format keeps
+    # one (Anthropic: thinking, text, a tool call, more thinking, more text...). ``text``,
+    # ``thinking`` and ``tool_calls`` hold the same answer grouped; a client format with
+    # ordered blocks (Anthropic) sends these instead.
+    blocks: tuple[TextPart | ThinkingPart | ToolCall, ...] = ()
     finish_reason: FinishReason = "stop"
     stop_sequence: str | None = None
     usage: Usage | None = None

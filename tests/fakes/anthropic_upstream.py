@@ -94,6 +94,9 @@ class Behavior(Faults):
     thinking: str | None = None  # a thinking block first, with a signature
     redacted_thinking: str | None = None  # a redacted_thinking block first (its data)
     tool_call: tuple[str, str] | None = None  # (name, input JSON) after any text
+    # The content blocks verbatim, in this order, instead of the ones above (text, thinking
+    # and tool_use blocks stream as their deltas, split into `chunks` pieces).
+    content: tuple[dict[str, Any], ...] | None = None
     usage: tuple[int, int] | None = None  # (input, output); default: word counts
     cache: tuple[int, int] = (0, 0)  # (cache_read_input_tokens, cache_creation_input_tokens)
     stop_reason: str | None = None  # default: end_turn, or tool_use
@@ -188,6 +191,8 @@ class _Answer:
     def blocks(self) -> list[dict[str, Any]]:
         """The complete content blocks, in order."""
         behavior, out = self.behavior, []
+        if behavior.content is not None:
+            return list(behavior.content)
         if behavior.redacted_thinking is not None:
             out.append({"type": "redacted_thinking", "data": behavior.redacted_thinking})
         if behavior.thinking is not None:
@@ -223,12 +228,14 @@ class _Answer:
                 pieces.append({"type": "signature_delta", "signature": block["signature"]})
             elif kind == "text":
                 start["text"] = ""
-                pieces = [{"type": "text_delta", "text": p} for p in self.text_pieces]
+                pieces = [{"type": "text_delta", "text": p} for p in self._pieces(block["text"])]
             else:
                 start |= {"id": block["id"], "name": block["name"], "input": {}}
                 pieces = [{"type": "input_json_delta", "partial_json": ""}]
+                tool_json = _encode(block["input"]).decode()
                 pieces += [
-                    {"type": "input_json_delta", "partial_json": p} for p in self.tool_pieces
+                    {"type": "input_json_delta", "partial_json": p}
+                    for p in self._pieces(tool_json, tool=True)
                 ]
             frames.append(
                 (
@@ -248,6 +255,12 @@ class _Answer:
                 (_sse("content_block_stop", {"type": "content_block_stop", "index": index}), False)
             )
         return frames
+
+    def _pieces(self, text: str, *, tool: bool = False) -> list[str]:
+        """The deltas of one block: the scripted text or tool input's, else ``text`` split."""
+        if self.behavior.content is None:
+            return self.tool_pieces if tool else self.text_pieces
+        return split_text(text, self.behavior.chunks)
 
     def message_start(self) -> bytes:
         return _sse(

@@ -5,7 +5,8 @@ accepts inside ``messages`` and which becomes a ``SystemMessage`` where it stand
 has no tool role: a user message's ``tool_result`` blocks become ``ToolMessage``\\ s, in
 order, followed by a ``UserMessage`` with the message's other blocks if it has any. An
 assistant message's ``tool_use`` blocks become its ``tool_calls``; its text and thinking
-blocks stay in order in ``content``.
+blocks stay in order in ``content``; when it interleaves them (interleaved thinking), all
+its blocks also go in ``blocks`` in their order.
 
 As Anthropic requires, every message has non-empty content except a final assistant
 message (a prefill), and text blocks are non-empty.
@@ -113,20 +114,19 @@ def _decode_assistant(content: object, param: str) -> list[Message]:
     if isinstance(content, str):
         text = (TextPart(text=content),) if content else ()
         return [AssistantMessage(content=text)]
-    parts: list[TextPart | ThinkingPart] = []
-    calls: list[ToolCall] = []
+    ordered: list[TextPart | ThinkingPart | ToolCall] = []
     for i, item in enumerate(as_list(content, param)):
         item_param = f"{param}[{i}]"
         obj = as_object(item, item_param)
         kind = block_type(obj, item_param)
         if kind == "text":
-            parts.append(text_block(obj, item_param))
+            ordered.append(text_block(obj, item_param))
         elif kind == "thinking":
-            parts.append(thinking_block(obj, item_param))
+            ordered.append(thinking_block(obj, item_param))
         elif kind == "redacted_thinking":
-            parts.append(redacted_thinking_block(obj, item_param))
+            ordered.append(redacted_thinking_block(obj, item_param))
         elif kind == "tool_use":
-            calls.append(tool_use_block(obj, item_param))
+            ordered.append(tool_use_block(obj, item_param))
         elif kind == "image":
             raise NativeFeatureUnsupportedError(
                 f"`{item_param}.type`: images in assistant messages are not supported by gw",
@@ -136,7 +136,18 @@ def _decode_assistant(content: object, param: str) -> list[Message]:
             raise misplaced_block(kind, item_param, "assistant")
         else:
             raise unsupported_block(kind, item_param)
-    return [AssistantMessage(content=tuple(parts), tool_calls=tuple(calls))]
+    ranks = [_GROUP_RANK[type(block)] for block in ordered]
+    return [
+        AssistantMessage(
+            content=tuple(block for block in ordered if not isinstance(block, ToolCall)),
+            tool_calls=tuple(block for block in ordered if isinstance(block, ToolCall)),
+            blocks=tuple(ordered) if ranks != sorted(ranks) else (),
+        )
+    ]
+
+
+# The grouped order of an assistant turn: thinking, then text, then tool calls.
+_GROUP_RANK: dict[type, int] = {ThinkingPart: 0, TextPart: 1, ToolCall: 2}
 
 
 def _decode_system(content: object, param: str) -> list[Message]:

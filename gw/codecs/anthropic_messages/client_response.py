@@ -1,7 +1,9 @@
 """IR answers as the Anthropic ``Message`` object, field for field as the real API sends it.
 
-Content order: ``thinking`` / ``redacted_thinking`` blocks as produced, then one ``text``
-block when there is text, then ``tool_use`` blocks. A ``tool_use`` block's ``input`` is the
+Content order: the blocks as the model produced them when the upstream kept an order
+(``ChatResponse.blocks``: an Anthropic upstream); otherwise ``thinking`` /
+``redacted_thinking`` blocks as produced, then one ``text`` block when there is text, then
+``tool_use`` blocks. A ``tool_use`` block's ``input`` is the
 call's arguments parsed as a JSON object; empty arguments (what OpenAI-shaped upstreams send
 for a tool without parameters) become ``{}``, and arguments that are not a JSON object raise
 ``UpstreamError``: Anthropic's ``input`` is always an object and guessing a shape would
@@ -19,7 +21,7 @@ from typing import Any, Literal
 import msgspec
 
 from gw.errors import UpstreamError
-from gw.ir import ChatResponse, FinishReason, ThinkingPart, ToolCall, Usage
+from gw.ir import ChatResponse, FinishReason, TextPart, ThinkingPart, ToolCall, Usage
 
 # IR finish reason -> Anthropic stop_reason. "stop" becomes "stop_sequence" when the stop
 # string that ended the answer is known. Anthropic has no "error"; an answer cut short by an
@@ -127,13 +129,26 @@ def _tool_use_out(call: ToolCall) -> ToolUseBlockOut:
     return ToolUseBlockOut(id=call.id, name=call.name, input=tool_input(call.arguments))
 
 
-def encode_messages_response(response: ChatResponse, *, message_id: str, model: str) -> bytes:
-    """The ``message`` body; ``model`` is the upstream model that answered."""
+def _block_out(block: TextPart | ThinkingPart | ToolCall) -> BlockOut:
+    if isinstance(block, TextPart):
+        return TextBlockOut(text=block.text)
+    if isinstance(block, ThinkingPart):
+        return thinking_block_out(block)
+    return _tool_use_out(block)
+
+
+def _grouped_content(response: ChatResponse) -> list[BlockOut]:
     content: list[BlockOut] = [thinking_block_out(part) for part in response.thinking]
     text = response.text or response.refusal  # Messages has no refusal field: it is text
     if text:
         content.append(TextBlockOut(text=text))
     content.extend(_tool_use_out(call) for call in response.tool_calls)
+    return content
+
+
+def encode_messages_response(response: ChatResponse, *, message_id: str, model: str) -> bytes:
+    """The ``message`` body; ``model`` is the upstream model that answered."""
+    content = [_block_out(block) for block in response.blocks] or _grouped_content(response)
     reason, sequence = stop_reason(response.finish_reason, response.stop_sequence)
     body = _MessageOut(
         id=message_id,

@@ -8,7 +8,8 @@ to alternate, so:
 - consecutive messages of one role merge into one turn. ``ToolMessage``s are user-role
   ``tool_result`` blocks: results and the user message after them share one user turn,
   results first (Anthropic wants them first); in an assistant turn, thinking blocks
-  come first, as the model produced them;
+  come first, as the model produced them, unless the turn interleaves them with text and
+  tool calls (``AssistantMessage.blocks``), which is kept in its order;
 - a turn that is one text block is sent as a plain string, the common shape, unless the
   block carries a cache mark: every ``CacheMark`` goes out as the block's ``cache_control``.
 
@@ -82,17 +83,19 @@ def encode_conversation(
 ) -> tuple[str | list[JSONObject] | None, list[JSONObject]]:
     """``(system, messages)`` for the request body; ``system`` is None when there is none."""
     system: list[TextPart] = []
-    turns: list[tuple[Role, list[JSONObject]]] = []
+    turns: list[tuple[Role, list[JSONObject], bool]] = []  # role, blocks, keep their order
     for message in messages:
         if isinstance(message, SystemMessage):
             system.extend(part for part in message.content if part.text)
             continue
         role, blocks = _blocks(message)
+        ordered = isinstance(message, AssistantMessage) and bool(message.blocks)
         if turns and turns[-1][0] == role:
             turns[-1][1].extend(blocks)
+            turns[-1] = (role, turns[-1][1], turns[-1][2] or ordered)
         else:
-            turns.append((role, blocks))
-    return _system(system), [_turn(role, blocks) for role, blocks in turns]
+            turns.append((role, blocks, ordered))
+    return _system(system), [_turn(*turn) for turn in turns]
 
 
 def _system(parts: list[TextPart]) -> str | list[JSONObject] | None:
@@ -103,12 +106,13 @@ def _system(parts: list[TextPart]) -> str | list[JSONObject] | None:
     return [_part(part) for part in parts]
 
 
-def _turn(role: Role, blocks: list[JSONObject]) -> JSONObject:
-    first = _FIRST_IN_TURN[role]
-    ordered = [b for b in blocks if b["type"] in first] + [
-        b for b in blocks if b["type"] not in first
-    ]
-    kept = [b for b in ordered if b["type"] != "text" or b["text"]]
+def _turn(role: Role, blocks: list[JSONObject], keep_order: bool) -> JSONObject:
+    if not keep_order:
+        first = _FIRST_IN_TURN[role]
+        blocks = [b for b in blocks if b["type"] in first] + [
+            b for b in blocks if b["type"] not in first
+        ]
+    kept = [b for b in blocks if b["type"] != "text" or b["text"]]
     if not kept:  # nothing but empty text: send it as it is, and let Anthropic judge
         return {"role": role, "content": ""}
     if len(kept) == 1 and kept[0]["type"] == "text" and "cache_control" not in kept[0]:
@@ -122,16 +126,17 @@ def _blocks(message: UserMessage | AssistantMessage | ToolMessage) -> tuple[Role
             return "user", [_part(part) for part in content]
         case ToolMessage():
             return "user", [_tool_result(message)]
-        case AssistantMessage(content=content, tool_calls=calls):
+        case AssistantMessage(content=content, tool_calls=calls, blocks=ordered):
             blocks: list[JSONObject] = []
-            for part in content:
+            for part in ordered or (*content, *calls):
                 if isinstance(part, TextPart):
                     blocks.append(_part(part))
+                elif isinstance(part, ToolCall):
+                    blocks.append(_tool_use(part))
                 else:
                     thinking = _thinking(part)
                     if thinking is not None:
                         blocks.append(thinking)
-            blocks.extend(_tool_use(call) for call in calls)
             return "assistant", blocks
 
 

@@ -2,8 +2,9 @@
 
 ``text`` blocks are joined, ``thinking`` / ``redacted_thinking`` blocks become
 ``ChatResponse.thinking`` with their signatures, ``tool_use`` blocks become tool calls with
-compact JSON arguments. Blocks of server tools (``server_tool_use``, ``web_search_tool_result``,
-...) and text citations have no place in the IR and are left out.
+compact JSON arguments; ``ChatResponse.blocks`` keeps them all in the order they came.
+Blocks of server tools (``server_tool_use``, ``web_search_tool_result``, ...) and text
+citations have no place in the IR and are left out.
 
 Usage: Anthropic reports uncached, cache-read and cache-write input tokens apart; the IR's
 ``input_tokens`` is their sum (see ``gw.ir.usage``).
@@ -17,7 +18,7 @@ import msgspec
 
 from gw.codecs.anthropic_messages.upstream_errors import error_from_payload
 from gw.errors import UpstreamError
-from gw.ir import ChatResponse, FinishReason, ThinkingPart, ToolCall, Usage
+from gw.ir import ChatResponse, FinishReason, TextPart, ThinkingPart, ToolCall, Usage
 
 # Anthropic stop_reason -> IR. ``pause_turn`` (a server tool paused a long turn; the caller
 # must send the answer back to continue it) reads as ``length``: the answer is unfinished.
@@ -130,29 +131,31 @@ def decode_upstream_response(body: bytes) -> ChatResponse:
         raise error_from_payload(message.error)
     if message.content is None:
         raise malformed("no content")
-    texts: list[str] = []
-    thinking: list[ThinkingPart] = []
-    calls: list[ToolCall] = []
-    for block in message.content:
-        if block.type == "text":
-            texts.append(block.text or "")
-        elif block.type == "thinking":
-            thinking.append(ThinkingPart(text=block.thinking or "", signature=block.signature))
-        elif block.type == "redacted_thinking":
-            thinking.append(ThinkingPart(redacted=block.data or ""))
-        elif block.type == "tool_use":
-            if not block.id or not block.name:
-                raise malformed("a tool_use block without id or name")
-            calls.append(
-                ToolCall(id=block.id, name=block.name, arguments=tool_arguments(block.input))
-            )
+    blocks = [part for part in map(_part, message.content) if part is not None]
+    texts = [part.text for part in blocks if isinstance(part, TextPart)]
     return ChatResponse(
         id=message.id,
         model=message.model,
         text="".join(texts) if texts else None,
-        thinking=tuple(thinking),
-        tool_calls=tuple(calls),
+        thinking=tuple(part for part in blocks if isinstance(part, ThinkingPart)),
+        tool_calls=tuple(part for part in blocks if isinstance(part, ToolCall)),
+        blocks=tuple(blocks),
         finish_reason=finish_reason(message.stop_reason),
         stop_sequence=message.stop_sequence if message.stop_reason == "stop_sequence" else None,
         usage=None if message.usage is None else message.usage.to_ir(),
     )
+
+
+def _part(block: _BlockIn) -> TextPart | ThinkingPart | ToolCall | None:
+    """One content block in the IR; None for the blocks it has no place for."""
+    if block.type == "text":
+        return TextPart(text=block.text or "")
+    if block.type == "thinking":
+        return ThinkingPart(text=block.thinking or "", signature=block.signature)
+    if block.type == "redacted_thinking":
+        return ThinkingPart(redacted=block.data or "")
+    if block.type == "tool_use":
+        if not block.id or not block.name:
+            raise malformed("a tool_use block without id or name")
+        return ToolCall(id=block.id, name=block.name, arguments=tool_arguments(block.input))
+    return None

@@ -11,7 +11,7 @@ from anthropic.types import Message, RedactedThinkingBlock, TextBlock, ThinkingB
 
 from gw.codecs.anthropic_messages.client_response import STOP_REASONS, encode_messages_response
 from gw.errors import UpstreamError
-from gw.ir import ChatResponse, FinishReason, ThinkingPart, ToolCall, Usage
+from gw.ir import ChatResponse, FinishReason, TextPart, ThinkingPart, ToolCall, Usage
 
 USAGE = Usage(input_tokens=120, output_tokens=30, cached_input_tokens=100, cache_write_tokens=15)
 
@@ -101,6 +101,32 @@ def test_content_order_thinking_text_tool_use() -> None:
         ToolUseBlock(type="tool_use", id="toolu_2", name="get_time", input={}),
     ]
     assert message.stop_reason == "tool_use"
+
+
+def test_ordered_blocks_go_out_in_their_order() -> None:
+    """An Anthropic upstream's interleaved thinking and tool use, as it produced them."""
+    paris = ToolCall(id="toolu_1", name="weather", arguments='{"city":"Paris"}')
+    rome = ToolCall(id="toolu_2", name="weather", arguments='{"city":"Rome"}')
+    first = ThinkingPart(text="first", signature="s1")
+    then = ThinkingPart(text="then", signature="s2")
+    response = ChatResponse(
+        id="u",
+        model="x",
+        text="Paris.Rome.",
+        thinking=(first, then),
+        tool_calls=(paris, rome),
+        blocks=(first, TextPart(text="Paris."), paris, then, TextPart(text="Rome."), rome),
+        finish_reason="tool_calls",
+    )
+    message = sdk_message(encode(response))
+    assert message.content == [
+        ThinkingBlock(type="thinking", thinking="first", signature="s1"),
+        TextBlock(type="text", text="Paris."),
+        ToolUseBlock(type="tool_use", id="toolu_1", name="weather", input={"city": "Paris"}),
+        ThinkingBlock(type="thinking", thinking="then", signature="s2"),
+        TextBlock(type="text", text="Rome."),
+        ToolUseBlock(type="tool_use", id="toolu_2", name="weather", input={"city": "Rome"}),
+    ]
 
 
 def test_thinking_without_signature_gets_an_empty_one() -> None:

@@ -42,9 +42,12 @@ def _part(part: ContentPart) -> dict[str, Any]:
     return {"type": "image", "source": source}
 
 
-def _assistant_block(part: TextPart | ThinkingPart) -> dict[str, Any]:
+def _assistant_block(part: TextPart | ThinkingPart | ToolCall) -> dict[str, Any]:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
+    if isinstance(part, ToolCall):
+        arguments = json.loads(part.arguments)
+        return {"type": "tool_use", "id": part.id, "name": part.name, "input": arguments}
     if part.redacted is not None:
         return {"type": "redacted_thinking", "data": part.redacted}
     return {"type": "thinking", "thinking": part.text, "signature": part.signature}
@@ -75,11 +78,8 @@ def encode_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
             out.append({"role": "user", "content": results})
             results = []
         if isinstance(message, AssistantMessage):
-            blocks = [_assistant_block(part) for part in message.content]
-            blocks += [
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": json.loads(c.arguments)}
-                for c in message.tool_calls
-            ]
+            parts = message.blocks or (*message.content, *message.tool_calls)
+            blocks = [_assistant_block(part) for part in parts]
             out.append({"role": "assistant", "content": blocks})
         else:
             out.append({"role": "system", "content": [_part(p) for p in message.content]})
@@ -151,11 +151,23 @@ tools = st.builds(
     content=st.lists(content_parts, max_size=2).map(tuple),
     is_error=st.booleans(),
 )
-assistants = st.builds(
-    AssistantMessage,
-    content=st.lists(st.one_of(text_parts, thinking_parts), max_size=3).map(tuple),
-    tool_calls=st.lists(tool_calls, max_size=2).map(tuple),
-).filter(lambda message: bool(message.content or message.tool_calls))
+
+
+def _assistant(blocks: list[TextPart | ThinkingPart | ToolCall]) -> AssistantMessage:
+    """The IR of an assistant turn: grouped, with ``blocks`` when it is not in the grouped
+    order (thinking, text, tool calls)."""
+    rank = {ThinkingPart: 0, TextPart: 1, ToolCall: 2}
+    ranks = [rank[type(block)] for block in blocks]
+    return AssistantMessage(
+        content=tuple(block for block in blocks if not isinstance(block, ToolCall)),
+        tool_calls=tuple(block for block in blocks if isinstance(block, ToolCall)),
+        blocks=tuple(blocks) if ranks != sorted(ranks) else (),
+    )
+
+
+assistants = st.lists(
+    st.one_of(text_parts, thinking_parts, tool_calls), min_size=1, max_size=4
+).map(_assistant)
 systems = st.builds(SystemMessage, content=st.lists(text_parts, min_size=1, max_size=2).map(tuple))
 
 

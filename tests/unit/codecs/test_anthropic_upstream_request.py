@@ -503,22 +503,33 @@ def _part(block: dict[str, Any]) -> ContentPart:
 
 
 def _assistant(blocks: list[dict[str, Any]]) -> AssistantMessage:
-    content: list[TextPart | ThinkingPart] = []
-    calls: list[ToolCall] = []
+    ordered: list[TextPart | ThinkingPart | ToolCall] = []
     for block in blocks:
         if block["type"] == "thinking":
-            content.append(ThinkingPart(text=block["thinking"], signature=block["signature"]))
+            ordered.append(ThinkingPart(text=block["thinking"], signature=block["signature"]))
         elif block["type"] == "redacted_thinking":
-            content.append(ThinkingPart(redacted=block["data"]))
+            ordered.append(ThinkingPart(redacted=block["data"]))
         elif block["type"] == "tool_use":
             arguments = msgspec.json.encode(block["input"]).decode()
             call = ToolCall(
                 id=block["id"], name=block["name"], arguments=arguments, cache=_mark(block)
             )
-            calls.append(call)
+            ordered.append(call)
         else:
-            content.append(_part(block))  # type: ignore[arg-type]  # a text block
-    return AssistantMessage(content=tuple(content), tool_calls=tuple(calls))
+            ordered.append(TextPart(text=block["text"], cache=_mark(block)))
+    return assistant_of(ordered)
+
+
+def assistant_of(blocks: list[TextPart | ThinkingPart | ToolCall]) -> AssistantMessage:
+    """The IR of an assistant turn: grouped, with ``blocks`` when it is not in the grouped
+    order (thinking, text, tool calls)."""
+    rank = {ThinkingPart: 0, TextPart: 1, ToolCall: 2}
+    ranks = [rank[type(block)] for block in blocks]
+    return AssistantMessage(
+        content=tuple(block for block in blocks if not isinstance(block, ToolCall)),
+        tool_calls=tuple(block for block in blocks if isinstance(block, ToolCall)),
+        blocks=tuple(blocks) if ranks != sorted(ranks) else (),
+    )
 
 
 def _user(blocks: list[dict[str, Any]]) -> list[Message]:
@@ -566,16 +577,20 @@ _thinking = st.one_of(
     st.builds(ThinkingPart, text=_texts, signature=_ids),
     st.builds(ThinkingPart, redacted=_ids),
 )
-_assistants = st.builds(
-    AssistantMessage,
-    content=st.tuples(st.lists(_thinking, max_size=2), st.lists(_text_parts, max_size=2)).map(
-        lambda pair: (*pair[0], *pair[1])
-    ),
-    tool_calls=st.lists(
-        st.builds(ToolCall, id=_ids, name=_ids, arguments=_json_objects, cache=_marks),
-        max_size=2,
-    ).map(tuple),
-).filter(lambda m: bool(m.content or m.tool_calls))
+_calls = st.builds(ToolCall, id=_ids, name=_ids, arguments=_json_objects, cache=_marks)
+# Grouped turns (thinking, text, tool calls) and, now and then, interleaved ones.
+_assistants = (
+    st.one_of(
+        st.tuples(
+            st.lists(_thinking, max_size=2),
+            st.lists(_text_parts, max_size=2),
+            st.lists(_calls, max_size=2),
+        ).map(lambda lists: [*lists[0], *lists[1], *lists[2]]),
+        st.lists(st.one_of(_thinking, _text_parts, _calls), max_size=4),
+    )
+    .filter(bool)
+    .map(assistant_of)
+)
 _user_messages = st.builds(UserMessage, content=st.lists(_parts, min_size=1, max_size=3).map(tuple))
 _tool_messages = st.builds(
     ToolMessage,

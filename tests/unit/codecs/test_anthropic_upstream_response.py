@@ -13,7 +13,7 @@ from gw.codecs.anthropic_messages.upstream_response import (
     decode_upstream_response,
 )
 from gw.errors import OverloadedError, UpstreamError
-from gw.ir import ChatResponse, ThinkingPart, ToolCall, Usage
+from gw.ir import ChatResponse, TextPart, ThinkingPart, ToolCall, Usage
 
 
 def message(**fields: Any) -> bytes:
@@ -35,6 +35,7 @@ def test_text_answer() -> None:
         id="msg_01",
         model="claude-sonnet-4-5",
         text="Hi",
+        blocks=(TextPart(text="Hi"),),
         finish_reason="stop",
         usage=Usage(input_tokens=12, output_tokens=3),
     )
@@ -66,6 +67,34 @@ def test_every_block_kind() -> None:
         ToolCall(id="toolu_2", name="g", arguments="{}"),
     )
     assert response.finish_reason == "tool_calls"
+    assert response.blocks == (
+        response.thinking[0],
+        response.thinking[1],
+        TextPart(text="Let me "),
+        TextPart(text="check."),
+        *response.tool_calls,
+    )
+
+
+def test_interleaved_blocks_keep_their_order() -> None:
+    content = [
+        {"type": "thinking", "thinking": "first", "signature": "s1"},
+        {"type": "text", "text": "Checking Paris."},
+        {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Paris"}},
+        {"type": "thinking", "thinking": "then", "signature": "s2"},
+        {"type": "text", "text": "And Rome."},
+        {"type": "tool_use", "id": "toolu_2", "name": "weather", "input": {"city": "Rome"}},
+    ]
+    response = decode_upstream_response(message(content=content, stop_reason="tool_use"))
+    assert response.blocks == (
+        ThinkingPart(text="first", signature="s1"),
+        TextPart(text="Checking Paris."),
+        ToolCall(id="toolu_1", name="weather", arguments='{"city":"Paris"}'),
+        ThinkingPart(text="then", signature="s2"),
+        TextPart(text="And Rome."),
+        ToolCall(id="toolu_2", name="weather", arguments='{"city":"Rome"}'),
+    )
+    assert response.text == "Checking Paris.And Rome."
 
 
 def test_no_text_block_gives_no_text() -> None:

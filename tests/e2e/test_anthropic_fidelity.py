@@ -1,18 +1,23 @@
-"""An Anthropic client's beta features (``anthropic-beta``) through a real gw.
+"""An Anthropic client keeps Anthropic's detail through a real gw to an Anthropic upstream.
 
-They reach an Anthropic upstream, joined with any the provider's ``headers`` turn on; an
-OpenAI-format upstream does not get them, and ``gw explain`` says so.
+- Beta features (``anthropic-beta``) reach the upstream, joined with any the provider's
+  ``headers`` turn on; an OpenAI-format upstream does not get them, and ``gw explain``
+  says so.
+- An answer whose blocks interleave (thinking, text, a tool call, more thinking...) comes
+  back in that order, streamed or not, and goes back upstream in that order on the next
+  turn, as Anthropic requires of thinking blocks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import anthropic
 import pytest
 
 from e2e.gw_process import GwServer
-from fakes.anthropic_upstream import FakeAnthropic
+from fakes.anthropic_upstream import Behavior, FakeAnthropic
 from fakes.openai_upstream import FakeOpenAI
 
 CONFIG = """
@@ -113,3 +118,48 @@ def test_a_malformed_beta_header_is_a_400_naming_it(sdk: anthropic.Anthropic) ->
             extra_headers={"anthropic-beta": "not a name"},
         )
     assert "anthropic-beta" in caught.value.message
+
+
+INTERLEAVED = (
+    {"type": "thinking", "thinking": "Paris first.", "signature": "sig-1"},
+    {"type": "text", "text": "Checking Paris."},
+    {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Paris"}},
+    {"type": "thinking", "thinking": "Now Rome.", "signature": "sig-2"},
+    {"type": "text", "text": "And Rome."},
+    {"type": "tool_use", "id": "toolu_2", "name": "weather", "input": {"city": "Rome"}},
+)
+TOOLS: list[anthropic.types.ToolParam] = [
+    {"name": "weather", "input_schema": {"type": "object", "properties": {}}}
+]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_interleaved_blocks_keep_their_order_there_and_back(
+    sdk: anthropic.Anthropic, anthropic_fake: FakeAnthropic, stream: bool
+) -> None:
+    anthropic_fake.enqueue(Behavior(content=INTERLEAVED, stop_reason="tool_use"))
+    ask: dict[str, Any] = {"model": "to-anthropic", "max_tokens": 2000, "tools": TOOLS}
+    question: list[anthropic.types.MessageParam] = [{"role": "user", "content": "Weather?"}]
+    if stream:
+        with sdk.messages.stream(messages=question, **ask) as events:
+            answer = events.get_final_message()
+    else:
+        answer = sdk.messages.create(messages=question, **ask)
+    assert [block.model_dump(exclude_none=True) for block in answer.content] == list(INTERLEAVED)
+
+    results: list[anthropic.types.ToolResultBlockParam] = [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18 C"},
+        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "21 C"},
+    ]
+    sdk.messages.create(
+        messages=[
+            *question,
+            {"role": "assistant", "content": answer.content},
+            {"role": "user", "content": results},
+        ],
+        **ask,
+    )
+    assert anthropic_fake.requests[-1].json["messages"][1] == {
+        "role": "assistant",
+        "content": list(INTERLEAVED),
+    }
