@@ -20,6 +20,7 @@ from gw.ir.messages import (
     ToolCall,
     ToolMessage,
     UserMessage,
+    assistant_from_blocks,
 )
 from gw.ir.request import (
     ChatRequest,
@@ -64,4 +65,5 @@ __all__ = [
     "Usage",
     "UsageEvent",
     "UserMessage",
+    "assistant_from_blocks",
 ]

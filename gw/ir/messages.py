@@ -37,6 +37,20 @@ class AssistantMessage(IRStruct, tag="assistant", frozen=True, kw_only=True):
     blocks: tuple[TextPart | ThinkingPart | ToolCall, ...] = ()
 
 
+def assistant_from_blocks(blocks: list[TextPart | ThinkingPart | ToolCall]) -> AssistantMessage:
+    """The assistant turn of ``blocks`` in the order produced: grouped, with ``blocks`` kept
+    when that order is not the grouped one (thinking, then text, then tool calls)."""
+    ranks = [_GROUP_RANK[type(block)] for block in blocks]
+    return AssistantMessage(
+        content=tuple(block for block in blocks if not isinstance(block, ToolCall)),
+        tool_calls=tuple(block for block in blocks if isinstance(block, ToolCall)),
+        blocks=tuple(blocks) if ranks != sorted(ranks) else (),
+    )
+
+
+_GROUP_RANK: dict[type, int] = {ThinkingPart: 0, TextPart: 1, ToolCall: 2}
+
+
 class ToolMessage(IRStruct, tag="tool", frozen=True, kw_only=True):
     """The result of one tool call, sent back by the client."""
 

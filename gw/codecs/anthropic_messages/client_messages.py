@@ -45,6 +45,7 @@ from gw.ir import (
     ThinkingPart,
     ToolCall,
     UserMessage,
+    assistant_from_blocks,
 )
 
 _USER_ONLY = frozenset({"tool_result"})
@@ -136,18 +137,7 @@ def _decode_assistant(content: object, param: str) -> list[Message]:
             raise misplaced_block(kind, item_param, "assistant")
         else:
             raise unsupported_block(kind, item_param)
-    ranks = [_GROUP_RANK[type(block)] for block in ordered]
-    return [
-        AssistantMessage(
-            content=tuple(block for block in ordered if not isinstance(block, ToolCall)),
-            tool_calls=tuple(block for block in ordered if isinstance(block, ToolCall)),
-            blocks=tuple(ordered) if ranks != sorted(ranks) else (),
-        )
-    ]
-
-
-# The grouped order of an assistant turn: thinking, then text, then tool calls.
-_GROUP_RANK: dict[type, int] = {ThinkingPart: 0, TextPart: 1, ToolCall: 2}
+    return [assistant_from_blocks(ordered)]
 
 
 def _decode_system(content: object, param: str) -> list[Message]:

@@ -28,6 +28,7 @@ from gw.ir import (
     ToolCall,
     ToolMessage,
     UserMessage,
+    assistant_from_blocks,
 )
 
 # ---- a small Anthropic request encoder -------------------------------------------------
@@ -153,21 +154,9 @@ tools = st.builds(
 )
 
 
-def _assistant(blocks: list[TextPart | ThinkingPart | ToolCall]) -> AssistantMessage:
-    """The IR of an assistant turn: grouped, with ``blocks`` when it is not in the grouped
-    order (thinking, text, tool calls)."""
-    rank = {ThinkingPart: 0, TextPart: 1, ToolCall: 2}
-    ranks = [rank[type(block)] for block in blocks]
-    return AssistantMessage(
-        content=tuple(block for block in blocks if not isinstance(block, ToolCall)),
-        tool_calls=tuple(block for block in blocks if isinstance(block, ToolCall)),
-        blocks=tuple(blocks) if ranks != sorted(ranks) else (),
-    )
-
-
 assistants = st.lists(
     st.one_of(text_parts, thinking_parts, tool_calls), min_size=1, max_size=4
-).map(_assistant)
+).map(assistant_from_blocks)
 systems = st.builds(SystemMessage, content=st.lists(text_parts, min_size=1, max_size=2).map(tuple))
 
 

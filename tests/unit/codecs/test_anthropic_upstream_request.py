@@ -35,6 +35,7 @@ from gw.ir import (
     ToolDefinition,
     ToolMessage,
     UserMessage,
+    assistant_from_blocks,
 )
 
 HI = (UserMessage(content=(TextPart(text="hi"),)),)
@@ -517,19 +518,7 @@ def _assistant(blocks: list[dict[str, Any]]) -> AssistantMessage:
             ordered.append(call)
         else:
             ordered.append(TextPart(text=block["text"], cache=_mark(block)))
-    return assistant_of(ordered)
-
-
-def assistant_of(blocks: list[TextPart | ThinkingPart | ToolCall]) -> AssistantMessage:
-    """The IR of an assistant turn: grouped, with ``blocks`` when it is not in the grouped
-    order (thinking, text, tool calls)."""
-    rank = {ThinkingPart: 0, TextPart: 1, ToolCall: 2}
-    ranks = [rank[type(block)] for block in blocks]
-    return AssistantMessage(
-        content=tuple(block for block in blocks if not isinstance(block, ToolCall)),
-        tool_calls=tuple(block for block in blocks if isinstance(block, ToolCall)),
-        blocks=tuple(blocks) if ranks != sorted(ranks) else (),
-    )
+    return assistant_from_blocks(ordered)
 
 
 def _user(blocks: list[dict[str, Any]]) -> list[Message]:
@@ -589,7 +578,7 @@ _assistants = (
         st.lists(st.one_of(_thinking, _text_parts, _calls), max_size=4),
     )
     .filter(bool)
-    .map(assistant_of)
+    .map(assistant_from_blocks)
 )
 _user_messages = st.builds(UserMessage, content=st.lists(_parts, min_size=1, max_size=3).map(tuple))
 _tool_messages = st.builds(

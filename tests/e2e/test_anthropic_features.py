@@ -1,5 +1,10 @@
-"""An Anthropic client keeps Anthropic's detail through a real gw to an Anthropic upstream.
+"""Anthropic's own features through a real gw, from the SDKs to a fake Anthropic upstream.
 
+- Prompt-cache marks (``cache_control``) reach the upstream where the client put them:
+  system blocks, tools, message blocks, tool results and the blocks inside them, from the
+  Anthropic SDK and from OpenAI clients' content parts. The fake refuses malformed marks
+  and more than four, as Anthropic does, and reports cache usage, which the client sees.
+  An OpenAI-format upstream gets no marks, and ``gw explain`` says so.
 - Beta features (``anthropic-beta``) reach the upstream, joined with any the provider's
   ``headers`` turn on; an OpenAI-format upstream does not get them, and ``gw explain``
   says so.
@@ -14,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
+import openai
 import pytest
 
 from e2e.gw_process import GwServer
@@ -36,6 +42,9 @@ routes:
 """
 BETAS = ["interleaved-thinking-2025-05-14", "context-1m-2025-08-07"]
 HI: list[anthropic.types.beta.BetaMessageParam] = [{"role": "user", "content": "hi"}]
+MARK: Any = {"type": "ephemeral"}
+HOUR: Any = {"type": "ephemeral", "ttl": "1h"}
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +65,7 @@ def gw(
     openai_fake: FakeOpenAI,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[GwServer]:
-    home = tmp_path_factory.mktemp("betas")
+    home = tmp_path_factory.mktemp("anthropic-features")
     config = home / "gw.yaml"
     config.write_text(CONFIG.format(anthropic=anthropic_fake.base_url, openai=openai_fake.base_url))
     with GwServer(home / "state", config, env={"GW_TEST_KEY": "sk-ant-test"}) as server:
@@ -66,6 +75,9 @@ def gw(
 @pytest.fixture
 def sdk(gw: GwServer) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=gw.url, api_key="x", max_retries=0)
+
+
+# -- beta features ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -120,6 +132,8 @@ def test_a_malformed_beta_header_is_a_400_naming_it(sdk: anthropic.Anthropic) ->
     assert "anthropic-beta" in caught.value.message
 
 
+# -- block order -----------------------------------------------------------------------
+
 INTERLEAVED = (
     {"type": "thinking", "thinking": "Paris first.", "signature": "sig-1"},
     {"type": "text", "text": "Checking Paris."},
@@ -163,3 +177,95 @@ def test_interleaved_blocks_keep_their_order_there_and_back(
         "role": "assistant",
         "content": list(INTERLEAVED),
     }
+
+
+# -- prompt-cache marks ---------------------------------------------------------------
+
+
+def anthropic_conversation() -> dict[str, Any]:
+    """A tool loop with a mark on each kind of block (four in all, Anthropic's limit)."""
+    return {
+        "system": [
+            {"type": "text", "text": "You are terse."},
+            {"type": "text", "text": "A long style guide.", "cache_control": HOUR},
+        ],
+        "tools": [{"name": "get_weather", "input_schema": SCHEMA, "cache_control": HOUR}],
+        "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "content": [{"type": "text", "text": "18 C", "cache_control": MARK}],
+                    },
+                    {"type": "text", "text": "And tomorrow?", "cache_control": MARK},
+                ],
+            },
+        ],
+    }
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_clients_marks_reach_anthropic_where_they_were(
+    sdk: anthropic.Anthropic, anthropic_fake: FakeAnthropic, stream: bool
+) -> None:
+    anthropic_fake.enqueue(Behavior(cache=(1200, 300)))
+    conversation = anthropic_conversation()
+    if stream:
+        with sdk.messages.stream(model="to-anthropic", max_tokens=100, **conversation) as events:
+            usage = events.get_final_message().usage
+    else:
+        usage = sdk.messages.create(model="to-anthropic", max_tokens=100, **conversation).usage
+    assert (usage.cache_read_input_tokens, usage.cache_creation_input_tokens) == (1200, 300)
+
+    sent = anthropic_fake.requests[-1].json
+    assert sent["system"] == conversation["system"]
+    assert sent["tools"][0]["cache_control"] == HOUR
+    assert sent["messages"][2]["content"] == conversation["messages"][2]["content"]
+    assert "cache_control" not in sent["messages"][1]["content"][0]
+
+
+def test_more_than_four_marks_get_anthropic_s_own_refusal(sdk: anthropic.Anthropic) -> None:
+    block: Any = {"type": "text", "text": "hi", "cache_control": MARK}
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        sdk.messages.create(
+            model="to-anthropic", max_tokens=10, messages=[{"role": "user", "content": [block] * 5}]
+        )
+    assert "A maximum of 4 blocks with cache_control" in str(caught.value)
+
+
+def test_openai_clients_marks_reach_anthropic(gw: GwServer, anthropic_fake: FakeAnthropic) -> None:
+    """What clients of OpenAI-compatible gateways send to cache a prompt sent to Claude."""
+    sdk = openai.OpenAI(base_url=gw.base_url, api_key="x", max_retries=0)
+    messages: Any = [
+        {"role": "system", "content": [{"type": "text", "text": "Rules.", "cache_control": HOUR}]},
+        {"role": "user", "content": [{"type": "text", "text": "Hi", "cache_control": MARK}]},
+    ]
+    sdk.chat.completions.create(model="to-anthropic", messages=messages, max_tokens=10)
+    sent = anthropic_fake.requests[-1].json
+    assert sent["system"] == [{"type": "text", "text": "Rules.", "cache_control": HOUR}]
+    assert sent["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Hi", "cache_control": MARK}]}
+    ]
+
+
+def test_an_openai_upstream_gets_no_marks_and_explain_says_so(
+    gw: GwServer, sdk: anthropic.Anthropic, openai_fake: FakeOpenAI
+) -> None:
+    raw = sdk.messages.with_raw_response.create(
+        model="to-openai", max_tokens=10, **anthropic_conversation()
+    )
+    assert "cache_control" not in openai_fake.requests[-1].body.decode()
+    trace = gw.wait_for_trace(raw.headers["x-gw-request-id"])
+    assert (
+        "cache_control marks: not sent (the OpenAI format has none; the provider caches long "
+        "prompt prefixes by itself, if at all)"
+    ) in trace["attempts"][0]["translation_notes"]
