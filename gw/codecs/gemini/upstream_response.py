@@ -29,7 +29,8 @@ from gw.errors import ContentBlockedError, GatewayError, UpstreamError
 from gw.ir import ChatResponse, FinishReason, ThinkingPart, ToolCall, Usage
 
 # Gemini finishReason -> IR. Unlisted values (FINISH_REASON_UNSPECIFIED, OTHER, image
-# generation reasons, new ones) read as "stop": the answer ended for no reason gw can name.
+# generation reasons, new ones) read as "stop": the answer ended for no reason gw can name;
+# with nothing produced, such an end is a failure (``finish_error``).
 FINISH_REASONS: dict[str, FinishReason] = {
     "STOP": "stop",
     "MAX_TOKENS": "length",
@@ -46,7 +47,10 @@ FINISH_REASONS: dict[str, FinishReason] = {
     "UNEXPECTED_TOOL_CALL": "error",
     "TOO_MANY_TOOL_CALLS": "error",
     "MALFORMED_RESPONSE": "error",
+    "MISSING_THOUGHT_SIGNATURE": "error",
 }
+# Unnamed ends that leave an empty answer: a failure, not an empty success.
+_EMPTY_ENDS = frozenset({"FINISH_REASON_UNSPECIFIED", "OTHER", "NO_IMAGE", "IMAGE_OTHER"})
 
 _ARGS = msgspec.json.Encoder()
 
@@ -162,7 +166,7 @@ def finish_error(reason: FinishReason, raw: str | None, *, produced: bool) -> Ga
     output; None for a finish that ends a usable answer."""
     if reason == "content_filter" and not produced:
         return answer_withheld(raw)
-    if reason == "error":
+    if reason == "error" or (raw in _EMPTY_ENDS and not produced):
         return output_unusable(raw)
     return None
 

@@ -125,6 +125,13 @@ def test_unlisted_finish_reasons_read_as_stop(value: str | None) -> None:
     assert decode(body([{"text": "x"}], value)).finish_reason == "stop"
 
 
+@pytest.mark.parametrize("value", ["OTHER", "FINISH_REASON_UNSPECIFIED", "NO_IMAGE", "IMAGE_OTHER"])
+def test_an_unnamed_end_with_nothing_produced_is_an_upstream_error(value: str) -> None:
+    with pytest.raises(UpstreamError, match=f"finishReason {value}") as failed:
+        decode(body([], value))
+    assert failed.value.code == "upstream_error"
+
+
 def test_other_parts_are_not_read() -> None:
     parts = [
         {"inlineData": {"mimeType": "image/png", "data": "AAAA"}},

@@ -181,6 +181,12 @@ def test_a_malformed_function_call_fails_the_stream_rather_than_finishing_it() -
         decoder.close()
 
 
+def test_an_unnamed_end_of_an_empty_stream_fails_it() -> None:
+    decoder = UpstreamStreamDecoder()
+    with pytest.raises(UpstreamError, match="finishReason OTHER"):
+        decoder.feed(chunk([], "OTHER"))
+
+
 def test_end_of_body_without_a_finish_reason_is_an_error() -> None:
     decoder = UpstreamStreamDecoder()
     assert decoder.feed(TEXT_STREAM[0])[1] == TextDelta(text="Hel")
