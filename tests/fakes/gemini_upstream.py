@@ -183,6 +183,60 @@ def invalid_key_body() -> dict[str, Any]:
     )
 
 
+def _body_problem(body: Any, method: str) -> str | None:
+    if not isinstance(body, dict):
+        return "Invalid JSON payload received. Unexpected token."
+    return None if method == "batchEmbedContents" else request_problem(body)
+
+
+def request_problem(body: dict[str, Any]) -> str | None:
+    """Gemini's 400 for a generateContent body it refuses, as it words it; None when fine:
+    a part with no data (empty text), a turn without parts, and ``Schema`` objects that
+    break its rules (an OBJECT without properties, properties or enum on the wrong type)."""
+    where = "GenerateContentRequest"
+    for i, content in enumerate(body.get("contents") or ()):
+        parts = content.get("parts") or []
+        if not parts:
+            return f"* {where}.contents[{i}].parts: contents.parts must not be empty."
+        for j, part in enumerate(parts):
+            if part.get("text") == "" and len(part) == 1:
+                return (
+                    f"* {where}.contents[{i}].parts[{j}].data: required oneof field 'data' "
+                    "must have one initialized field"
+                )
+    for i, tool in enumerate(body.get("tools") or ()):
+        for j, declaration in enumerate(tool.get("functionDeclarations") or ()):
+            if "parameters" in declaration:
+                path = f"{where}.tools[{i}].function_declarations[{j}].parameters"
+                problem = _schema_problem(declaration["parameters"], path)
+                if problem is not None:
+                    return problem
+    schema = (body.get("generationConfig") or {}).get("responseSchema")
+    if schema is not None:
+        return _schema_problem(schema, f"{where}.generation_config.response_schema")
+    return None
+
+
+def _schema_problem(schema: dict[str, Any], path: str) -> str | None:
+    kind = str(schema.get("type", "")).upper()
+    properties = schema.get("properties")
+    if kind == "OBJECT" and not properties:
+        return f"* {path}.properties: should be non-empty for OBJECT type"
+    if properties is not None and kind != "OBJECT":
+        return f"* {path}.properties: only allowed for OBJECT type"
+    if "enum" in schema and kind != "STRING":
+        return f"* {path}.enum: only allowed for STRING type"
+    children = [(f"{path}.properties[{name}]", sub) for name, sub in (properties or {}).items()]
+    if isinstance(schema.get("items"), dict):
+        children.append((f"{path}.items", schema["items"]))
+    children += [(f"{path}.any_of[{n}]", sub) for n, sub in enumerate(schema.get("anyOf") or ())]
+    for child_path, child in children:
+        problem = _schema_problem(child, child_path)
+        if problem is not None:
+            return problem
+    return None
+
+
 def _prompt_words(body: dict[str, Any]) -> int:
     contents = [*(body.get("contents") or ()), body.get("systemInstruction") or {}]
     return sum(
@@ -377,10 +431,9 @@ class FakeGemini(ScriptedFake[Behavior, dict[str, str]]):
         if self.api_key is not None and key != self.api_key:
             await responder.send(400, [_JSON], _encode(invalid_key_body()))
             return
-        if not isinstance(body, dict):
-            error = google_error(
-                400, "INVALID_ARGUMENT", "Invalid JSON payload received. Unexpected token."
-            )
+        problem = _body_problem(body, method)
+        if problem is not None:
+            error = google_error(400, "INVALID_ARGUMENT", problem)
             await responder.send(400, [_JSON], _encode(error))
             return
         taken = await self._next_behavior(responder)

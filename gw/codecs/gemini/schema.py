@@ -16,15 +16,20 @@ Strategy, keyword by keyword:
 - ``const`` with a string becomes a one-value ``enum``; an ``enum`` holding non-strings is
   removed (Gemini's ``enum`` is a list of strings) and noted.
 - ``default`` and ``example`` are values, copied untouched; everything else recurses.
+- A schema with ``properties`` but no ``type`` gets ``type: object``, one with ``enum`` but
+  no type ``type: string``: Gemini refuses properties and enums on any other type.
 
-The API could take plain JSON Schema instead (``parametersJsonSchema`` and
-``responseJsonSchema``, newer models only); gw sends the ``Schema`` subset, which every
-Gemini model accepts, and says what it dropped.
+The API also takes plain JSON Schema (``parametersJsonSchema`` and ``responseJsonSchema``,
+Gemini 2.5 and newer only); gw sends the ``Schema`` subset, which every Gemini model
+accepts, and says what it dropped. One shape has no form in that subset: an object with no
+``properties`` (a free-form object, common in MCP tools), which Gemini refuses ("should be
+non-empty for OBJECT type"). ``free_form`` lists where they are, so the caller can send
+the schema as JSON Schema instead.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 JSONObject = dict[str, Any]
 
@@ -61,20 +66,24 @@ _DEFINITIONS = ("$defs", "definitions")
 _MAX_INLINE_DEPTH = 32  # a $ref chain deeper than this is treated like a cycle
 
 
-def to_gemini_schema(schema: JSONObject, *, path: str) -> tuple[JSONObject, tuple[str, ...]]:
-    """The Gemini form of ``schema`` and the notes for what could not be expressed.
+class GeminiSchema(NamedTuple):
+    schema: JSONObject
+    notes: tuple[str, ...]  # what could not be expressed
+    free_form: tuple[str, ...]  # paths of objects without properties, the root's included
 
-    ``path`` names the schema in notes (``tools[0].parameters``).
-    """
+
+def to_gemini_schema(schema: JSONObject, *, path: str) -> GeminiSchema:
+    """The Gemini form of ``schema``; ``path`` names it in notes (``tools[0].parameters``)."""
     translator = _Translator(schema)
     body = {key: value for key, value in schema.items() if key not in _DEFINITIONS}
     result = translator.translate(body, path, refs=())
-    return result, tuple(translator.notes)
+    return GeminiSchema(result, tuple(translator.notes), tuple(translator.free_form))
 
 
 class _Translator:
     def __init__(self, root: JSONObject) -> None:
         self.notes: list[str] = []
+        self.free_form: list[str] = []
         self._definitions: dict[str, Any] = {}
         for key in _DEFINITIONS:
             table = root.get(key)
@@ -96,6 +105,13 @@ class _Translator:
         out: JSONObject = {}
         for key, value in schema.items():
             self._keyword(out, key, value, f"{path}.{key}", refs=refs)
+        if "type" not in out and "anyOf" not in out:
+            if "properties" in out:
+                out["type"] = "object"
+            elif "enum" in out:
+                out["type"] = "string"
+        if str(out.get("type", "")).lower() == "object" and not out.get("properties"):
+            self.free_form.append(path)
         return out
 
     def _inline(

@@ -148,17 +148,18 @@ class _RequestEncoder:
                 case SystemMessage(content=content):
                     if contents:
                         self.note(where, "system message moved into systemInstruction")
-                    system.extend({"text": part.text} for part in content)
+                    system.extend({"text": part.text} for part in content if part.text)
                 case UserMessage(content=content, name=name):
                     self._drop_name(where, name)
                     parts = [
                         self._user_part(part, f"{where}.content[{i}]")
                         for i, part in enumerate(content)
+                        if not _empty_text(part)
                     ]
-                    contents.append({"role": "user", "parts": parts or [{"text": ""}]})
+                    self._add_turn(contents, "user", parts, where)
                 case AssistantMessage(name=name):
                     self._drop_name(where, name)
-                    contents.append({"role": "model", "parts": self._model_parts(message, where)})
+                    self._add_turn(contents, "model", self._model_parts(message, where), where)
                 case ToolMessage():
                     part = self._function_response(message, where)
                     if results is None:
@@ -166,6 +167,14 @@ class _RequestEncoder:
                         contents.append({"role": "user", "parts": results})
                     results.append(part)
         return system, contents
+
+    def _add_turn(
+        self, contents: list[JSONObject], role: str, parts: list[JSONObject], where: str
+    ) -> None:
+        if parts:
+            contents.append({"role": role, "parts": parts})
+        else:  # Gemini refuses a part with empty text, and a turn without parts
+            self.note(where, "empty turn dropped (Gemini refuses empty text)")
 
     def _drop_name(self, where: str, name: str | None) -> None:
         if name is not None:
@@ -214,7 +223,7 @@ class _RequestEncoder:
             elif part.text or part.redacted:
                 self.note(f"{where}.content", "thinking without a Gemini signature dropped")
         texts: list[JSONObject] = [
-            {"text": p.text} for p in message.content if isinstance(p, TextPart)
+            {"text": p.text} for p in message.content if isinstance(p, TextPart) and p.text
         ]
         calls = [
             self._function_call(call, f"{where}.tool_calls[{i}]")
@@ -236,7 +245,7 @@ class _RequestEncoder:
                 f"{where}.content",
                 f"{len(unused)} thought signature(s) with no part to carry them dropped",
             )
-        return [*thoughts, *texts, *calls] or [{"text": ""}]
+        return [*thoughts, *texts, *calls]
 
     def _function_call(self, call: ToolCall, where: str) -> JSONObject:
         self._names[call.id] = call.name
@@ -284,15 +293,18 @@ class _RequestEncoder:
             if tool.description is not None:
                 declaration["description"] = tool.description
             if tool.parameters is not None:
-                schema, notes = to_gemini_schema(tool.parameters, path=f"tools[{index}].parameters")
-                self.notes.extend(notes)
-                # Gemini refuses an OBJECT with no properties: a function without arguments
-                # is declared without parameters.
-                if (
-                    schema.get("properties")
-                    or str(schema.get("type", "object")).lower() != "object"
-                ):
-                    declaration["parameters"] = schema
+                path = f"tools[{index}].parameters"
+                gemini = to_gemini_schema(tool.parameters, path=path)
+                # An empty root object is a function without arguments: declared without
+                # parameters (Gemini refuses an OBJECT with no properties).
+                nested = tuple(where for where in gemini.free_form if where != path)
+                if nested:
+                    declaration["parametersJsonSchema"] = tool.parameters
+                    self._as_json_schema(path, "parametersJsonSchema", nested)
+                else:
+                    self.notes.extend(gemini.notes)
+                    if path not in gemini.free_form:
+                        declaration["parameters"] = gemini.schema
             if tool.strict:
                 self.note(f"tools[{index}].strict", "not enforced by Gemini")
             declarations.append(declaration)
@@ -326,10 +338,22 @@ class _RequestEncoder:
             return {}
         out: JSONObject = {"responseMimeType": "application/json"}
         if fmt.type == "json_schema" and fmt.json_schema is not None:
-            schema, notes = to_gemini_schema(fmt.json_schema, path="response_format.json_schema")
-            self.notes.extend(notes)
-            out["responseSchema"] = schema
+            path = "response_format.json_schema"
+            gemini = to_gemini_schema(fmt.json_schema, path=path)
+            if gemini.free_form:
+                out["responseJsonSchema"] = fmt.json_schema
+                self._as_json_schema(path, "responseJsonSchema", gemini.free_form)
+            else:
+                self.notes.extend(gemini.notes)
+                out["responseSchema"] = gemini.schema
         return out
+
+    def _as_json_schema(self, path: str, field: str, free_form: tuple[str, ...]) -> None:
+        self.note(
+            path,
+            f"sent as {field}: Gemini's Schema has no form for an object without properties "
+            f"({', '.join(free_form)}); needs a Gemini 2.5 or newer model",
+        )
 
     def _thinking(self, reasoning: Reasoning) -> JSONObject:
         if reasoning.budget_tokens is not None:
@@ -379,3 +403,7 @@ def _json_object(text: str) -> dict[str, Any] | None:
     except msgspec.DecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _empty_text(part: ContentPart) -> bool:
+    return isinstance(part, TextPart) and not part.text

@@ -37,7 +37,7 @@ def test_supported_keywords_pass_unchanged() -> None:
         "example": {"q": "cats"},
     }
 
-    assert to_gemini_schema(schema, path="p") == (schema, ())
+    assert to_gemini_schema(schema, path="p") == (schema, (), ())
 
 
 def test_refused_keywords_are_removed_and_noted_by_path() -> None:
@@ -51,7 +51,7 @@ def test_refused_keywords_are_removed_and_noted_by_path() -> None:
         "additionalProperties": False,
     }
 
-    result, notes = to_gemini_schema(schema, path="tools[0].parameters")
+    result, notes, _ = to_gemini_schema(schema, path="tools[0].parameters")
 
     assert result == {
         "type": "object",
@@ -76,7 +76,7 @@ def test_refused_keywords_are_removed_and_noted_by_path() -> None:
     ],
 )
 def test_type_lists(type_: list[str], expected: dict[str, Any]) -> None:
-    assert to_gemini_schema({"type": type_}, path="p") == (expected, ())
+    assert to_gemini_schema({"type": type_}, path="p")[:2] == (expected, ())
 
 
 def test_refs_are_inlined_and_definitions_dropped() -> None:
@@ -92,7 +92,7 @@ def test_refs_are_inlined_and_definitions_dropped() -> None:
         },
     }
 
-    result, notes = to_gemini_schema(schema, path="p")
+    result, notes, _ = to_gemini_schema(schema, path="p")
 
     assert result == {
         "type": "object",
@@ -119,7 +119,7 @@ def test_recursive_and_unknown_refs_are_removed_and_noted() -> None:
         },
     }
 
-    result, notes = to_gemini_schema(schema, path="p")
+    result, notes, _ = to_gemini_schema(schema, path="p")
 
     assert result["properties"] == {
         "tree": {"type": "object", "properties": {"child": {}}},
@@ -141,10 +141,10 @@ def test_one_of_const_and_enums() -> None:
         },
     }
 
-    result, notes = to_gemini_schema(schema, path="p")
+    result, notes, _ = to_gemini_schema(schema, path="p")
 
     assert result["properties"] == {
-        "kind": {"enum": ["cat"]},
+        "kind": {"enum": ["cat"], "type": "string"},
         "size": {"type": "integer"},
         "pet": {"anyOf": [{"type": "string"}, {"type": "boolean"}]},
     }
@@ -158,7 +158,35 @@ def test_boolean_subschema_is_removed() -> None:
     assert to_gemini_schema({"type": "object", "properties": {"x": True}}, path="p") == (
         {"type": "object", "properties": {"x": {}}},
         ("p.properties.x: boolean schema removed",),
+        (),
     )
+
+
+def test_properties_and_enums_without_a_type_get_theirs() -> None:
+    """Gemini refuses properties on anything but OBJECT and enums on anything but STRING."""
+    schema = {"properties": {"mode": {"enum": ["a", "b"]}, "n": {"type": "integer"}}}
+    assert to_gemini_schema(schema, path="p").schema == {
+        "properties": {"mode": {"enum": ["a", "b"], "type": "string"}, "n": {"type": "integer"}},
+        "type": "object",
+    }
+
+
+def test_objects_without_properties_are_listed_as_free_form() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+            "body": {"type": "object"},
+            "list": {"type": "array", "items": {"type": "object", "properties": {}}},
+            "fine": {"type": "object", "properties": {"a": {"type": "string"}}},
+        },
+    }
+    assert to_gemini_schema(schema, path="p").free_form == (
+        "p.properties.headers",
+        "p.properties.body",
+        "p.properties.list.items",
+    )
+    assert to_gemini_schema({"type": "object"}, path="p").free_form == ("p",)
 
 
 def test_the_input_is_not_mutated() -> None:

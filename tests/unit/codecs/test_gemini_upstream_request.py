@@ -341,18 +341,60 @@ def test_every_tool_choice_mode(mode: str, expected: str) -> None:
 
 
 def test_json_schema_response_format_reports_removals() -> None:
-    fmt = ResponseFormat(
-        type="json_schema",
-        name="out",
-        json_schema={"type": "object", "additionalProperties": False},
-        strict=True,
-    )
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    fmt = ResponseFormat(type="json_schema", name="out", json_schema=schema, strict=True)
 
     body, notes = encoded(ChatRequest(model="m", messages=(HI,), response_format=fmt))
 
-    assert body["generationConfig"]["responseSchema"] == {"type": "object"}
+    assert body["generationConfig"]["responseSchema"] == {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+    }
     assert body["generationConfig"]["responseMimeType"] == "application/json"
     assert notes == ("response_format.json_schema.additionalProperties: removed",)
+
+
+def test_free_form_objects_go_as_json_schema() -> None:
+    """Gemini's Schema refuses an OBJECT without properties ("should be non-empty for
+    OBJECT type"): such a tool, or response format, is sent as plain JSON Schema."""
+    free = {
+        "type": "object",
+        "properties": {"url": {"type": "string"}, "headers": {"type": "object"}},
+        "additionalProperties": False,
+    }
+    no_args = ToolDefinition(name="ping", parameters={"type": "object", "properties": {}})
+    typed = ToolDefinition(name="get", parameters={"type": "object", "properties": {"q": {}}})
+    fmt = ResponseFormat(type="json_schema", json_schema={"type": "object"})
+    request = ChatRequest(
+        model="m",
+        messages=(HI,),
+        tools=(ToolDefinition(name="fetch", parameters=free), no_args, typed),
+        response_format=fmt,
+    )
+
+    body, notes = encoded(request)
+
+    declarations = body["tools"][0]["functionDeclarations"]
+    assert declarations[0] == {"name": "fetch", "parametersJsonSchema": free}
+    assert declarations[1] == {"name": "ping"}
+    assert declarations[2] == {
+        "name": "get",
+        "parameters": {"type": "object", "properties": {"q": {}}},
+    }
+    assert body["generationConfig"]["responseJsonSchema"] == {"type": "object"}
+    assert "responseSchema" not in body["generationConfig"]
+    assert notes == (
+        "tools[0].parameters: sent as parametersJsonSchema: Gemini's Schema has no form for an "
+        "object without properties (tools[0].parameters.properties.headers); needs a Gemini 2.5 "
+        "or newer model",
+        "response_format.json_schema: sent as responseJsonSchema: Gemini's Schema has no form "
+        "for an object without properties (response_format.json_schema); needs a Gemini 2.5 or "
+        "newer model",
+    )
 
 
 def test_text_response_format_sends_nothing() -> None:
@@ -424,11 +466,30 @@ def test_extensions_merge_but_never_replace_what_gw_computed() -> None:
     assert "logprobs" not in body
 
 
-def test_empty_turns_still_have_a_part() -> None:
-    assert contents(UserMessage(content=()), AssistantMessage()) == [
-        {"role": "user", "parts": [{"text": ""}]},
-        {"role": "model", "parts": [{"text": ""}]},
+def test_empty_text_parts_and_turns_left_empty_are_dropped_with_a_note() -> None:
+    """Gemini refuses ``{"text": ""}`` ("required oneof field 'data'") and empty turns."""
+    empty, hi = TextPart(text=""), TextPart(text="hi")
+    body, notes = encoded(
+        ChatRequest(
+            model="m",
+            messages=(
+                SystemMessage(content=(empty, TextPart(text="rules"))),
+                UserMessage(content=()),
+                AssistantMessage(content=(empty,)),
+                UserMessage(content=(empty, hi)),
+                AssistantMessage(content=(TextPart(text="ok"), empty)),
+            ),
+        )
+    )
+    assert body["systemInstruction"] == {"parts": [{"text": "rules"}]}
+    assert body["contents"] == [
+        {"role": "user", "parts": [{"text": "hi"}]},
+        {"role": "model", "parts": [{"text": "ok"}]},
     ]
+    assert notes == (
+        "messages[1]: empty turn dropped (Gemini refuses empty text)",
+        "messages[2]: empty turn dropped (Gemini refuses empty text)",
+    )
 
 
 def test_names_are_noted() -> None:
