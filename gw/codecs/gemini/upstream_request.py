@@ -229,6 +229,13 @@ class _RequestEncoder:
             self._function_call(call, f"{where}.tool_calls[{i}]")
             for i, call in enumerate(message.tool_calls)
         ]
+        if calls and not loose:
+            # A streamed call's signature arrives after the thoughts before it and joins
+            # their block (Anthropic clients keep it there): it belongs on the first call,
+            # where Gemini 3 wants it, not on a thought.
+            signed = [thought for thought in thoughts if "thoughtSignature" in thought]
+            if signed:
+                loose.append(signed[-1].pop("thoughtSignature"))
         for call, signature in zip(calls, loose, strict=False):
             call["thoughtSignature"] = signature
         if calls:

@@ -272,6 +272,23 @@ def test_signatures_go_back_where_they_came_from() -> None:
     assert result[3]["parts"] == [{"text": "Done.", "thoughtSignature": "sig-text"}]
 
 
+def test_a_streamed_call_s_signature_kept_on_its_thought_goes_back_on_the_call() -> None:
+    """A stream's call signature joins the thinking block before it (as Anthropic clients
+    then hold it): Gemini 3 wants it back on the first call, not the skip value."""
+    result = contents(
+        HI,
+        AssistantMessage(
+            content=(ThinkingPart(text="I should look it up.", signature="sig-call"),),
+            tool_calls=(CALL,),
+        ),
+    )
+
+    assert result[1]["parts"] == [
+        {"text": "I should look it up.", "thought": True},
+        {"functionCall": {"name": "f", "args": {"x": 1}}, "thoughtSignature": "sig-call"},
+    ]
+
+
 def test_thinking_gemini_cannot_read_is_noted() -> None:
     _, notes = encoded(
         ChatRequest(
