@@ -229,28 +229,11 @@ class _RequestEncoder:
             self._function_call(call, f"{where}.tool_calls[{i}]")
             for i, call in enumerate(message.tool_calls)
         ]
-        if calls and not loose:
-            # A streamed call's signature arrives after the thoughts before it and joins
-            # their block (Anthropic clients keep it there): it belongs on the first call,
-            # where Gemini 3 wants it, not on a thought.
-            signed = [thought for thought in thoughts if "thoughtSignature" in thought]
-            if signed:
-                loose.append(signed[-1].pop("thoughtSignature"))
-        for call, signature in zip(calls, loose, strict=False):
-            call["thoughtSignature"] = signature
-        if calls:
-            calls[0].setdefault("thoughtSignature", SKIP_SIGNATURE)
-            unused = loose[len(calls) :]
-        else:
-            if loose and not texts:
-                texts.append({"text": ""})
-            if loose:
-                texts[-1]["thoughtSignature"] = loose[-1]
-            unused = loose[:-1]
+        unused = _place_signatures(loose, thoughts, texts, calls)
         if unused:
             self.note(
                 f"{where}.content",
-                f"{len(unused)} thought signature(s) with no part to carry them dropped",
+                f"{unused} thought signature(s) with no part to carry them dropped",
             )
         return [*thoughts, *texts, *calls]
 
@@ -414,3 +397,29 @@ def _json_object(text: str) -> dict[str, Any] | None:
 
 def _empty_text(part: ContentPart) -> bool:
     return isinstance(part, TextPart) and not part.text
+
+
+def _place_signatures(
+    loose: list[str], thoughts: list[JSONObject], texts: list[JSONObject], calls: list[JSONObject]
+) -> int:
+    """Put the signatures that came without text where Gemini wants them: one on each call
+    in order (the first call gets the skip value without one), else on the last text part.
+    Returns how many found no part."""
+    if calls and not loose:
+        # A streamed call's signature arrives after the thoughts before it and joins their
+        # block (Anthropic clients keep it there): it belongs on the first call, where
+        # Gemini 3 wants it, not on a thought.
+        signed = [thought for thought in thoughts if "thoughtSignature" in thought]
+        if signed:
+            loose.append(signed[-1].pop("thoughtSignature"))
+    if calls:
+        for call, signature in zip(calls, loose, strict=False):
+            call["thoughtSignature"] = signature
+        calls[0].setdefault("thoughtSignature", SKIP_SIGNATURE)
+        return max(len(loose) - len(calls), 0)
+    if not loose:
+        return 0
+    if not texts:
+        texts.append({"text": ""})
+    texts[-1]["thoughtSignature"] = loose[-1]
+    return len(loose) - 1
