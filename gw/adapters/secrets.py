@@ -9,6 +9,7 @@ from gw.config.schema import Config
 from gw.config.snapshot import DEFAULT_ACCOUNT
 from gw.errors import UpstreamAuthFailedError
 from gw.ports import EmbeddingCall, UpstreamCall
+from gw.secret_text import remember_secret
 
 VAULT_SCHEME = "vault"
 
@@ -43,6 +44,7 @@ class SecretResolver:
         if scheme == "env":
             value = self._environ.get(name)
             if value:
+                remember_secret(value)
                 return value
             raise UpstreamAuthFailedError(
                 f"{field} is env:{name}, and {name} is not set in gw's environment; "
@@ -66,6 +68,7 @@ class SecretResolver:
             )
         value = self._vault.get(name)
         if value:
+            remember_secret(value)
             return value
         raise UpstreamAuthFailedError(
             f"{field} is vault:{name}, and the vault holds no secret named {name}; "

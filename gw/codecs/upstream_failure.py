@@ -2,8 +2,9 @@
 
 ``upstream_failure`` builds the gw error: gw's own words in ``message`` (what traces and
 logs keep), the upstream's text trimmed into ``upstream_message`` (for the client only,
-since an upstream may echo the request), never an auth error's text (it may quote part of
-the key). ``parse_retry_after`` reads the standard headers.
+since an upstream may echo the request), with every credential gw sent masked
+(``gw.secret_text``), and never an auth error's text (it may quote part of the key).
+``parse_retry_after`` reads the standard headers.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gw.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
+from gw.secret_text import scrub
 
 MESSAGE_LIMIT = 200  # characters of upstream text passed on
 SERVER_SIDE = (UpstreamError, UpstreamTimeoutError, OverloadedError)
@@ -50,7 +52,7 @@ def upstream_failure(
         message += f" ({hint})"
     text: str | None = None
     if upstream_text and cls is not UpstreamAuthFailedError:
-        text = " ".join(upstream_text.split())
+        text = " ".join(scrub(upstream_text).split())
         if len(text) > MESSAGE_LIMIT:
             text = text[: MESSAGE_LIMIT - 1] + "…"
     return cls(

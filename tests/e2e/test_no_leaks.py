@@ -1,7 +1,8 @@
 """A scan after a varied workload through a live gw: no secret (provider key, admin key,
 an API key's plaintext) and no prompt or completion text appears in the server's log, its
 traces, `gw explain`, the admin API, `gw config show`, `gw keys list`, `gw usage`, or any
-file in the state directory (the SQLite database and its WAL included)."""
+file in the state directory (the SQLite database and its WAL included); nor does the
+provider key in an error answer whose upstream echoed it."""
 
 from __future__ import annotations
 
@@ -79,12 +80,23 @@ def test_nothing_secret_or_private_is_recorded_anywhere(tmp_path: Path) -> None:
                     },
                 )
                 assert refused.status_code == 401
+                # An upstream that echoes the key it was sent: the client sees it masked.
+                echo = {"message": f"Bad header: Bearer {PROVIDER_SECRET}", "type": "x"}
+                upstream.enqueue(Behavior(status=400, error_body={"error": echo}))
+                echoed = http.post(
+                    "/v1/chat/completions",
+                    json={"model": "chat", "messages": [{"role": "user", "content": "hi"}]},
+                    headers={"authorization": f"Bearer {api_key}"},
+                )
+                assert echoed.status_code == 400
+                assert "Bad header: Bearer ***" in echoed.json()["error"]["message"]
                 admin = {"authorization": f"Bearer {ADMIN_SECRET}"}
                 seen = [
                     http.get("/admin/v1/health", headers=admin).text,
                     http.get("/admin/v1/usage?by=tenant", headers=admin).text,
                     refused.text,
                     failed.text,
+                    echoed.text,
                 ]
             assert upstream.requests[0].headers["authorization"] == f"Bearer {PROVIDER_SECRET}"
             seen += [json.dumps(gw.wait_for_trace(request_id)) for request_id in ids]
