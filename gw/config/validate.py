@@ -55,11 +55,17 @@ def find_problems(config: Config) -> list[Problem]:
     ]
 
 
+# Names travel in response headers (x-gw-route), logs and terminal tables.
+_UNPRINTABLE = "must not contain control or invisible characters (it is sent in headers and logs)"
+
+
 def _unique(section: str, names: Iterable[str]) -> Iterator[Problem]:
     seen: set[str] = set()
     for index, name in enumerate(names):
         if not name.strip():
             yield f"{section}[{index}].name", "must not be empty"
+        elif not name.isprintable():
+            yield f"{section}[{index}].name", _UNPRINTABLE
         if name in seen:
             yield f"{section}[{index}].name", f"{name!r} is defined twice"
         seen.add(name)
@@ -127,6 +133,8 @@ def _route_problems(config: Config, providers: set[str]) -> Iterator[Problem]:
                 )
             if target.weight < 0:
                 yield f"{here}.targets[{position}].weight", "must not be negative"
+            if not target.model.isprintable():
+                yield f"{here}.targets[{position}].model", _UNPRINTABLE
         if (
             route.strategy == "weighted"
             and route.targets

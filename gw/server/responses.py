@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from litestar import Response
 
 from gw.codecs.anthropic_messages.client_errors import encode_error as encode_anthropic_error
@@ -15,9 +17,20 @@ JSON = "application/json"
 def gw_headers(request_id: str, route: str, revision: int) -> dict[str, str]:
     return {
         "x-gw-request-id": request_id,
-        "x-gw-route": route,
+        "x-gw-route": header_safe(route),
         "x-gw-revision": str(revision),
     }
+
+
+ROUTE_HEADER_MAX = 256
+
+
+def header_safe(value: str) -> str:
+    """``value`` fit for a header: the model in ``provider/model`` is the client's own text,
+    so characters other than printable ASCII are percent-encoded and a long one is cut."""
+    if value.isascii() and value.isprintable() and len(value) <= ROUTE_HEADER_MAX:
+        return value
+    return quote(value[:ROUTE_HEADER_MAX], safe="/:@!$&'()*+,;=-._~ ")
 
 
 def trace_headers(trace: TraceRecord) -> dict[str, str]:

@@ -79,6 +79,27 @@ def test_provider_slash_model_addresses_a_target_directly(gw: GwServer) -> None:
     assert trace["decision"]["direct"] is True
 
 
+@pytest.mark.parametrize(
+    ("model", "route"),
+    [
+        ("mock/x\r\nSet-Cookie: a=b", "mock/x%0D%0ASet-Cookie: a=b"),
+        ("mock/x\u0001", "mock/x%01"),
+        ("mock/caf\u00e9\u202e", "mock/caf%C3%A9%E2%80%AE"),
+        ("mock/" + "m" * 300, "mock/" + "m" * 251),
+    ],
+)
+@pytest.mark.parametrize("stream", [False, True])
+def test_any_model_text_gives_a_well_formed_route_header(
+    gw: GwServer, model: str, route: str, stream: bool
+) -> None:
+    """The model of ``provider/model`` is the client's text, and goes into x-gw-route."""
+    payload = {"model": model, "messages": [{"role": "user", "content": "x"}], "stream": stream}
+    answer = post(gw, json.dumps(payload).encode())
+    assert answer.status_code == 200
+    assert answer.headers["x-gw-route"] == route
+    assert "set-cookie" not in answer.headers
+
+
 def test_oversized_body_is_413(gw: GwServer) -> None:
     filler = b"x" * (9 * 1024 * 1024)
     payload = b'{"model": "mock", "messages": [{"role": "user", "content": "' + filler + b'"}]}'

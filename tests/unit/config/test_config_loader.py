@@ -39,6 +39,11 @@ def test_overrides_win_over_the_file() -> None:
          "policies[0].fallback.on_error_codes[0]", 3, "unknown error code 'oops'"),
         ("policies:\n  - name: x\n    retry: {max_attempts: 0}\n", "policies[0].retry.max_attempts", 3, "at least 1"),
         ("- a\n- b\n", "", 1, "top level must be a mapping"),
+        ('routes:\n  - name: "a\\nb"\n    targets: [{provider: p, model: m}]\nproviders: [{name: p, kind: mock}]\n',
+         "routes[0].name", 2, "must not contain control"),
+        ('routes:\n  - name: r\n    targets: [{provider: p, model: "m\\u202e"}]\nproviders: [{name: p, kind: mock}]\n',
+         "routes[0].targets[0].model", 3, "must not contain control"),
+        ('providers: [{name: "p\\u0007", kind: mock}]\n', "providers[0].name", 1, "must not contain control"),
     ],
 )  # fmt: skip
 def test_errors_name_the_field_and_line(text: str, path: str, line: int, reason: str) -> None:
