@@ -13,6 +13,10 @@ begun a request gets a bare 408 and the connection is closed; an idle one is clo
 silently, as uvicorn's keep-alive timer does, since a client may already be reusing that
 connection for a request of its own.
 
+The head is bounded in size too: ``MAX_HEAD_BYTES`` read without the headers completing,
+or more than ``MAX_HEADERS`` header lines, get a bare 431 and the connection is closed
+(uvicorn bounds neither; within the timeout, a client could fill memory).
+
 The body is bounded elsewhere: gw reads it within server.body_timeout
 (``gw/server/ingress.py``).
 """
@@ -20,6 +24,8 @@ The body is bounded elsewhere: gw reads it within server.body_timeout
 from __future__ import annotations
 
 import asyncio
+
+import httptools
 
 from gw.server.direct_body import DirectBodyProtocol
 from gw.server.disconnect import HangUpNoticeProtocol
@@ -35,6 +41,8 @@ class HeaderTimeoutProtocol(HangUpNoticeProtocol, DirectBodyProtocol, WebSocketR
 
     _header_timer: asyncio.TimerHandle | None = None
     _in_head = False  # a request has begun and its headers are not complete yet
+    _head_bytes = 0  # bytes received while a head was incomplete
+    _head_too_large = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -44,9 +52,17 @@ class HeaderTimeoutProtocol(HangUpNoticeProtocol, DirectBodyProtocol, WebSocketR
         self._cancel_header_timer()
         super().connection_lost(exc)
 
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._in_head and not self._head_too_large:
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._refuse_head()
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._in_head = True
+        self._head_bytes = 0
         # The request's first byte: its headers get the whole budget, however long the
         # connection sat idle before (that wait had its own, the same length).
         self._arm_header_timer()
@@ -55,7 +71,23 @@ class HeaderTimeoutProtocol(HangUpNoticeProtocol, DirectBodyProtocol, WebSocketR
         # The headers are in: the timer stops before super(), which may refuse an upgrade.
         self._cancel_header_timer()
         self._in_head = False
+        if len(self.headers) > MAX_HEADERS:
+            self._head_too_large = True
+            raise HeadTooLargeError  # stops the parser; uvicorn answers it below
         super().on_headers_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        if self._head_too_large:
+            self._refuse_head()
+        else:
+            super().send_400_response(msg)
+
+    def _refuse_head(self) -> None:
+        self._head_too_large = True
+        self._cancel_header_timer()
+        if not self.transport.is_closing():
+            self.transport.write(closing_response(431, self.server_state.default_headers))
+            self.transport.close()
 
     def on_response_complete(self) -> None:
         # A pipelined request waiting behind this response already has its headers.
@@ -81,6 +113,14 @@ class HeaderTimeoutProtocol(HangUpNoticeProtocol, DirectBodyProtocol, WebSocketR
         if self._in_head and (self.cycle is None or self.cycle.response_complete):
             self.transport.write(closing_response(408, self.server_state.default_headers))
         self.transport.close()
+
+
+MAX_HEAD_BYTES = 64 * 1024
+MAX_HEADERS = 128
+
+
+class HeadTooLargeError(httptools.HttpParserError):
+    """More header lines than ``MAX_HEADERS``."""
 
 
 def header_timeout_protocol(seconds: float) -> type[HeaderTimeoutProtocol]:

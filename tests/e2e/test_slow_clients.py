@@ -13,6 +13,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from gw.server.slow_clients import MAX_HEAD_BYTES, MAX_HEADERS
+
 from e2e.gw_process import GwServer
 from e2e.raw_http import SOCKET_TIMEOUT_S, assert_bare_close, connect, read_until_closed
 
@@ -91,6 +93,28 @@ def test_an_idle_kept_alive_connection_is_closed(strict_gw: GwServer) -> None:
         head, _ = read_response(raw)
         assert head.startswith(b"HTTP/1.1 200")
         assert read_until_closed(raw) == b""
+
+
+def test_too_many_header_lines_get_431_and_a_close(strict_gw: GwServer) -> None:
+    lines = b"".join(b"x-h%d: v\r\n" % n for n in range(MAX_HEADERS + 1))
+    with connect(strict_gw) as raw:
+        raw.sendall(b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n" + lines + b"\r\n")
+        assert_bare_close(read_until_closed(raw), b"HTTP/1.1 431 Request Header Fields Too Large")
+
+
+def test_a_head_past_its_size_limit_gets_431_before_it_ends(strict_gw: GwServer) -> None:
+    """One header line longer than the limit, never finished: refused, not buffered."""
+    with connect(strict_gw) as raw:
+        raw.sendall(PARTIAL_HEAD + b"x-big: " + b"a" * (MAX_HEAD_BYTES + 1024))
+        assert_bare_close(read_until_closed(raw), b"HTTP/1.1 431 Request Header Fields Too Large")
+
+
+def test_a_head_within_the_limits_is_served(strict_gw: GwServer) -> None:
+    lines = b"".join(b"x-h%d: %s\r\n" % (n, b"v" * 400) for n in range(MAX_HEADERS - 2))
+    with connect(strict_gw) as raw:
+        raw.sendall(b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n" + lines + b"\r\n")
+        head, _ = read_response(raw)
+        assert head.startswith(b"HTTP/1.1 200")
 
 
 def test_a_trickled_body_gets_408_request_timeout(strict_gw: GwServer) -> None:
