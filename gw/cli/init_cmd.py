@@ -25,7 +25,7 @@ def init_command(
     target = home / CONFIG_FILE_NAME
     if target.exists() and not force:
         fail(f"{target} already exists; pass --force to overwrite it")
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     target.write_text(example_config(), encoding="utf-8")
     stdout.print(f"wrote {target}", highlight=False)
     stdout.print("next: edit it, then `gw config validate` and `gw serve`", highlight=False)

@@ -119,7 +119,7 @@ def serve(
         on_listening=resume_after_start,
     )
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
         run_server(plan)
     except (ServeError, StoreError, sqlite3.Error, OSError) as error:
         fail(str(error))

@@ -28,10 +28,10 @@ from typing import Any, Final
 import msgspec
 
 from gw.store.migrations import StoreError, pending_migrations
+from gw.store.private_files import create_private
 
 BUSY_TIMEOUT_MS: Final = 5_000
 SIDECARS: Final = ("-wal", "-shm", "-journal")
-FILE_MODE: Final = 0o600
 
 
 class NotAGwDatabaseError(StoreError):
@@ -123,7 +123,7 @@ def copy_database(source: Path, dest: Path) -> None:
     # Created here rather than by sqlite3.connect, which would apply the umask; SQLite
     # gives the copy's journal the mode of the file it belongs to. An empty file is a valid
     # empty database.
-    _create_private(partial)
+    create_private(partial)
     # A read-write connection that only reads: read-only ones cannot open a WAL database
     # whose -shm file is missing (the server is stopped), and this one writes nothing.
     src = sqlite3.connect(source)
@@ -295,19 +295,9 @@ def _reserve_aside_name(database: Path, now: float | None) -> Path:
         if any(os.path.lexists(aside.with_name(aside.name + s)) for s in SIDECARS):
             continue
         with contextlib.suppress(FileExistsError):
-            _create_private(aside)
+            create_private(aside)
             return aside
     raise AssertionError("unreachable: itertools.count never ends")
-
-
-def _create_private(path: Path) -> None:
-    """Create ``path`` empty with mode 0600, whatever the umask; ``FileExistsError`` when
-    any file (or symlink) has that name."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-    try:
-        os.fchmod(fd, FILE_MODE)  # os.open applied the umask: 0o277 would leave it 0400
-    finally:
-        os.close(fd)
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -37,6 +37,7 @@ from gw.store.api_keys import ApiKey
 from gw.store.batch_insert import insert_statements
 from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
 from gw.store.migrations import LATEST_VERSION, SCHEMA_VERSION_TABLE, StoreError, pending_migrations
+from gw.store.private_files import DIR_MODE, make_database_private
 from gw.store.trace_rows import (
     DELETE_OLDEST_TRACES,
     DELETE_TRACES_BEFORE,
@@ -96,7 +97,8 @@ class SqliteStore:
 
         Raises ``SchemaTooNewError`` when the file was written by a newer gw.
         """
-        await asyncio.to_thread(path.parent.mkdir, mode=0o700, parents=True, exist_ok=True)
+        await asyncio.to_thread(path.parent.mkdir, mode=DIR_MODE, parents=True, exist_ok=True)
+        await asyncio.to_thread(make_database_private, path)
         conn = await aiosqlite.connect(path, isolation_level=None)
         try:
             await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import stat
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -63,6 +64,25 @@ def test_open_creates_the_file_and_migrations_are_idempotent(tmp_path: Path) -> 
         journal = conn.execute("PRAGMA journal_mode").fetchone()
     assert versions == [(m.version,) for m in MIGRATIONS]
     assert journal == ("wal",)
+
+
+def test_the_database_and_its_directory_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "gw.db"
+    run_with_store(path, lambda store: store.schema_version())
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    run_with_store(path, lambda store: store.write_traces([make_trace("r1", 1.0)]))
+    assert all(
+        stat.S_IMODE(p.stat().st_mode) == 0o600 for p in path.parent.iterdir() if p.is_file()
+    ), [oct(p.stat().st_mode) for p in path.parent.iterdir()]
+
+
+def test_a_database_an_older_gw_left_readable_is_made_private(tmp_path: Path) -> None:
+    path = tmp_path / "gw.db"
+    run_with_store(path, lambda store: store.schema_version())
+    path.chmod(0o644)
+    run_with_store(path, lambda store: store.schema_version())
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
 def test_a_database_from_a_newer_gw_is_refused(tmp_path: Path) -> None:
