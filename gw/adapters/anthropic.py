@@ -65,11 +65,10 @@ class AnthropicUpstream:
         )
 
     def _headers(self, call: UpstreamCall) -> dict[str, str]:
-        provider = call.provider
         headers = {
             "content-type": "application/json",
             "anthropic-version": _api_version(call),
-            **provider.headers,
+            **self._secrets.headers(call),
         }
         if call.request.betas:
             _add_betas(headers, call.request.betas)

@@ -82,7 +82,7 @@ class GeminiUpstream:
         return join_answers(answers, model=call.request.model)
 
     def _headers(self, call: UpstreamCall | EmbeddingCall) -> dict[str, str]:
-        headers = {"content-type": "application/json", **call.provider.headers}
+        headers = {"content-type": "application/json", **self._secrets.headers(call)}
         key = self._secrets.api_key(call)
         if key is not None:
             headers["x-goog-api-key"] = key

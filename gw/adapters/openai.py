@@ -75,7 +75,7 @@ class OpenAIUpstream:
         return f"{(call.provider.base_url or OPENAI_BASE_URL).rstrip('/')}/{path}"
 
     def _headers(self, call: UpstreamCall | EmbeddingCall) -> dict[str, str]:
-        headers = {"content-type": "application/json", **call.provider.headers}
+        headers = {"content-type": "application/json", **self._secrets.headers(call)}
         key = self._secrets.api_key(call)
         if key is not None:
             headers.update(self._auth(key))

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from gw.config.schema import Config
 from gw.config.snapshot import DEFAULT_ACCOUNT
+from gw.config.validate import SECRET_SCHEMES
 from gw.errors import UpstreamAuthFailedError
 from gw.ports import EmbeddingCall, UpstreamCall
 from gw.secret_text import remember_secret
@@ -37,6 +38,19 @@ class SecretResolver:
         if call.account not in (None, DEFAULT_ACCOUNT):
             where += f" account {call.account}"
         return self.resolve(reference, field=f"{where} api_key")
+
+    def headers(self, call: UpstreamCall | EmbeddingCall) -> dict[str, str]:
+        """The account's extra ``headers``, with env:NAME and vault:NAME values resolved."""
+        headers = call.provider.headers
+        if not headers:
+            return {}
+        where = f"provider {call.provider.name} header"
+        return {
+            name: self.resolve(value, field=f"{where} {name}")
+            if value.startswith(SECRET_SCHEMES)
+            else value
+            for name, value in headers.items()
+        }
 
     def resolve(self, reference: str, *, field: str) -> str:
         """The secret ``reference`` points at; ``field`` names where it was configured."""
@@ -84,6 +98,12 @@ def vault_references(config: Config) -> dict[str, str]:
         fields[f"providers[{index}].api_key"] = provider.api_key
         for position, account in enumerate(provider.accounts):
             fields[f"providers[{index}].accounts[{position}].api_key"] = account.api_key
+    for index, provider in enumerate(config.providers):
+        for name, value in provider.headers.items():
+            fields[f"providers[{index}].headers.{name}"] = value
+        for position, account in enumerate(provider.accounts):
+            for name, value in account.headers.items():
+                fields[f"providers[{index}].accounts[{position}].headers.{name}"] = value
     for name, value in config.telemetry.otlp.headers.items():  # resolved at start: gw/startup
         fields[f"telemetry.otlp.headers.{name}"] = value
     prefix = f"{VAULT_SCHEME}:"

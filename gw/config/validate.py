@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from urllib.parse import urlsplit
 
 from gw.config.catalog import prices
 from gw.config.schema import (
@@ -81,14 +82,24 @@ def _provider_problems(providers: Iterable[ProviderConfig]) -> Iterator[Problem]
         )
         if provider.kind in NEEDS_BASE_URL and not provider.base_url and not every_account_has_url:
             yield f"{here}.base_url", f"required for kind {provider.kind}"
-        if provider.base_url and not provider.base_url.startswith(("http://", "https://")):
-            yield f"{here}.base_url", "must start with http:// or https://"
+        yield from _base_url_problems(f"{here}.base_url", provider.base_url)
+        yield from _header_problems(f"{here}.headers", provider.headers)
         yield from _secret_reference(f"{here}.api_key", provider.api_key)
         yield from _account_problems(here, provider)
         if provider.mock is not None and provider.kind != "mock":
             yield f"{here}.mock", "only a provider of kind mock takes mock options"
         if provider.mock is not None and not 0.0 <= provider.mock.failure_rate <= 1.0:
             yield f"{here}.mock.failure_rate", "must be between 0 and 1"
+
+
+def _base_url_problems(field: str, url: str | None) -> Iterator[Problem]:
+    if not url:
+        return
+    if not url.startswith(("http://", "https://")):
+        yield field, "must start with http:// or https://"
+    elif "@" in urlsplit(url).netloc:
+        # It would be stored with the config and shown by `gw config show`.
+        yield field, "must not hold credentials (user:password@); put the key in api_key"
 
 
 def _secret_reference(field: str, key: str | None) -> Iterator[Problem]:
@@ -104,8 +115,8 @@ def _account_problems(here: str, provider: ProviderConfig) -> Iterator[Problem]:
     for index, account in enumerate(provider.accounts):
         there = f"{here}.accounts[{index}]"
         yield from _secret_reference(f"{there}.api_key", account.api_key)
-        if account.base_url and not account.base_url.startswith(("http://", "https://")):
-            yield f"{there}.base_url", "must start with http:// or https://"
+        yield from _base_url_problems(f"{there}.base_url", account.base_url)
+        yield from _header_problems(f"{there}.headers", account.headers)
     if provider.accounts and provider.kind == "mock":
         yield f"{here}.accounts", "a provider of kind mock has no accounts"
     if provider.probe is not None:
@@ -240,13 +251,14 @@ def _state_problems(state: StateConfig) -> Iterator[Problem]:
             yield f"state.{field}", "must be longer than 0s"
 
 
-# OTLP headers that carry a credential (Honeycomb's team key, Grafana's Authorization, a
-# collector token): their values must be env:NAME or vault:NAME references, since a literal
-# value would sit in gw.yaml, in every stored config revision and in backups.
-OTLP_CREDENTIAL_HEADERS = frozenset(
+# Headers that carry a credential (an upstream's Authorization or x-api-key, Honeycomb's
+# team key, a collector token), in providers' and accounts' ``headers`` and OTLP's: their
+# values must be env:NAME or vault:NAME references, since a literal value would sit in
+# gw.yaml, in every stored config revision and in backups.
+CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-honeycomb-team"}
 )
-OTLP_CREDENTIAL_WORDS = ("token", "key", "secret", "password", "auth")
+CREDENTIAL_WORDS = ("token", "key", "secret", "password", "auth")
 
 
 def _otlp_problems(otlp: OtlpConfig) -> Iterator[Problem]:
@@ -258,14 +270,17 @@ def _otlp_problems(otlp: OtlpConfig) -> Iterator[Problem]:
         )
     if otlp.endpoint and not otlp.endpoint.startswith(("http://", "https://")):
         yield "telemetry.otlp.endpoint", "must be an http:// or https:// URL"
-    for name, value in otlp.headers.items():
-        field = f"telemetry.otlp.headers.{name}"
+    yield from _header_problems("telemetry.otlp.headers", otlp.headers)
+
+
+def _header_problems(section: str, headers: dict[str, str]) -> Iterator[Problem]:
+    """Headers that carry a credential must take it from a reference (see above)."""
+    for name, value in headers.items():
+        field = f"{section}.{name}"
         lowered = name.lower()
         if value.startswith(SECRET_SCHEMES):
             yield from _secret_reference(field, value)  # env: or vault: with no name
-        elif lowered in OTLP_CREDENTIAL_HEADERS or any(
-            word in lowered for word in OTLP_CREDENTIAL_WORDS
-        ):
+        elif lowered in CREDENTIAL_HEADERS or any(word in lowered for word in CREDENTIAL_WORDS):
             yield (
                 field,
                 f"{name} carries a credential: write env:NAME or vault:NAME (a variable in "

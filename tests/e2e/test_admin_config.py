@@ -29,7 +29,7 @@ providers:
     kind: openai_compatible
     base_url: "{base_url}"
     api_key: env:FAKE_KEY
-    headers: {{x-team-token: hunter2-secret}}
+    headers: {{x-team-id: hunter2-secret}}
 
 routes:
   # Clients ask for "chat".
@@ -169,7 +169,7 @@ def test_reads_show_no_secret(gw: GwServer) -> None:
     body = config.text
     assert "hunter2" not in body
     assert "sk-fake" not in body
-    assert providers[0]["headers"] == {"x-team-token": "***"}
+    assert providers[0]["headers"] == {"x-team-id": "***"}
     assert providers[0]["api_key"] == "env:FAKE_KEY"
     assert [route["name"] for route in routes] == ["chat"]
     assert [policy["name"] for policy in policies] == ["default"]

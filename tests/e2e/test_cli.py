@@ -76,12 +76,12 @@ def test_config_show_resolves_defaults_and_hides_header_values(tmp_path: Path) -
     path = tmp_path / "gw.yaml"
     path.write_text(
         "providers:\n  - name: p\n    kind: openai_compatible\n    base_url: http://127.0.0.1:9/v1\n"
-        "    headers: {x-secret-token: hunter2}\n"
+        "    headers: {x-team-id: hunter2}\n"
     )
     shown = run_cli("config", "show", "--config", str(path), "--json")
     data = json.loads(shown.stdout)
     assert data["config"]["server"]["port"] == 8787
-    assert data["config"]["providers"][0]["headers"] == {"x-secret-token": "***"}
+    assert data["config"]["providers"][0]["headers"] == {"x-team-id": "***"}
     assert "hunter2" not in run_cli("config", "show", "--config", str(path)).stdout
 
 

@@ -17,6 +17,7 @@ from e2e.gw_process import GwServer
 from fakes.openai_upstream import Behavior, FakeOpenAI
 
 PROVIDER_SECRET = "sk-leakcheck-provider-5c1e9a7b3d2f4e60"
+HEADER_SECRET = "hdr-leakcheck-portkey-8a6c4e2f0b1d3f57"
 ADMIN_SECRET = "gw-leakcheck-admin-2b8d6f4a0c1e3b5d7f9a"
 PROMPT = "the secret recipe is seventeen purple turnips"
 ANSWER = "a completion that must stay unrecorded, about orange lanterns"
@@ -24,7 +25,7 @@ CONFIG = """
 auth: {{mode: keys, admin_key: env:LEAK_ADMIN}}
 providers:
   - {{name: up, kind: openai_compatible, base_url: "{up}", api_key: env:LEAK_PROVIDER,
-     headers: {{x-org: "{org}"}}}}
+     headers: {{x-org: "{org}", x-portkey-api-key: env:LEAK_HEADER}}}}
 models:
   - {{provider: up, model: gpt-l, input_per_mtok: 1.0, output_per_mtok: 2.0}}
 routes:
@@ -42,7 +43,11 @@ def test_nothing_secret_or_private_is_recorded_anywhere(tmp_path: Path) -> None:
         # Header values are literals kept in the config file and its revision history (for
         # rollback); credentials belong in api_key references, which are what is checked here.
         config.write_text(CONFIG.format(up=upstream.base_url, org="org-leakcheck"))
-        env = {"LEAK_ADMIN": ADMIN_SECRET, "LEAK_PROVIDER": PROVIDER_SECRET}
+        env = {
+            "LEAK_ADMIN": ADMIN_SECRET,
+            "LEAK_PROVIDER": PROVIDER_SECRET,
+            "LEAK_HEADER": HEADER_SECRET,
+        }
         with GwServer(tmp_path / "state", config, env=env) as gw:
             made = gw.cli_json("keys", "create", "--config", str(config), "--tenant", "team")
             api_key = str(made["key"])
@@ -99,6 +104,7 @@ def test_nothing_secret_or_private_is_recorded_anywhere(tmp_path: Path) -> None:
                     echoed.text,
                 ]
             assert upstream.requests[0].headers["authorization"] == f"Bearer {PROVIDER_SECRET}"
+            assert upstream.requests[0].headers["x-portkey-api-key"] == HEADER_SECRET
             seen += [json.dumps(gw.wait_for_trace(request_id)) for request_id in ids]
             seen += [
                 gw.cli("traces", "--json").stdout,
@@ -111,6 +117,7 @@ def test_nothing_secret_or_private_is_recorded_anywhere(tmp_path: Path) -> None:
             if path.is_file():
                 seen.append(path.read_bytes().decode("utf-8", errors="replace"))
     everything = "\n".join(seen)
-    for private in (PROVIDER_SECRET, ADMIN_SECRET, api_key, PROMPT, ANSWER, "turnips", "lanterns"):
+    secrets = (PROVIDER_SECRET, HEADER_SECRET, ADMIN_SECRET, api_key)
+    for private in (*secrets, PROMPT, ANSWER, "turnips", "lanterns"):
         assert private not in everything, f"{private!r} was recorded"
     assert "team" in everything  # the scan did read the records

@@ -44,6 +44,10 @@ def test_overrides_win_over_the_file() -> None:
         ('routes:\n  - name: r\n    targets: [{provider: p, model: "m\\u202e"}]\nproviders: [{name: p, kind: mock}]\n',
          "routes[0].targets[0].model", 3, "must not contain control"),
         ('providers: [{name: "p\\u0007", kind: mock}]\n', "providers[0].name", 1, "must not contain control"),
+        ('providers: [{name: p, kind: openai_compatible, base_url: "https://u:pw@x.test/v1"}]\n',
+         "providers[0].base_url", 1, "must not hold credentials"),
+        ('providers: [{name: p, kind: mock, headers: {Authorization: "Bearer sk-x"}}]\n',
+         "providers[0].headers.Authorization", 1, "carries a credential"),
     ],
 )  # fmt: skip
 def test_errors_name_the_field_and_line(text: str, path: str, line: int, reason: str) -> None:
