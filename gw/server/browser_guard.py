@@ -8,6 +8,9 @@ answers. So, in open mode only, gw refuses:
 
 - a request whose ``Origin`` (which browsers send on every cross-origin POST, PUT and
   DELETE) is neither gw's own origin nor one of ``server.cors_origins``;
+- a request without ``Origin`` that a browser marks ``Sec-Fetch-Site: cross-site`` or
+  ``same-site`` (a page's image, script or no-cors fetch, or a link followed from another
+  site: requests that change nothing should not be made by other pages either);
 - a request whose ``Host`` is not a loopback name or address (a rebound DNS name).
 
 SDKs and curl send no ``Origin`` and a loopback ``Host``, so they are not affected. In
@@ -20,6 +23,8 @@ import functools
 import ipaddress
 from collections.abc import Mapping
 
+_OTHER_SITES = frozenset({"cross-site", "same-site"})
+
 
 def open_mode_refusal(headers: Mapping[str, str], allowed_origins: tuple[str, ...]) -> str | None:
     """Why this request must be refused in open mode; None when it may go on."""
@@ -29,6 +34,11 @@ def open_mode_refusal(headers: Mapping[str, str], allowed_origins: tuple[str, ..
         return (
             f"a web page ({origin[:200]}) may not call gw while auth is open; list the "
             "page's origin in server.cors_origins, or use API keys (auth.mode: keys)"
+        )
+    if origin is None and headers.get("sec-fetch-site") in _OTHER_SITES:
+        return (
+            "a web page on another site may not call gw while auth is open; open gw's "
+            "pages directly, or use API keys (auth.mode: keys)"
         )
     host = _hostname(headers.get("host", ""))
     if host and not is_loopback_name(host):

@@ -48,3 +48,13 @@ def test_other_hosts_are_refused(host: str) -> None:
 def test_origins(origin: str, refused: bool) -> None:
     headers = {"host": "127.0.0.1:8787", "origin": origin}
     assert (open_mode_refusal(headers, ALLOWED) is not None) is refused
+
+
+@pytest.mark.parametrize(
+    ("site", "refused"),
+    [("cross-site", True), ("same-site", True), ("same-origin", False), ("none", False)],
+)
+def test_requests_a_browser_marks_as_from_another_site(site: str, refused: bool) -> None:
+    """A page's image or no-cors fetch sends no Origin, but the browser says where from."""
+    headers = {"host": "127.0.0.1:8787", "sec-fetch-site": site}
+    assert (open_mode_refusal(headers, ALLOWED) is not None) is refused
