@@ -27,6 +27,7 @@ from rich.text import Text
 from gw.cli.traces_view import local_time
 from gw.store.api_keys import ApiKey, NewKey
 from gw.telemetry.explain import iso_utc
+from gw.telemetry.printable import printable
 
 KeyStatus = Literal["active", "expired", "revoked"]
 STATUS_STYLES: dict[KeyStatus, str] = {"active": "green", "expired": "yellow", "revoked": "red"}
@@ -118,7 +119,7 @@ def keys_table(keys: Sequence[ApiKey], now: float) -> Table:
             key.id,
             key.display,
             key.tenant,
-            key.name or "-",
+            Text(printable(key.name)) if key.name else "-",  # the operator's text, escaped
             ",".join(key.scopes),
             "any" if key.models is None else ",".join(key.models),
             allowed_ips_text(key),

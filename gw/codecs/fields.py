@@ -8,6 +8,7 @@ parsing error strings. Messages never quote a value the client sent (it may be p
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gw.errors import InvalidRequestError
@@ -22,6 +23,15 @@ _TYPE_NAMES: dict[type, str] = {
     list: "an array",
     dict: "an object",
 }
+
+
+_TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+
+
+def is_type_name(kind: str) -> bool:
+    """Whether a ``type`` value the client sent looks like a type name, and so may be
+    quoted in a message: anything else may be prompt text, and messages go to traces."""
+    return _TYPE_NAME.fullmatch(kind) is not None
 
 
 def describe(value: object) -> str:

@@ -26,6 +26,7 @@ from gw.codecs.fields import (
     as_object,
     as_str,
     invalid,
+    is_type_name,
     required,
 )
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
@@ -44,7 +45,10 @@ def block_type(obj: JSONObject, param: str) -> str:
 def unsupported_block(kind: str, param: str) -> NativeFeatureUnsupportedError:
     """The error for a block type the IR cannot carry (raise it)."""
     return NativeFeatureUnsupportedError(
-        f"`{param}.type`: `{kind}` blocks are not supported by gw", param=f"{param}.type"
+        f"`{param}.type`: "
+        + (f"`{kind}` blocks are" if is_type_name(kind) else "blocks of an unknown type are")
+        + " not supported by gw",
+        param=f"{param}.type",
     )
 
 

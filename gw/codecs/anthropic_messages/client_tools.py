@@ -20,6 +20,7 @@ from gw.codecs.fields import (
     as_object,
     as_str,
     invalid,
+    is_type_name,
     optional_bool,
     optional_str,
     required,
@@ -55,8 +56,9 @@ def _tool(value: object, param: str) -> ToolDefinition:
     kind = obj.get("type")
     if kind is not None and as_str(kind, f"{param}.type") != "custom":
         raise NativeFeatureUnsupportedError(
-            f"`{param}.type`: Anthropic-defined tools (`{kind}`) are not supported by gw; "
-            "only custom tools are",
+            f"`{param}.type`: Anthropic-defined tools "
+            + (f"(`{kind}`) " if is_type_name(kind) else "")
+            + "are not supported by gw; only custom tools are",
             param=f"{param}.type",
         )
     _refuse_tool_features(obj, param)

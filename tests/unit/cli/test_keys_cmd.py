@@ -146,3 +146,12 @@ def test_the_allowlist_shows_compactly_and_any_when_there_is_none() -> None:
     assert header.split()[4:7] == ["scopes", "models", "ips"]
     assert first.split()[4:7] == ["inference", "any", "10.0.0.0/8,203.0.113.7,::1"]
     assert second.split()[4:7] == ["inference", "any", "any"]
+
+
+def test_a_key_name_reaches_the_terminal_escaped_and_never_as_markup() -> None:
+    named = new_key(tenant="team-a", created_at=NOW, name="ops\x1b[2J[bold]x[/bold]").key
+    console = Console(width=300, record=True)
+    console.print(keys_table([named], NOW))
+    shown = console.export_text()
+    assert "\x1b" not in shown
+    assert "[bold]x[/bold]" in shown

@@ -921,3 +921,14 @@ def test_sdk_count_tokens_request() -> None:
     assert request.reasoning == Reasoning(budget_tokens=1024)
     with pytest.raises(InvalidRequestError):
         decode_messages_request(raw)
+
+
+def test_an_unknown_block_type_is_named_only_when_it_looks_like_a_type() -> None:
+    """Error messages go to traces, which keep no prompt text."""
+    with pytest.raises(NativeFeatureUnsupportedError) as named:
+        decode(messages=[user({"type": "document_v9"})])
+    assert "`document_v9` blocks" in named.value.message
+    with pytest.raises(NativeFeatureUnsupportedError) as unnamed:
+        decode(messages=[user({"type": "my card number is 4111 1111"})])
+    assert "4111" not in unnamed.value.message
+    assert "blocks of an unknown type are not supported" in unnamed.value.message
