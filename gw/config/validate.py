@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from urllib.parse import urlsplit
 
@@ -258,7 +259,9 @@ def _state_problems(state: StateConfig) -> Iterator[Problem]:
 CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-honeycomb-team"}
 )
-CREDENTIAL_WORDS = ("token", "key", "secret", "password", "auth")
+# Words of a header's name (between - and _): x-api-key, x-auth-token, but not
+# x-portkey-provider.
+CREDENTIAL_WORDS = frozenset({"token", "key", "apikey", "secret", "password", "auth"})
 
 
 def _otlp_problems(otlp: OtlpConfig) -> Iterator[Problem]:
@@ -280,7 +283,9 @@ def _header_problems(section: str, headers: dict[str, str]) -> Iterator[Problem]
         lowered = name.lower()
         if value.startswith(SECRET_SCHEMES):
             yield from _secret_reference(field, value)  # env: or vault: with no name
-        elif lowered in CREDENTIAL_HEADERS or any(word in lowered for word in CREDENTIAL_WORDS):
+        elif lowered in CREDENTIAL_HEADERS or not CREDENTIAL_WORDS.isdisjoint(
+            re.split(r"[-_]", lowered)
+        ):
             yield (
                 field,
                 f"{name} carries a credential: write env:NAME or vault:NAME (a variable in "

@@ -147,9 +147,10 @@ def decode_upstream_response(body: bytes) -> ChatResponse:
 
 
 def _part(block: _BlockIn) -> TextPart | ThinkingPart | ToolCall | None:
-    """One content block in the IR; None for the blocks it has no place for."""
+    """One content block in the IR; None for the blocks it has no place for, and for empty
+    text (Anthropic sends some; clients could not send them back: Anthropic refuses them)."""
     if block.type == "text":
-        return TextPart(text=block.text or "")
+        return TextPart(text=block.text) if block.text else None
     if block.type == "thinking":
         return ThinkingPart(text=block.thinking or "", signature=block.signature)
     if block.type == "redacted_thinking":

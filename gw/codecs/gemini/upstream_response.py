@@ -223,7 +223,7 @@ def decode_upstream_response(body: bytes, *, model: str) -> ChatResponse:
         thinking.append(ThinkingPart(text="".join(pending_thought)))
     reason = finish_reason(candidate.finish_reason, called=bool(calls))
     failed = finish_error(
-        reason, candidate.finish_reason, produced=bool(texts or calls or thinking)
+        reason, candidate.finish_reason, produced=bool(any(texts) or calls or thinking)
     )
     if failed is not None:
         raise failed

@@ -76,6 +76,17 @@ def test_every_block_kind() -> None:
     )
 
 
+def test_empty_text_blocks_are_left_out() -> None:
+    """Anthropic sends some; a client sending the answer back would be refused for them."""
+    content = [
+        {"type": "text", "text": ""},
+        {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+    ]
+    response = decode_upstream_response(message(content=content, stop_reason="tool_use"))
+    assert response.blocks == (ToolCall(id="t", name="f", arguments="{}"),)
+    assert response.text is None
+
+
 def test_interleaved_blocks_keep_their_order() -> None:
     content = [
         {"type": "thinking", "thinking": "first", "signature": "s1"},

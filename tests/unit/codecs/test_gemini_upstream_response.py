@@ -127,9 +127,10 @@ def test_unlisted_finish_reasons_read_as_stop(value: str | None) -> None:
 
 @pytest.mark.parametrize("value", ["OTHER", "FINISH_REASON_UNSPECIFIED", "NO_IMAGE", "IMAGE_OTHER"])
 def test_an_unnamed_end_with_nothing_produced_is_an_upstream_error(value: str) -> None:
-    with pytest.raises(UpstreamError, match=f"finishReason {value}") as failed:
-        decode(body([], value))
-    assert failed.value.code == "upstream_error"
+    for parts in ([], [{"text": ""}]):
+        with pytest.raises(UpstreamError, match=f"finishReason {value}") as failed:
+            decode(body(parts, value))
+        assert failed.value.code == "upstream_error"
 
 
 def test_other_parts_are_not_read() -> None:

@@ -48,6 +48,8 @@ def test_overrides_win_over_the_file() -> None:
          "providers[0].base_url", 1, "must not hold credentials"),
         ('providers: [{name: p, kind: mock, headers: {Authorization: "Bearer sk-x"}}]\n',
          "providers[0].headers.Authorization", 1, "carries a credential"),
+        ('providers: [{name: p, kind: mock, headers: {x-portkey-provider: openai, x-portkey-api-key: pk}}]\n',
+         "providers[0].headers.x-portkey-api-key", 1, "carries a credential"),
     ],
 )  # fmt: skip
 def test_errors_name_the_field_and_line(text: str, path: str, line: int, reason: str) -> None:
