@@ -496,39 +496,3 @@ def test_embeddings_through_gemini(matrix_gw: GwServer, fakes: dict[str, Any]) -
     with pytest.raises(openai.BadRequestError) as caught:
         sdk.embeddings.create(model="gem/gemini-embedding-001", input=[[1, 2, 3]])
     assert caught.value.code == "native_feature_unsupported"
-
-
-def test_a_streamed_gemini_call_s_signature_goes_back_on_the_call(
-    matrix_gw: GwServer, fakes: dict[str, Any]
-) -> None:
-    """Gemini 3 streams thoughts, then the call with its thought signature; an Anthropic
-    client holds the signature in the thinking block, and gw puts it back on the call."""
-    gemini = fakes["gemini"]
-    gemini.clear()
-    call = ("get_weather", json.dumps(ARGUMENTS))
-    gemini.enqueue(
-        gemini_upstream.Behavior(thought="Look it up.", tool_calls=(call,), thought_signature="S1")
-    )
-    sdk = anthropic.Anthropic(base_url=matrix_gw.url, api_key="x", max_retries=0)
-    tool: anthropic.types.ToolParam = {"name": "get_weather", "input_schema": WEATHER["schema"]}
-    question: list[anthropic.types.MessageParam] = [{"role": "user", "content": "Weather?"}]
-    ask: dict[str, Any] = {"model": "to-gemini", "max_tokens": 500, "tools": [tool]}
-    with sdk.messages.stream(messages=question, **ask) as events:
-        answer = events.get_final_message()
-    tool_use = next(block for block in answer.content if block.type == "tool_use")
-    result: anthropic.types.ToolResultBlockParam = {
-        "type": "tool_result",
-        "tool_use_id": tool_use.id,
-        "content": "18 C",
-    }
-    sdk.messages.create(
-        messages=[
-            *question,
-            {"role": "assistant", "content": answer.content},
-            {"role": "user", "content": [result]},
-        ],
-        **ask,
-    )
-    model_turn = gemini.requests[-1].json["contents"][1]
-    calls = [part for part in model_turn["parts"] if "functionCall" in part]
-    assert calls[0]["thoughtSignature"] == "S1"

@@ -229,7 +229,7 @@ class _RequestEncoder:
             self._function_call(call, f"{where}.tool_calls[{i}]")
             for i, call in enumerate(message.tool_calls)
         ]
-        unused = _place_signatures(loose, thoughts, texts, calls)
+        unused = _place_signatures(loose, texts, calls)
         if unused:
             self.note(
                 f"{where}.content",
@@ -399,19 +399,15 @@ def _empty_text(part: ContentPart) -> bool:
     return isinstance(part, TextPart) and not part.text
 
 
-def _place_signatures(
-    loose: list[str], thoughts: list[JSONObject], texts: list[JSONObject], calls: list[JSONObject]
-) -> int:
+def _place_signatures(loose: list[str], texts: list[JSONObject], calls: list[JSONObject]) -> int:
     """Put the signatures that came without text where Gemini wants them: one on each call
     in order (the first call gets the skip value without one), else on the last text part.
-    Returns how many found no part."""
-    if calls and not loose:
-        # A streamed call's signature arrives after the thoughts before it and joins their
-        # block (Anthropic clients keep it there): it belongs on the first call, where
-        # Gemini 3 wants it, not on a thought.
-        signed = [thought for thought in thoughts if "thoughtSignature" in thought]
-        if signed:
-            loose.append(signed[-1].pop("thoughtSignature"))
+    Returns how many found no part.
+
+    A streamed call's signature joins the thinking block before it (where an Anthropic
+    client keeps it), so it comes back on that thought, and the call gets the skip value:
+    moving it onto the call would also move another provider's signature there, which
+    Gemini refuses on a call."""
     if calls:
         for call, signature in zip(calls, loose, strict=False):
             call["thoughtSignature"] = signature

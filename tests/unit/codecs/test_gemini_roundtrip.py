@@ -197,10 +197,8 @@ def assistant_turns(draw: st.DrawFn, counter: list[int]) -> list[Message]:
         counter[0] += 1
     if not (said or calls):
         said = [TextPart(text=draw(words))]
-    # A signature without text rides on the first call, or on the last text part. A turn
-    # with calls always has one here: without it, a thought's signature moves onto the
-    # first call (tested apart).
-    loose = [ThinkingPart(signature=draw(signatures))] if calls or draw(st.booleans()) else []
+    # A signature without text rides on the first call, or on the last text part.
+    loose = [ThinkingPart(signature=draw(signatures))] if draw(st.booleans()) else []
     turn: list[Message] = [
         AssistantMessage(content=(*thoughts, *loose, *said), tool_calls=tuple(calls))
     ]

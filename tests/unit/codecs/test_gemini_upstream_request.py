@@ -272,20 +272,20 @@ def test_signatures_go_back_where_they_came_from() -> None:
     assert result[3]["parts"] == [{"text": "Done.", "thoughtSignature": "sig-text"}]
 
 
-def test_a_streamed_call_s_signature_kept_on_its_thought_goes_back_on_the_call() -> None:
-    """A stream's call signature joins the thinking block before it (as Anthropic clients
-    then hold it): Gemini 3 wants it back on the first call, not the skip value."""
+def test_a_thought_s_signature_stays_on_it_and_the_call_gets_the_skip_value() -> None:
+    """It may be another provider's (an Anthropic answer before a fallback): on a call,
+    Gemini would refuse it."""
     result = contents(
         HI,
         AssistantMessage(
-            content=(ThinkingPart(text="I should look it up.", signature="sig-call"),),
+            content=(ThinkingPart(text="Claude thought.", signature="claude-sig"),),
             tool_calls=(CALL,),
         ),
     )
 
     assert result[1]["parts"] == [
-        {"text": "I should look it up.", "thought": True},
-        {"functionCall": {"name": "f", "args": {"x": 1}}, "thoughtSignature": "sig-call"},
+        {"text": "Claude thought.", "thought": True, "thoughtSignature": "claude-sig"},
+        {"functionCall": {"name": "f", "args": {"x": 1}}, "thoughtSignature": SKIP_SIGNATURE},
     ]
 
 
