@@ -286,11 +286,16 @@ class _RequestEncoder:
                 path = f"tools[{index}].parameters"
                 gemini = to_gemini_schema(tool.parameters, path=path)
                 # An empty root object is a function without arguments: declared without
-                # parameters (Gemini refuses an OBJECT with no properties).
-                nested = tuple(where for where in gemini.free_form if where != path)
-                if nested:
+                # parameters (Gemini refuses an OBJECT with no properties), unless it takes
+                # any keys (additionalProperties), as many MCP tools do.
+                free = tuple(
+                    where
+                    for where in gemini.free_form
+                    if where != path or _takes_any_keys(tool.parameters)
+                )
+                if free:
                     declaration["parametersJsonSchema"] = tool.parameters
-                    self._as_json_schema(path, "parametersJsonSchema", nested)
+                    self._as_json_schema(path, "parametersJsonSchema", free)
                 else:
                     self.notes.extend(gemini.notes)
                     if path not in gemini.free_form:
@@ -419,3 +424,8 @@ def _place_signatures(loose: list[str], texts: list[JSONObject], calls: list[JSO
         texts.append({"text": ""})
     texts[-1]["thoughtSignature"] = loose[-1]
     return len(loose) - 1
+
+
+def _takes_any_keys(schema: JSONObject) -> bool:
+    extra = schema.get("additionalProperties")
+    return (extra is not None and extra is not False) or "patternProperties" in schema

@@ -383,13 +383,21 @@ def test_free_form_objects_go_as_json_schema() -> None:
         "properties": {"url": {"type": "string"}, "headers": {"type": "object"}},
         "additionalProperties": False,
     }
-    no_args = ToolDefinition(name="ping", parameters={"type": "object", "properties": {}})
+    no_args = ToolDefinition(
+        name="ping", parameters={"type": "object", "properties": {}, "additionalProperties": False}
+    )
+    any_keys = {"type": "object", "additionalProperties": {"type": "string"}}
     typed = ToolDefinition(name="get", parameters={"type": "object", "properties": {"q": {}}})
     fmt = ResponseFormat(type="json_schema", json_schema={"type": "object"})
     request = ChatRequest(
         model="m",
         messages=(HI,),
-        tools=(ToolDefinition(name="fetch", parameters=free), no_args, typed),
+        tools=(
+            ToolDefinition(name="fetch", parameters=free),
+            no_args,
+            typed,
+            ToolDefinition(name="tag", parameters=any_keys),
+        ),
         response_format=fmt,
     )
 
@@ -402,12 +410,16 @@ def test_free_form_objects_go_as_json_schema() -> None:
         "name": "get",
         "parameters": {"type": "object", "properties": {"q": {}}},
     }
+    assert declarations[3] == {"name": "tag", "parametersJsonSchema": any_keys}
     assert body["generationConfig"]["responseJsonSchema"] == {"type": "object"}
     assert "responseSchema" not in body["generationConfig"]
     assert notes == (
         "tools[0].parameters: sent as parametersJsonSchema: Gemini's Schema has no form for an "
         "object without properties (tools[0].parameters.properties.headers); needs a Gemini 2.5 "
         "or newer model",
+        "tools[1].parameters.additionalProperties: removed",
+        "tools[3].parameters: sent as parametersJsonSchema: Gemini's Schema has no form for an "
+        "object without properties (tools[3].parameters); needs a Gemini 2.5 or newer model",
         "response_format.json_schema: sent as responseJsonSchema: Gemini's Schema has no form "
         "for an object without properties (response_format.json_schema); needs a Gemini 2.5 or "
         "newer model",
