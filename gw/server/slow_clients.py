@@ -13,9 +13,11 @@ begun a request gets a bare 408 and the connection is closed; an idle one is clo
 silently, as uvicorn's keep-alive timer does, since a client may already be reusing that
 connection for a request of its own.
 
-The head is bounded in size too: ``MAX_HEAD_BYTES`` read without the headers completing,
-or more than ``MAX_HEADERS`` header lines, get a bare 431 and the connection is closed
-(uvicorn bounds neither; within the timeout, a client could fill memory).
+The head is bounded in size too: a URL and header lines over ``MAX_HEAD_BYTES``, or more
+than ``MAX_HEADERS`` lines, get a bare 431 and the connection is closed (after a response
+under way, for a pipelined request); uvicorn bounds neither, and within the timeout a
+client could fill memory. A header line still arriving is held by the parser, so reads
+spent inside one head are bounded by the same size.
 
 The body is bounded elsewhere: gw reads it within server.body_timeout
 (``gw/server/ingress.py``).
@@ -41,8 +43,9 @@ class HeaderTimeoutProtocol(HangUpNoticeProtocol, DirectBodyProtocol, WebSocketR
 
     _header_timer: asyncio.TimerHandle | None = None
     _in_head = False  # a request has begun and its headers are not complete yet
-    _head_bytes = 0  # bytes received while a head was incomplete
-    _head_too_large = False
+    _head_bytes = 0  # the head's URL and header lines, as the parser completes them
+    _unfinished_bytes = 0  # reads that ended inside one head (see data_received)
+    _head_refused = False  # a head was too large: 431 once any response under way is out
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -53,38 +56,56 @@ class HeaderTimeoutProtocol(HangUpNoticeProtocol, DirectBodyProtocol, WebSocketR
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._head_refused:
+            return  # nothing more is read from this client
+        in_head = self._in_head
         super().data_received(data)
-        if self._in_head and not self._head_too_large:
-            self._head_bytes += len(data)
-            if self._head_bytes > MAX_HEAD_BYTES:
+        # A header line still incomplete is held by the parser: bound it by the reads that
+        # ended inside the head. The read it began in counts unless an earlier request is
+        # still being answered (then that read may hold the end of its body).
+        if self._in_head and (in_head or self.cycle is None or self.cycle.response_complete):
+            self._unfinished_bytes += len(data)
+            if self._unfinished_bytes > MAX_HEAD_BYTES:
                 self._refuse_head()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._in_head = True
-        self._head_bytes = 0
+        self._head_bytes = self._unfinished_bytes = 0
         # The request's first byte: its headers get the whole budget, however long the
         # connection sat idle before (that wait had its own, the same length).
         self._arm_header_timer()
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        self._head_bytes += len(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        super().on_header(name, value)
+        self._head_bytes += len(name) + len(value) + 4  # ": " and CRLF
 
     def on_headers_complete(self) -> None:
         # The headers are in: the timer stops before super(), which may refuse an upgrade.
         self._cancel_header_timer()
         self._in_head = False
-        if len(self.headers) > MAX_HEADERS:
-            self._head_too_large = True
-            raise HeadTooLargeError  # stops the parser; uvicorn answers it below
+        if len(self.headers) > MAX_HEADERS or self._head_bytes > MAX_HEAD_BYTES:
+            self._refuse_head()
+            raise HeadTooLargeError  # stops the parser; send_400_response below is a no-op
         super().on_headers_complete()
 
     def send_400_response(self, msg: str) -> None:
-        if self._head_too_large:
-            self._refuse_head()
-        else:
+        if not self._head_refused:
             super().send_400_response(msg)
 
     def _refuse_head(self) -> None:
-        self._head_too_large = True
+        """Answer 431 and close; after the response under way, if a pipelined head was
+        refused while an earlier request was still being answered."""
+        self._head_refused = True
         self._cancel_header_timer()
+        if self.cycle is None or self.cycle.response_complete:
+            self._send_431()
+
+    def _send_431(self) -> None:
         if not self.transport.is_closing():
             self.transport.write(closing_response(431, self.server_state.default_headers))
             self.transport.close()
@@ -93,7 +114,9 @@ class HeaderTimeoutProtocol(HangUpNoticeProtocol, DirectBodyProtocol, WebSocketR
         # A pipelined request waiting behind this response already has its headers.
         pipelined = bool(self.pipeline)
         super().on_response_complete()
-        if not pipelined and not self.transport.is_closing():
+        if self._head_refused:
+            self._send_431()
+        elif not pipelined and not self.transport.is_closing():
             self._arm_header_timer()
 
     def _arm_header_timer(self) -> None:
@@ -120,7 +143,8 @@ MAX_HEADERS = 128
 
 
 class HeadTooLargeError(httptools.HttpParserError):
-    """More header lines than ``MAX_HEADERS``."""
+    """A complete head over ``MAX_HEAD_BYTES`` or ``MAX_HEADERS``: raised in the parser's
+    callback to stop it (uvicorn catches parser errors)."""
 
 
 def header_timeout_protocol(seconds: float) -> type[HeaderTimeoutProtocol]:

@@ -109,6 +109,25 @@ def test_a_head_past_its_size_limit_gets_431_before_it_ends(strict_gw: GwServer)
         assert_bare_close(read_until_closed(raw), b"HTTP/1.1 431 Request Header Fields Too Large")
 
 
+def test_a_complete_head_over_the_size_limit_gets_431(strict_gw: GwServer) -> None:
+    big = b"x-big: " + b"a" * (MAX_HEAD_BYTES + 1024) + b"\r\n"
+    with connect(strict_gw) as raw:
+        raw.sendall(b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n" + big + b"\r\n")
+        assert_bare_close(read_until_closed(raw), b"HTTP/1.1 431 Request Header Fields Too Large")
+
+
+def test_a_pipelined_oversized_head_is_refused_after_the_answer_before_it(
+    strict_gw: GwServer,
+) -> None:
+    lines = b"".join(b"x-h%d: v\r\n" % n for n in range(MAX_HEADERS + 1))
+    with connect(strict_gw) as raw:
+        raw.sendall(LIVEZ + b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n" + lines + b"\r\n")
+        refusal = b"HTTP/1.1 431 Request Header Fields Too Large"
+        answered, _, refused = read_until_closed(raw).partition(refusal)
+        assert answered.startswith(b"HTTP/1.1 200")
+        assert_bare_close(refusal + refused, refusal)
+
+
 def test_a_head_within_the_limits_is_served(strict_gw: GwServer) -> None:
     lines = b"".join(b"x-h%d: %s\r\n" % (n, b"v" * 400) for n in range(MAX_HEADERS - 2))
     with connect(strict_gw) as raw:
