@@ -95,15 +95,14 @@ def vault_references(config: Config) -> dict[str, str]:
     """Each ``vault:NAME`` the config refers to, field -> NAME, in config order."""
     fields: dict[str, str | None] = {"auth.admin_key": config.auth.admin_key}
     for index, provider in enumerate(config.providers):
-        fields[f"providers[{index}].api_key"] = provider.api_key
-        for position, account in enumerate(provider.accounts):
-            fields[f"providers[{index}].accounts[{position}].api_key"] = account.api_key
-    for index, provider in enumerate(config.providers):
-        for name, value in provider.headers.items():
-            fields[f"providers[{index}].headers.{name}"] = value
-        for position, account in enumerate(provider.accounts):
-            for name, value in account.headers.items():
-                fields[f"providers[{index}].accounts[{position}].headers.{name}"] = value
+        holders = [(f"providers[{index}]", provider)] + [
+            (f"providers[{index}].accounts[{position}]", account)
+            for position, account in enumerate(provider.accounts)
+        ]
+        for where, holder in holders:
+            fields[f"{where}.api_key"] = holder.api_key
+            for name, value in holder.headers.items():
+                fields[f"{where}.headers.{name}"] = value
     for name, value in config.telemetry.otlp.headers.items():  # resolved at start: gw/startup
         fields[f"telemetry.otlp.headers.{name}"] = value
     prefix = f"{VAULT_SCHEME}:"
