@@ -8,7 +8,8 @@ as a lossy-translation note on the attempt (``gw explain``), never silently.
 
 from __future__ import annotations
 
-from gw.ir import ChatRequest
+from gw.codecs.fields import is_type_name
+from gw.ir import AssistantMessage, ChatRequest, NativeBlock
 
 
 def foreign_field_notes(request: ChatRequest, upstream_format: str) -> list[str]:
@@ -23,4 +24,32 @@ def foreign_field_notes(request: ChatRequest, upstream_format: str) -> list[str]
             f"anthropic-beta {', '.join(request.betas)}: not sent (Anthropic beta features; "
             f"this upstream is {upstream_format})"
         )
+    notes.extend(native_block_notes(request, upstream_format))
     return notes
+
+
+def native_block_notes(request: ChatRequest, upstream_format: str) -> list[str]:
+    """Blocks of another format an assistant turn carries (``NativeBlock``): left out."""
+    notes: list[str] = []
+    for position, message in enumerate(request.messages):
+        if not isinstance(message, AssistantMessage):
+            continue
+        kinds = sorted(
+            {
+                _kind(part)
+                for part in message.content
+                if isinstance(part, NativeBlock) and part.format != upstream_format
+            }
+        )
+        if kinds:
+            notes.append(
+                f"messages[{position}]: {', '.join(kinds)} not sent (another format's blocks; "
+                f"this upstream is {upstream_format})"
+            )
+    return notes
+
+
+def _kind(block: NativeBlock) -> str:
+    kind = block.data.get("type")
+    # Only a type name is quoted: notes reach traces, and any other text may be a prompt's.
+    return kind if isinstance(kind, str) and is_type_name(kind) else f"a {block.format} block"

@@ -1,11 +1,21 @@
 """Canonical intermediate representation: every wire format translates to and from this."""
 
-from gw.ir.content import CacheMark, ContentPart, ImagePart, TextPart, ThinkingPart
+from gw.ir.content import (
+    CacheMark,
+    ContentPart,
+    FilePart,
+    ImagePart,
+    NativeBlock,
+    NativeFormat,
+    TextPart,
+    ThinkingPart,
+)
 from gw.ir.embeddings import EmbeddingInput, EmbeddingRequest, EmbeddingResponse
 from gw.ir.events import (
     ErrorEvent,
     Finish,
     FinishReason,
+    NativeEvent,
     StreamEvent,
     StreamStart,
     TextDelta,
@@ -24,6 +34,7 @@ from gw.ir.messages import (
 )
 from gw.ir.request import (
     ChatRequest,
+    Effort,
     Reasoning,
     ResponseFormat,
     Sampling,
@@ -39,14 +50,19 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "ContentPart",
+    "Effort",
     "EmbeddingInput",
     "EmbeddingRequest",
     "EmbeddingResponse",
     "ErrorEvent",
+    "FilePart",
     "Finish",
     "FinishReason",
     "ImagePart",
     "Message",
+    "NativeBlock",
+    "NativeEvent",
+    "NativeFormat",
     "Reasoning",
     "ResponseFormat",
     "Sampling",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from gw.ir.base import IRStruct
 
@@ -41,4 +41,31 @@ class ThinkingPart(IRStruct, tag="thinking", frozen=True, kw_only=True):
     redacted: str | None = None
 
 
-ContentPart = TextPart | ImagePart
+class FilePart(IRStruct, tag="file", frozen=True, kw_only=True):
+    """A document the user attached (a PDF, a text file): inline base64 ``data`` with its
+    ``media_type``, a ``url``, or a provider's ``file_id``; ``filename`` when given."""
+
+    data: str | None = None
+    media_type: str | None = None
+    url: str | None = None
+    file_id: str | None = None
+    filename: str | None = None
+    cache: CacheMark | None = None
+
+
+NativeFormat = Literal["anthropic", "openai_responses", "gemini"]
+
+
+class NativeBlock(IRStruct, tag="native", frozen=True, kw_only=True):
+    """A block the IR does not model, kept verbatim for the wire format it came from: an
+    Anthropic server tool call or its result (``server_tool_use``,
+    ``web_search_tool_result``), a Responses item (``reasoning`` with encrypted content, a
+    ``web_search_call``). Only an upstream of ``format`` is sent it; another leaves it out
+    and says so in the attempt's notes. ``data`` is the block's JSON object as received.
+    """
+
+    format: NativeFormat
+    data: dict[str, Any]
+
+
+ContentPart = TextPart | ImagePart | FilePart

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from gw.ir.base import IRStruct
+from gw.ir.content import NativeBlock
 from gw.ir.usage import Usage
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
@@ -50,6 +51,13 @@ class ToolCallDelta(IRStruct, tag="tool_call", frozen=True, kw_only=True):
     arguments: str = ""
 
 
+class NativeEvent(IRStruct, tag="native", frozen=True, kw_only=True):
+    """A whole block the IR does not model (``gw.ir.NativeBlock``), in stream order: sent
+    once complete, so a client of the same format replays it and others leave it out."""
+
+    block: NativeBlock
+
+
 class UsageEvent(IRStruct, tag="usage", frozen=True, kw_only=True):
     usage: Usage
 
@@ -67,5 +75,12 @@ class ErrorEvent(IRStruct, tag="error", frozen=True, kw_only=True):
 
 
 StreamEvent = (
-    StreamStart | TextDelta | ThinkingDelta | ToolCallDelta | UsageEvent | Finish | ErrorEvent
+    StreamStart
+    | TextDelta
+    | ThinkingDelta
+    | ToolCallDelta
+    | NativeEvent
+    | UsageEvent
+    | Finish
+    | ErrorEvent
 )

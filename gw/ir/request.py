@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from gw.ir.base import IRStruct
-from gw.ir.content import CacheMark, ImagePart
+from gw.ir.content import CacheMark, ImagePart, NativeBlock
 from gw.ir.messages import Message, UserMessage
 
 
@@ -43,12 +43,19 @@ class Sampling(IRStruct, frozen=True, kw_only=True):
     seed: int | None = None
 
 
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
 class Reasoning(IRStruct, frozen=True, kw_only=True):
-    """Reasoning the client asked for: a token budget (Anthropic ``thinking``) or an
-    effort level (OpenAI ``reasoning_effort``); each codec maps the one it has."""
+    """Reasoning the client asked for: a token budget (Anthropic ``thinking``), an effort
+    level (OpenAI ``reasoning_effort``, Responses ``reasoning.effort``), or ``adaptive``
+    (Anthropic: the model decides how much to think); each codec maps the one it has.
+    ``summary``: the reasoning summary a Responses client asked for."""
 
     budget_tokens: int | None = None
-    effort: Literal["minimal", "low", "medium", "high"] | None = None
+    effort: Effort | None = None
+    adaptive: bool = False
+    summary: Literal["auto", "concise", "detailed"] | None = None
 
 
 class ChatRequest(IRStruct, frozen=True, kw_only=True):
@@ -75,6 +82,10 @@ class ChatRequest(IRStruct, frozen=True, kw_only=True):
     # Anthropic beta features the client turned on (its ``anthropic-beta`` header): sent to
     # Anthropic upstreams, noted as not sent to others.
     betas: tuple[str, ...] = ()
+    # Tools that run on the provider's side and only its own format can ask for
+    # (Anthropic ``web_search_20250305``, Responses ``web_search``): each tool's JSON as the
+    # client sent it. Routing keeps only targets of that format.
+    native_tools: tuple[NativeBlock, ...] = ()
 
     @property
     def has_images(self) -> bool:

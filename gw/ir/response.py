@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gw.ir.base import IRStruct
-from gw.ir.content import TextPart, ThinkingPart
+from gw.ir.content import NativeBlock, TextPart, ThinkingPart
 from gw.ir.events import FinishReason
 from gw.ir.messages import ToolCall
 from gw.ir.usage import Usage
@@ -22,7 +22,10 @@ class ChatResponse(IRStruct, frozen=True, kw_only=True):
     # one (Anthropic: thinking, text, a tool call, more thinking, more text...). ``text``,
     # ``thinking`` and ``tool_calls`` hold the same answer grouped; a client format with
     # ordered blocks (Anthropic) sends these instead.
-    blocks: tuple[TextPart | ThinkingPart | ToolCall, ...] = ()
+    # ``NativeBlock`` s (server tool calls and results, Responses items the IR does not
+    # model) appear only here, in order; a client format that cannot carry them leaves
+    # them out.
+    blocks: tuple[TextPart | ThinkingPart | NativeBlock | ToolCall, ...] = ()
     finish_reason: FinishReason = "stop"
     stop_sequence: str | None = None
     usage: Usage | None = None

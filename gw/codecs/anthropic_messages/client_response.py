@@ -21,7 +21,15 @@ from typing import Any, Literal
 import msgspec
 
 from gw.errors import UpstreamError
-from gw.ir import ChatResponse, FinishReason, TextPart, ThinkingPart, ToolCall, Usage
+from gw.ir import (
+    ChatResponse,
+    FinishReason,
+    NativeBlock,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    Usage,
+)
 
 # IR finish reason -> Anthropic stop_reason. "stop" becomes "stop_sequence" when the stop
 # string that ended the answer is known. Anthropic has no "error"; an answer cut short by an
@@ -54,7 +62,10 @@ class ToolUseBlockOut(msgspec.Struct, tag_field="type", tag="tool_use"):
     input: dict[str, Any]
 
 
-BlockOut = TextBlockOut | ThinkingBlockOut | RedactedThinkingBlockOut | ToolUseBlockOut
+# msgspec.Raw: a block Anthropic sent that the IR keeps verbatim (server tools' blocks).
+BlockOut = (
+    TextBlockOut | ThinkingBlockOut | RedactedThinkingBlockOut | ToolUseBlockOut | msgspec.Raw
+)
 
 
 class UsageOut(msgspec.Struct, kw_only=True):
@@ -129,11 +140,14 @@ def _tool_use_out(call: ToolCall) -> ToolUseBlockOut:
     return ToolUseBlockOut(id=call.id, name=call.name, input=tool_input(call.arguments))
 
 
-def _block_out(block: TextPart | ThinkingPart | ToolCall) -> BlockOut:
+def _block_out(block: TextPart | ThinkingPart | NativeBlock | ToolCall) -> BlockOut | None:
+    """``block`` as Messages writes it; None for another format's native block."""
     if isinstance(block, TextPart):
         return TextBlockOut(text=block.text)
     if isinstance(block, ThinkingPart):
         return thinking_block_out(block)
+    if isinstance(block, NativeBlock):
+        return msgspec.Raw(_ENCODER.encode(block.data)) if block.format == "anthropic" else None
     return _tool_use_out(block)
 
 
@@ -148,7 +162,8 @@ def _grouped_content(response: ChatResponse) -> list[BlockOut]:
 
 def encode_messages_response(response: ChatResponse, *, message_id: str, model: str) -> bytes:
     """The ``message`` body; ``model`` is the upstream model that answered."""
-    content = [_block_out(block) for block in response.blocks] or _grouped_content(response)
+    ordered = [out for block in response.blocks if (out := _block_out(block)) is not None]
+    content = ordered or _grouped_content(response)
     reason, sequence = stop_reason(response.finish_reason, response.stop_sequence)
     body = _MessageOut(
         id=message_id,

@@ -31,8 +31,10 @@ from gw.ir import (
     AssistantMessage,
     CacheMark,
     ContentPart,
+    FilePart,
     ImagePart,
     Message,
+    NativeBlock,
     SystemMessage,
     TextPart,
     ThinkingPart,
@@ -133,6 +135,9 @@ def _blocks(message: UserMessage | AssistantMessage | ToolMessage) -> tuple[Role
                     blocks.append(_part(part))
                 elif isinstance(part, ToolCall):
                     blocks.append(_tool_use(part))
+                elif isinstance(part, NativeBlock):
+                    if part.format == "anthropic":
+                        blocks.append(part.data)
                 else:
                     thinking = _thinking(part)
                     if thinking is not None:
@@ -143,7 +148,27 @@ def _blocks(message: UserMessage | AssistantMessage | ToolMessage) -> tuple[Role
 def _part(part: ContentPart) -> JSONObject:
     if isinstance(part, TextPart):
         return _marked({"type": "text", "text": part.text}, part.cache)
+    if isinstance(part, FilePart):
+        return _marked(_document(part), part.cache)
     return _marked({"type": "image", "source": _image_source(part)}, part.cache)
+
+
+def _document(part: FilePart) -> JSONObject:
+    """A ``document`` block: a PDF or plain text, inline, by URL or by Files API id."""
+    source: JSONObject
+    if part.file_id is not None:
+        source = {"type": "file", "file_id": part.file_id}
+    elif part.url is not None and not part.url.startswith("data:"):
+        source = {"type": "url", "url": part.url}
+    else:
+        media_type, data = (
+            _data_url(part.url) if part.url is not None else (part.media_type, part.data or "")
+        )
+        source = {"type": "base64", "media_type": media_type or "application/pdf", "data": data}
+    block: JSONObject = {"type": "document", "source": source}
+    if part.filename:
+        block["title"] = part.filename
+    return block
 
 
 def _marked(block: JSONObject, mark: CacheMark | None) -> JSONObject:

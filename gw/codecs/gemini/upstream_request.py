@@ -46,6 +46,7 @@ from gw.ir import (
     AssistantMessage,
     ChatRequest,
     ContentPart,
+    FilePart,
     ImagePart,
     Reasoning,
     ResponseFormat,
@@ -183,11 +184,19 @@ class _RequestEncoder:
     def _user_part(self, part: ContentPart, where: str) -> JSONObject:
         if isinstance(part, TextPart):
             return {"text": part.text}
+        if isinstance(part, FilePart) and part.file_id is not None:
+            raise NativeFeatureUnsupportedError(
+                f"`{where}` names a file by id, which only its own provider knows; send the "
+                "file inline",
+                param=where,
+            )
         return self._media(part, where)
 
-    def _media(self, part: ImagePart, where: str) -> JSONObject:
-        if part.detail is not None:
+    def _media(self, part: ImagePart | FilePart, where: str) -> JSONObject:
+        if isinstance(part, ImagePart) and part.detail is not None:
             self.note(f"{where}.detail", "dropped (no Gemini field)")
+        if isinstance(part, FilePart) and part.filename is not None:
+            self.note(f"{where}.filename", "dropped (no Gemini field)")
         if part.data is not None:
             return _inline(part.media_type, part.data)
         url = part.url or ""

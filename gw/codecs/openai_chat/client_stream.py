@@ -27,6 +27,7 @@ from gw.errors import ERRORS_BY_CODE
 from gw.ir import (
     ErrorEvent,
     Finish,
+    NativeEvent,
     StreamEvent,
     StreamStart,
     TextDelta,
@@ -108,9 +109,10 @@ class ChatStreamEncoder:
     def encode(self, event: StreamEvent) -> bytes:
         """Zero or more complete ``data: {...}\\n\\n`` frames for ``event``."""
         match event:
-            case StreamStart() | ThinkingDelta():
+            case StreamStart() | ThinkingDelta() | NativeEvent():
                 # Nothing to send: the role goes with the first delta, and Chat
-                # Completions has no reasoning field (usage still counts it).
+                # Completions has no reasoning field (usage still counts it) and no
+                # other format's blocks.
                 return b""
             case TextDelta(text=text, refusal=refusal):
                 return self._refusal(text) if refusal else self._open("") + self._text(text)

@@ -13,6 +13,7 @@ from gw.ir import (
     AssistantMessage,
     ChatRequest,
     ContentPart,
+    FilePart,
     ImagePart,
     Message,
     Reasoning,
@@ -179,10 +180,31 @@ def _user_content(parts: tuple[ContentPart, ...]) -> str | list[JSONObject]:
 def _part(part: ContentPart) -> JSONObject:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
+    if isinstance(part, FilePart):
+        return {"type": "file", "file": _file(part)}
     image: JSONObject = {"url": _image_url(part)}
     if part.detail is not None:
         image["detail"] = part.detail
     return {"type": "image_url", "image_url": image}
+
+
+def _file(part: FilePart) -> JSONObject:
+    """Chat Completions' ``file`` part: a ``file_id``, or the data as a data: URL."""
+    if part.file_id is not None:
+        return {"file_id": part.file_id}
+    file: JSONObject = {}
+    if part.filename is not None:
+        file["filename"] = part.filename
+    if part.url is not None and not part.url.startswith("data:"):
+        raise NativeFeatureUnsupportedError(
+            "a file given by URL cannot be sent to an OpenAI-format upstream (it takes file "
+            "data or a file_id); send the file inline, or route to a provider that fetches "
+            "URLs (Anthropic)",
+            param="file_url",
+        )
+    media_type = part.media_type or "application/pdf"
+    file["file_data"] = part.url or f"data:{media_type};base64,{part.data or ''}"
+    return file
 
 
 def _image_url(part: ImagePart) -> str:
