@@ -12,7 +12,9 @@ import msgspec
 
 from gw.config.units import ByteSize, Duration
 
-ProviderKind = Literal["openai", "openai_compatible", "anthropic", "gemini", "azure_openai", "mock"]
+ProviderKind = Literal[
+    "openai", "openai_compatible", "openai_responses", "anthropic", "gemini", "azure_openai", "mock"
+]  # fmt: skip
 Strategy = Literal["priority", "weighted", "lowest_cost", "lowest_latency", "highest_quality"]
 Capability = Literal["tools", "vision", "json_schema", "json_object", "reasoning", "embeddings"]
 AuthMode = Literal["open", "keys"]
