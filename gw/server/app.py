@@ -30,6 +30,7 @@ from gw.server.metrics_endpoint import metrics_handlers
 from gw.server.models import model_handlers
 from gw.server.openapi_doc import openapi_handlers
 from gw.server.responses import JSON, gw_headers
+from gw.server.responses_api import RESPONSES_PATH, responses_endpoint, responses_handlers
 from gw.server.services import HttpRequest, ServerServices
 
 Hook = Callable[[], Awaitable[None]]
@@ -60,10 +61,12 @@ def build_app(
     errors = ErrorPages(services)
     guard = open_mode_guard(services, errors.render)
     chat, messages = chat_endpoint(services), messages_endpoint(services)
+    responses = responses_endpoint(services)
     app = GatewayLitestar(
         before_request=guard,
         route_handlers=[
             *chat_handlers(chat),
+            *responses_handlers(responses),
             *embedding_handlers(services),
             *message_handlers(services, messages),
             *model_handlers(services),
@@ -84,7 +87,7 @@ def build_app(
         openapi_config=None,  # /openapi.json is hand-written: gw/server/openapi_doc.py
         cors_config=cors_config(services.snapshot().config.server.cors_origins),
     )
-    endpoints = {CHAT_PATH: chat, MESSAGES_PATH: messages}
+    endpoints = {CHAT_PATH: chat, MESSAGES_PATH: messages, RESPONSES_PATH: responses}
 
     def untraced_headers() -> dict[str, str]:
         return gw_headers(new_request_id(), "-", services.snapshot().revision)

@@ -1,0 +1,74 @@
+"""POST /v1/responses: the OpenAI Responses API in, the same format out.
+
+The request goes through the IR like every other client format (gw/server/ingress.py),
+so any upstream serves it; a ``kind: openai_responses`` upstream gets what the IR does not
+model back verbatim (gw/codecs/openai_responses/).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Response, post
+from litestar.datastructures import Headers
+from litestar.handlers import HTTPRouteHandler
+
+from gw.codecs.openai_responses.client_request import decode_responses_request
+from gw.codecs.openai_responses.client_response import encode_responses_response
+from gw.codecs.openai_responses.client_stream import ResponsesStreamEncoder
+from gw.errors import GatewayError
+from gw.execution.gateway import RequestContext
+from gw.execution.stream_session import StreamSession
+from gw.ir import ChatRequest, ChatResponse
+from gw.record import TraceRecord
+from gw.server.fast_path import Endpoint
+from gw.server.ingress import serve_chat
+from gw.server.responses import openai_error_response
+from gw.server.services import HttpRequest, ServerServices
+
+
+class OpenAIResponsesFormat:
+    endpoint = "responses"
+
+    def decode(self, body: bytes, headers: Headers) -> ChatRequest:
+        return decode_responses_request(body)
+
+    def check_response(self, response: ChatResponse) -> None:
+        """Every answer the IR holds has a Responses form."""
+
+    def encode_response(
+        self, response: ChatResponse, ctx: RequestContext, chat: ChatRequest
+    ) -> bytes:
+        return encode_responses_response(
+            response, chat, request_id=ctx.request_id, created_at=int(ctx.started_at)
+        )
+
+    def stream_encoder(
+        self, session: StreamSession, ctx: RequestContext, chat: ChatRequest
+    ) -> ResponsesStreamEncoder:
+        return ResponsesStreamEncoder(
+            request=chat,
+            request_id=ctx.request_id,
+            model=session.reported_model,
+            created_at=int(ctx.started_at),
+        )
+
+    def error_response(self, error: GatewayError, trace: TraceRecord) -> Response[bytes]:
+        return openai_error_response(error, trace)
+
+
+RESPONSES_PATH = "/v1/responses"
+
+
+def responses_endpoint(services: ServerServices) -> Endpoint:
+    """The endpoint function, for Litestar's route and for the fast path (fast_path.py)."""
+    client = OpenAIResponsesFormat()
+
+    async def create_response(request: HttpRequest) -> Response[Any]:
+        return await serve_chat(services, client, request)
+
+    return create_response
+
+
+def responses_handlers(endpoint: Endpoint) -> list[HTTPRouteHandler]:
+    return [post(RESPONSES_PATH, status_code=200, include_in_schema=False)(endpoint)]
