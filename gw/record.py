@@ -16,6 +16,7 @@ UsageSource = Literal["provider", "estimate"]
 REQUEST_ID_PREFIX = "req_"
 MAX_CLIENT_REQUEST_ID = 128
 MESSAGE_ID_PREFIX = "msg_"  # Anthropic's; gw's /v1/messages answers carry msg_ + the id
+RESPONSE_ID_PREFIX = "resp_"  # OpenAI Responses'; gw's /v1/responses answers: resp_ + the id
 
 
 def message_id(request_id: str) -> str:
@@ -30,11 +31,17 @@ def kept_client_request_id(sent: str) -> str:
 
 
 def request_id_of(given: str) -> str:
-    """The request id behind an id a client holds: ``msg_...`` from ``message_id``, or the
-    request id (or a prefix of it) itself."""
-    if given.startswith(MESSAGE_ID_PREFIX):
-        return REQUEST_ID_PREFIX + given.removeprefix(MESSAGE_ID_PREFIX)
+    """The request id behind an id a client holds: ``msg_...`` from ``message_id``,
+    ``resp_...`` from ``response_id``, or the request id (or a prefix of it) itself."""
+    for prefix in (MESSAGE_ID_PREFIX, RESPONSE_ID_PREFIX):
+        if given.startswith(prefix):
+            return REQUEST_ID_PREFIX + given.removeprefix(prefix)
     return given
+
+
+def response_id(request_id: str) -> str:
+    """The Responses id gw gives the answer to ``request_id``."""
+    return RESPONSE_ID_PREFIX + request_id.removeprefix(REQUEST_ID_PREFIX)
 
 
 class RecordStruct(msgspec.Struct, frozen=True, kw_only=True):

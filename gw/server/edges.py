@@ -19,7 +19,10 @@ from litestar.config.cors import CORSConfig
 
 from gw.server.auth import is_loopback
 
-EXPOSED_HEADERS = ["x-gw-request-id", "x-gw-route", "x-gw-revision", "x-gw-queue-ms"]
+EXPOSED_HEADERS = [
+    "x-gw-request-id", "x-gw-route", "x-gw-revision", "x-gw-queue-ms", "x-request-id",
+    "request-id",
+]  # fmt: skip
 
 
 def cors_config(origins: tuple[str, ...]) -> CORSConfig | None:

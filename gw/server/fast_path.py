@@ -56,6 +56,12 @@ class FastPath:
                 # Litestar answers OPTIONS (and CORS preflights) itself, without the
                 # x-gw-* headers every /v1 response carries (DESIGN.md): added here.
                 send = _adding(send, self._gw_headers)
+            elif method == "HEAD":
+                # HEAD is answered wherever GET is (Litestar routes GET only: a HEAD got
+                # 405, e.g. Claude Code's start-up check of the base URL): the GET's head,
+                # no body.
+                scope = {**scope, "method": "GET"}
+                send = _headless(send)
         await self.app(scope, receive, send)
 
     async def _serve(self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
@@ -76,6 +82,17 @@ def _adding(send: Send, headers: HeaderSource) -> Send:
             if not any(name.lower() == b"x-gw-request-id" for name, _ in present):
                 added = [(k.encode(), v.encode()) for k, v in headers().items()]
                 message = {**message, "headers": present + added}
+        await send(message)
+
+    return sending
+
+
+def _headless(send: Send) -> Send:
+    """``send``, with every body chunk emptied: the answer to a HEAD request."""
+
+    async def sending(message: Any) -> None:
+        if message["type"] == "http.response.body" and message.get("body"):
+            message = {**message, "body": b""}
         await send(message)
 
     return sending

@@ -15,8 +15,13 @@ JSON = "application/json"
 
 
 def gw_headers(request_id: str, route: str, revision: int) -> dict[str, str]:
+    # The id also goes under the names the SDKs read it from (the OpenAI SDKs'
+    # ``_request_id``: x-request-id; the Anthropic SDKs': request-id), on every format, so
+    # each client's request-id accessor shows the id `gw explain` takes.
     return {
         "x-gw-request-id": request_id,
+        "x-request-id": request_id,
+        "request-id": request_id,
         "x-gw-route": header_safe(route),
         "x-gw-revision": str(revision),
     }

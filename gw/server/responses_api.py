@@ -20,7 +20,7 @@ from gw.errors import GatewayError
 from gw.execution.gateway import RequestContext
 from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
-from gw.record import TraceRecord
+from gw.record import TraceRecord, response_id
 from gw.server.fast_path import Endpoint
 from gw.server.ingress import serve_chat
 from gw.server.responses import openai_error_response
@@ -40,7 +40,7 @@ class OpenAIResponsesFormat:
         self, response: ChatResponse, ctx: RequestContext, chat: ChatRequest
     ) -> bytes:
         return encode_responses_response(
-            response, chat, request_id=ctx.request_id, created_at=int(ctx.started_at)
+            response, chat, response_id=response_id(ctx.request_id), created_at=int(ctx.started_at)
         )
 
     def stream_encoder(
@@ -48,7 +48,7 @@ class OpenAIResponsesFormat:
     ) -> ResponsesStreamEncoder:
         return ResponsesStreamEncoder(
             request=chat,
-            request_id=ctx.request_id,
+            response_id=response_id(ctx.request_id),
             model=session.reported_model,
             created_at=int(ctx.started_at),
         )

@@ -27,10 +27,8 @@ from gw.ir import (
     ToolCall,
     Usage,
 )
-from gw.record import REQUEST_ID_PREFIX
 
 FORMAT: NativeFormat = "openai_responses"
-RESPONSE_ID_PREFIX = "resp_"
 _ENCODER = msgspec.json.Encoder()
 # Keys of extensions["openai_responses"] echoed in the response object.
 _ECHOED = ("metadata", "previous_response_id", "store", "truncation", "service_tier",
@@ -48,13 +46,9 @@ _ENDINGS: dict[FinishReason, tuple[str, str | None]] = {
 JSONObject = dict[str, Any]
 
 
-def response_id(request_id: str) -> str:
-    """The Responses id gw gives the answer to ``request_id`` (``gw explain`` takes it)."""
-    return RESPONSE_ID_PREFIX + request_id.removeprefix(REQUEST_ID_PREFIX)
-
-
-def item_id(prefix: str, request_id: str, index: int) -> str:
-    return f"{prefix}_{request_id.removeprefix(REQUEST_ID_PREFIX)}_{index}"
+def item_id(prefix: str, response_id: str, index: int) -> str:
+    """An output item's id: its kind's prefix, the response's id and its position."""
+    return f"{prefix}_{response_id.partition('_')[2] or response_id}_{index}"
 
 
 def usage_object(usage: Usage) -> JSONObject:
@@ -78,7 +72,7 @@ def ending(reason: FinishReason) -> tuple[str, str | None]:
 def response_object(
     request: ChatRequest,
     *,
-    request_id: str,
+    response_id: str,
     created_at: int,
     model: str,
     status: str,
@@ -89,7 +83,7 @@ def response_object(
 ) -> JSONObject:
     """The ``response`` object, with the request's settings echoed."""
     body: JSONObject = {
-        "id": response_id(request_id),
+        "id": response_id,
         "object": "response",
         "created_at": created_at,
         "status": status,
@@ -119,7 +113,7 @@ def response_object(
     return body
 
 
-def output_items(response: ChatResponse, request_id: str) -> list[JSONObject]:
+def output_items(response: ChatResponse, response_id: str) -> list[JSONObject]:
     """The answer's output items, in the order the model produced them when known."""
     blocks: tuple[TextPart | ThinkingPart | NativeBlock | ToolCall, ...]
     if response.blocks:
@@ -131,16 +125,16 @@ def output_items(response: ChatResponse, request_id: str) -> list[JSONObject]:
     for block in blocks:
         index = len(items)
         if isinstance(block, TextPart):
-            items.append(message_item(item_id("msg", request_id, index), block.text))
+            items.append(message_item(item_id("msg", response_id, index), block.text))
         elif isinstance(block, ThinkingPart):
-            items.append(reasoning_item(item_id("rs", request_id, index), block.text))
+            items.append(reasoning_item(item_id("rs", response_id, index), block.text))
         elif isinstance(block, ToolCall):
-            items.append(function_call_item(item_id("fc", request_id, index), block))
+            items.append(function_call_item(item_id("fc", response_id, index), block))
         elif block.format == FORMAT:
             items.append(block.data)
     if response.refusal:
         items.append(
-            message_item(item_id("msg", request_id, len(items)), response.refusal, refusal=True)
+            message_item(item_id("msg", response_id, len(items)), response.refusal, refusal=True)
         )
     return items
 
@@ -182,17 +176,17 @@ def function_call_item(item: str, call: ToolCall, *, status: str = "completed") 
 
 
 def encode_responses_response(
-    response: ChatResponse, request: ChatRequest, *, request_id: str, created_at: int
+    response: ChatResponse, request: ChatRequest, *, response_id: str, created_at: int
 ) -> bytes:
     """The body of a non-streamed answer."""
     status, reason = ending(response.finish_reason)
     body = response_object(
         request,
-        request_id=request_id,
+        response_id=response_id,
         created_at=created_at,
         model=response.model or request.model,
         status=status,
-        output=output_items(response, request_id),
+        output=output_items(response, response_id),
         usage=response.usage,
         incomplete_reason=reason,
     )

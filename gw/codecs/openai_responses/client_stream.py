@@ -78,10 +78,10 @@ class ResponsesStreamEncoder:
     """Stateful encoder for one client stream; ``encode`` each event, then ``done()``."""
 
     def __init__(
-        self, *, request: ChatRequest, request_id: str, model: str, created_at: int
+        self, *, request: ChatRequest, response_id: str, model: str, created_at: int
     ) -> None:
         self._request = request
-        self._request_id = request_id
+        self._response_id = response_id
         self._model = model
         self._created_at = created_at
         self._sequence = 0
@@ -179,7 +179,7 @@ class ResponsesStreamEncoder:
         if call is None:
             index = len(self._output)
             call = _Call(
-                index, item_id("fc", self._request_id, index), event.id or "", event.name or ""
+                index, item_id("fc", self._response_id, index), event.id or "", event.name or ""
             )
             self._calls[event.index] = call
             self._output.append(None)
@@ -213,7 +213,7 @@ class ResponsesStreamEncoder:
         frames = self._close_open() + self._close_calls()
         index = len(self._output)
         prefix = "msg" if kind == "message" else "rs"
-        self._open = _Open(kind, index, item_id(prefix, self._request_id, index))
+        self._open = _Open(kind, index, item_id(prefix, self._response_id, index))
         self._output.append(None)
         item = (
             message_item(self._open.item, "", status="in_progress")
@@ -326,7 +326,7 @@ class ResponsesStreamEncoder:
     ) -> JSONObject:
         return response_object(
             self._request,
-            request_id=self._request_id,
+            response_id=self._response_id,
             created_at=self._created_at,
             model=self._model,
             status=status,
