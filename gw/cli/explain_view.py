@@ -222,6 +222,7 @@ def _attempts_table(trace: TraceRecord) -> Table:
 CLIENT_FORMATS = {
     "chat.completions": "OpenAI chat",
     "messages": "Anthropic messages",
+    "responses": "OpenAI Responses",
     "embeddings": "OpenAI embeddings",
 }
 EMBEDDING_FORMATS = {

@@ -1,6 +1,6 @@
 """Every client format through gw to every upstream format, as the client SDKs parse it.
 
-Ingress (the openai and anthropic SDKs) x upstream (openai, azure_openai, gemini, mock, and
+Ingress (the openai SDK's chat and Responses APIs, the anthropic SDK) x upstream (openai, azure_openai, gemini, mock, and
 anthropic) x {whole answer, stream} x {plain text, a tool call round trip, an image}.
 Each upstream is a fake speaking its provider's real wire format on loopback; the
 assertions are on what the client SDK parsed: text, tool call name and arguments, stop
@@ -228,6 +228,81 @@ class AnthropicClient:
         return self._call(route, messages, stream=stream, tools=True)
 
 
+RESPONSES_STOPS = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+class ResponsesClient:
+    """The OpenAI SDK's ``client.responses`` (the Responses API, /v1/responses)."""
+
+    def __init__(self, gw: GwServer) -> None:
+        self.sdk = openai.OpenAI(base_url=gw.base_url, api_key="x", max_retries=0)
+
+    def _input(self, image: bool) -> list[Any]:
+        content: Any = "What is the weather in Paris?"
+        if image:
+            content = [
+                {"type": "input_text", "text": "What is this?"},
+                {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
+            ]
+        return [{"role": "user", "content": content}]
+
+    def _tools(self) -> list[Any]:
+        return [
+            {
+                "type": "function",
+                "name": WEATHER["name"],
+                "description": WEATHER["description"],
+                "parameters": WEATHER["schema"],
+                "strict": False,
+            }
+        ]
+
+    def _call(self, route: str, items: list[Any], *, stream: bool, tools: bool) -> Reply:
+        extra: dict[str, Any] = {"tools": self._tools()} if tools else {}
+        if stream:
+            with self.sdk.responses.stream(
+                model=route, input=items, max_output_tokens=200, **extra
+            ) as events:
+                final = events.get_final_response()
+        else:
+            final = self.sdk.responses.create(
+                model=route, input=items, max_output_tokens=200, **extra
+            )
+        calls = [
+            (item.call_id, item.name, json.loads(item.arguments))
+            for item in final.output
+            if item.type == "function_call"
+        ]
+        stop = "tool_calls" if calls else "stop"
+        if final.status == "incomplete" and final.incomplete_details is not None:
+            stop = RESPONSES_STOPS[final.incomplete_details.reason or ""]
+        assert final.usage is not None
+        return Reply(
+            final.output_text,
+            stop,
+            calls,
+            final.usage.input_tokens,
+            final.usage.output_tokens,
+        )
+
+    def ask(self, route: str, *, stream: bool, tools: bool = False, image: bool = False) -> Reply:
+        return self._call(route, self._input(image), stream=stream, tools=tools)
+
+    def answer_tool(self, route: str, first: Reply, *, stream: bool) -> Reply:
+        call_id, name, arguments = first.tool_calls[0]
+        items = [
+            *self._input(False),
+            {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": name,
+                "arguments": json.dumps(arguments),
+            },
+            {"type": "function_call_output", "call_id": call_id, "output": "sunny, 21 C"},
+        ]
+        return self._call(route, items, stream=stream, tools=True)
+
+
 # -- the upstreams -----------------------------------------------------------------------
 
 
@@ -381,9 +456,16 @@ def matrix_gw(
         yield server
 
 
-@pytest.fixture(params=["openai", "anthropic"])
+CLIENTS: dict[str, type[OpenAIClient | AnthropicClient | ResponsesClient]] = {
+    "openai": OpenAIClient,
+    "anthropic": AnthropicClient,
+    "responses": ResponsesClient,
+}
+
+
+@pytest.fixture(params=list(CLIENTS))
 def client(request: pytest.FixtureRequest, matrix_gw: GwServer) -> Client:
-    return OpenAIClient(matrix_gw) if request.param == "openai" else AnthropicClient(matrix_gw)
+    return CLIENTS[request.param](matrix_gw)
 
 
 @pytest.fixture(params=["openai", "azure_openai", "anthropic", "gemini", "mock"])

@@ -5,9 +5,9 @@ Codex consume: ``response.created`` and ``response.in_progress``; per output ite
 ``response.output_item.added``, its parts and deltas (``content_part.added``,
 ``output_text.delta``, ``refusal.delta``, ``reasoning_summary_part.added``,
 ``reasoning_summary_text.delta``, ``function_call_arguments.delta``), their ``.done``
-events and ``response.output_item.done``; then ``response.completed`` (or
-``response.incomplete``) with the whole response. Every event has a ``sequence_number``
-from 0. A failure after the first byte ends the stream with ``error`` and
+events and ``response.output_item.done``; then, once the upstream is done (its usage
+may follow the finish), ``response.completed`` (or ``response.incomplete``) with the whole
+response. Every event has a ``sequence_number`` from 0. A failure after the first byte ends the stream with ``error`` and
 ``response.failed``, never a second answer (invariant 3).
 
 Nothing is written before the upstream produced output (``StreamStart`` writes nothing),
@@ -40,6 +40,7 @@ from gw.ir import (
     ChatRequest,
     ErrorEvent,
     Finish,
+    FinishReason,
     NativeEvent,
     StreamEvent,
     StreamStart,
@@ -53,6 +54,7 @@ from gw.ir import (
 
 JSONObject = dict[str, Any]
 _ENCODER = msgspec.json.Encoder()
+_RATE_LIMITS = frozenset({"rate_limited", "concurrency_limited"})
 
 
 class _Open:
@@ -91,6 +93,7 @@ class ResponsesStreamEncoder:
         self._open: _Open | None = None
         self._calls: dict[int, _Call] = {}  # by the IR's tool call index
         self._usage: Usage | None = None
+        self._reason: FinishReason = "stop"
 
     def encode(self, event: StreamEvent) -> bytes:
         match event:
@@ -121,8 +124,11 @@ class ResponsesStreamEncoder:
         return start + frames
 
     def done(self) -> bytes:
-        """An answer that ended without a finish (it cannot, from the engine) still ends."""
-        return b"" if self._ended else self._start() + self._finish("stop")
+        """The closing event, ``response.completed`` or ``response.incomplete``: written
+        last, since usage may follow the finish (OpenAI chat upstreams send it after)."""
+        if self._ended:
+            return b""
+        return self._start() + self._close_open() + self._close_calls() + self._end()
 
     # -- items -----------------------------------------------------------------------
 
@@ -294,25 +300,29 @@ class ResponsesStreamEncoder:
             "response.in_progress", response=response
         )
 
-    def _finish(self, reason: Any) -> bytes:
-        frames = self._close_open() + self._close_calls()
+    def _finish(self, reason: FinishReason) -> bytes:
+        """Every item ends here; the response itself ends in ``done()``."""
+        self._reason = reason
+        if ending(reason)[0] == "failed":
+            return self._fail("upstream_error", "the upstream ended the answer with an error")
+        return self._close_open() + self._close_calls()
+
+    def _end(self) -> bytes:
         self._ended = True
-        status, incomplete = ending(reason)
-        if status == "failed":
-            return frames + self._fail(
-                "upstream_error", "the upstream ended the answer with an error"
-            )
+        status, incomplete = ending(self._reason)
         response = self._response(status, incomplete_reason=incomplete, usage=self._usage)
         kind = "response.completed" if status == "completed" else "response.incomplete"
-        return frames + self._event(kind, response=response)
+        return self._event(kind, response=response)
 
     def _fail(self, code: str, message: str) -> bytes:
         self._ended = True
         self._open = None
         self._calls.clear()
         error = self._event("error", code=code, message=message, param=None)
+        # response.error.code is one of OpenAI's own codes; gw's is in the error event.
+        kind = "rate_limit_exceeded" if code in _RATE_LIMITS else "server_error"
         response = self._response(
-            "failed", usage=self._usage, error={"code": code, "message": message}
+            "failed", usage=self._usage, error={"code": kind, "message": message}
         )
         return error + self._event("response.failed", response=response)
 
