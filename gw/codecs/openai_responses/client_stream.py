@@ -7,8 +7,9 @@ Codex consume: ``response.created`` and ``response.in_progress``; per output ite
 ``reasoning_summary_text.delta``, ``function_call_arguments.delta``), their ``.done``
 events and ``response.output_item.done``; then, once the upstream is done (its usage
 may follow the finish), ``response.completed`` (or ``response.incomplete``) with the whole
-response. Every event has a ``sequence_number`` from 0. A failure after the first byte ends the stream with ``error`` and
-``response.failed``, never a second answer (invariant 3).
+response. Every event has a ``sequence_number`` from 0. A failure after the first byte
+ends the stream with ``error`` and ``response.failed``, never a second answer
+(invariant 3).
 
 Nothing is written before the upstream produced output (``StreamStart`` writes nothing),
 so the engine may still fall back until then. A message or reasoning item closes when
