@@ -25,6 +25,14 @@ def foreign_field_notes(request: ChatRequest, upstream_format: str) -> list[str]
             f"this upstream is {upstream_format})"
         )
     notes.extend(native_block_notes(request, upstream_format))
+    foreign_tools = sorted(
+        {_kind(tool) for tool in request.native_tools if tool.format != upstream_format}
+    )
+    if foreign_tools:
+        notes.append(
+            f"tools {', '.join(foreign_tools)}: not sent (they run on another provider's "
+            f"side; this upstream is {upstream_format})"
+        )
     return notes
 
 
@@ -52,4 +60,4 @@ def native_block_notes(request: ChatRequest, upstream_format: str) -> list[str]:
 def _kind(block: NativeBlock) -> str:
     kind = block.data.get("type")
     # Only a type name is quoted: notes reach traces, and any other text may be a prompt's.
-    return kind if isinstance(kind, str) and is_type_name(kind) else f"a {block.format} block"
+    return kind if isinstance(kind, str) and is_type_name(kind) else f"a block ({block.format})"

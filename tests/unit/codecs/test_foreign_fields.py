@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from gw.codecs.foreign_fields import foreign_field_notes
 from gw.codecs.openai_chat.upstream_request import lossy_notes
-from gw.ir import ChatRequest, TextPart, ToolMessage, UserMessage
+from gw.ir import (
+    AssistantMessage,
+    ChatRequest,
+    NativeBlock,
+    TextPart,
+    ToolMessage,
+    UserMessage,
+)
 
 HI = UserMessage(content=(TextPart(text="hi"),))
 
@@ -39,3 +46,18 @@ def test_anthropic_betas_are_noted_for_other_upstreams_only() -> None:
         "(Anthropic beta features; this upstream is gemini)"
     ]
     assert foreign_field_notes(asked, "anthropic") == []
+
+
+def test_another_formats_blocks_and_tools_are_named_as_not_sent() -> None:
+    reasoning = NativeBlock(format="openai_responses", data={"type": "reasoning", "id": "rs"})
+    prompt_like = NativeBlock(format="openai_responses", data={"type": "a prompt's words"})
+    turn = AssistantMessage(content=(reasoning, prompt_like, TextPart(text="ok")))
+    search = NativeBlock(format="openai_responses", data={"type": "web_search"})
+    asked = ChatRequest(model="m", messages=(HI, turn, HI), native_tools=(search,))
+    assert foreign_field_notes(asked, "anthropic") == [
+        "messages[1]: a block (openai_responses), reasoning not sent (another format's blocks; "
+        "this upstream is anthropic)",
+        "tools web_search: not sent (they run on another provider's side; this upstream is "
+        "anthropic)",
+    ]
+    assert foreign_field_notes(asked, "openai_responses") == []
