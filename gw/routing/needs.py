@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gw.config.schema import Capability
+from gw.ir.content import NativeFormat
 from gw.ir.request import ChatRequest
 
 # An embeddings request needs exactly this, whatever its inputs.
@@ -37,3 +38,20 @@ def required_capabilities(request: ChatRequest) -> frozenset[Capability]:
     if reasoning is not None and (reasoning.effort is not None or reasoning.budget_tokens):
         needs.add("reasoning")
     return frozenset(needs)
+
+
+def required_native_format(request: ChatRequest) -> NativeFormat | None:
+    """The wire format a target must speak to serve ``request``'s provider-side tools
+    (``native_tools``), or None when any target may serve it.
+
+    Such tools are required only when the request cannot do without them: it offers no
+    function tool beside them (Claude Code's WebSearch turn: ``web_search`` alone). Offered
+    beside function tools (Codex sends ``web_search`` with its shell tools on every turn)
+    they are optional: a target of another format is sent the function tools, and its
+    attempt notes the tools left out (gw/codecs/foreign_fields.py). A target of the tools'
+    own format is still preferred by nothing here: the route's order decides.
+    """
+    native = request.native_tools
+    if not native or request.tools:
+        return None
+    return native[0].format
