@@ -8,7 +8,9 @@
       "client_request_id": null,          // the client's x-request-id, if sent
       "tenant": null,                     // the API key's tenant (null in open mode)
       "key_id": null,                     // the API key's id ("admin" for the admin key)
-      "endpoint": "chat.completions",     // or models.list, http (refused before a handler)
+      "endpoint": "chat.completions",     // the client's format: chat.completions, messages,
+                                          //   responses, gemini.generateContent, embeddings;
+                                          //   or models.list, http (refused before a handler)
       "requested_model": "chat",          // what the client put in "model"
       "stream": false,
       "status": 200,
@@ -114,7 +116,7 @@ def _header(trace: TraceRecord, tz: tzinfo | None) -> Panel:
     grid.add_column()
     rows: list[tuple[str, Text]] = [
         ("time", Text(f"{local_time(trace.time, tz)}  ({iso_utc(trace.time)})")),
-        ("endpoint", Text(trace.endpoint + ("  (stream)" if trace.stream else ""))),
+        ("endpoint", Text(_endpoint(trace))),
         ("requested model", Text(printable(trace.requested_model))),
     ]
     if trace.client_request_id is not None:
@@ -242,9 +244,25 @@ UPSTREAM_FORMATS = {
 }
 
 
+def client_format(endpoint: str) -> str:
+    """The client's wire format, by the trace's endpoint (``gemini.*``: Gemini's API)."""
+    if endpoint.startswith("gemini."):
+        return "Gemini " + endpoint.removeprefix("gemini.")
+    return CLIENT_FORMATS.get(endpoint, endpoint)
+
+
+def _endpoint(trace: TraceRecord) -> str:
+    """``responses  (OpenAI Responses, stream)``: the endpoint and the client's format."""
+    format_ = client_format(trace.endpoint)
+    shown = [format_] if format_ != trace.endpoint else []
+    if trace.stream:
+        shown.append("stream")
+    return trace.endpoint + (f"  ({', '.join(shown)})" if shown else "")
+
+
 def translation_line(trace: TraceRecord, attempt: AttemptRecord) -> str:
     """``OpenAI chat -> IR -> Anthropic messages``, and what the upstream format lost."""
-    client = CLIENT_FORMATS.get(trace.endpoint, trace.endpoint)
+    client = client_format(trace.endpoint)
     formats = EMBEDDING_FORMATS if trace.endpoint == "embeddings" else UPSTREAM_FORMATS
     upstream = formats.get(attempt.provider_kind or "", attempt.provider_kind or "?")
     line = f"{client} -> IR -> {upstream}"

@@ -41,6 +41,20 @@ function statusCell(status) {
   );
 }
 
+// The client's wire format by endpoint, as `gw explain` names it.
+const CLIENT_FORMATS = {
+  "chat.completions": "OpenAI chat",
+  messages: "Anthropic messages",
+  responses: "OpenAI Responses",
+  embeddings: "OpenAI embeddings",
+};
+
+function endpointText(trace) {
+  const format = CLIENT_FORMATS[trace.endpoint] || (trace.endpoint.startsWith("gemini.") ? "Gemini" : null);
+  const shown = [format, trace.stream ? "stream" : null].filter(Boolean);
+  return shown.length ? `${trace.endpoint} (${shown.join(", ")})` : trace.endpoint;
+}
+
 function summary(trace) {
   const answered = trace.answered_by ? `${trace.answered_by.provider}/${trace.answered_by.model}` : "nobody";
   return h(
@@ -55,7 +69,7 @@ function summary(trace) {
     ),
     facts([
       ["time", `${fmt.time(trace.time)}  (${trace.time})`],
-      ["endpoint", trace.stream ? `${trace.endpoint} (stream)` : trace.endpoint],
+      ["endpoint", endpointText(trace)],
       ["requested model", trace.requested_model || "–"],
       ["answered by", answered],
       ["client request id", trace.client_request_id],
