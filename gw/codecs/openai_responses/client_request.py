@@ -30,7 +30,7 @@ from gw.codecs.fields import (
     required,
 )
 from gw.codecs.openai_responses.client_items import decode_input
-from gw.errors import InvalidRequestError
+from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import (
     ChatRequest,
     Effort,
@@ -70,6 +70,7 @@ def decode_responses_request(body: bytes) -> ChatRequest:
     """Parse a client Responses request. Raises ``InvalidRequestError`` (or
     ``NativeFeatureUnsupportedError``) with ``param`` naming the field."""
     obj = _root(body)
+    _check_logprobs(obj)
     tools, native_tools = _tools(obj.get("tools"))
     extensions = {
         key: value for key, value in obj.items() if key not in _CONSUMED and value is not None
@@ -107,6 +108,20 @@ def _root(body: bytes) -> JSONObject:
     if not isinstance(raw, dict):
         raise InvalidRequestError("the request body must be a JSON object")
     return raw
+
+
+def _check_logprobs(obj: JSONObject) -> None:
+    """gw's answers carry no log probabilities (the IR has no place for them): asking for
+    them is refused, as on /v1/chat/completions, not answered with none."""
+    top = obj.get("top_logprobs")
+    include = obj.get("include")
+    if (top is not None and as_int(top, "top_logprobs") > 0) or (
+        isinstance(include, list) and "message.output_text.logprobs" in include
+    ):
+        param = "top_logprobs" if top else "include"
+        raise NativeFeatureUnsupportedError(
+            f"`{param}`: gw does not return log probabilities; leave them out", param=param
+        )
 
 
 def _model(obj: JSONObject) -> str:

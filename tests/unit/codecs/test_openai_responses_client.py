@@ -178,8 +178,16 @@ def test_bad_requests_name_the_field(body: dict[str, Any], param: str) -> None:
     assert caught.value.param == param
 
 
-def test_audio_input_is_refused_as_unsupported() -> None:
-    body = {"model": "m", "input": [{"role": "user", "content": [{"type": "input_audio"}]}]}
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"model": "m", "input": [{"role": "user", "content": [{"type": "input_audio"}]}]},
+        {"model": "m", "input": "x", "top_logprobs": 3},
+        {"model": "m", "input": "x", "include": ["message.output_text.logprobs"]},
+    ],
+    ids=["audio", "top_logprobs", "include-logprobs"],
+)
+def test_what_gw_cannot_answer_is_refused_as_unsupported(body: dict[str, Any]) -> None:
     with pytest.raises(NativeFeatureUnsupportedError):
         decode(body)
 
