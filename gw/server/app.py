@@ -24,6 +24,7 @@ from gw.server.edges import cors_config
 from gw.server.embeddings import embedding_handlers
 from gw.server.error_pages import ErrorPages
 from gw.server.fast_path import FastPath
+from gw.server.gemini_api import gemini_handlers
 from gw.server.ids import new_request_id
 from gw.server.messages import MESSAGES_PATH, message_handlers, messages_endpoint
 from gw.server.metrics_endpoint import metrics_handlers
@@ -69,6 +70,7 @@ def build_app(
             *responses_handlers(responses),
             *embedding_handlers(services),
             *message_handlers(services, messages),
+            *gemini_handlers(services),
             *model_handlers(services),
             *admin_handlers(services),
             *config_handlers(services),

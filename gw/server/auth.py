@@ -3,8 +3,9 @@
 ``open`` mode lets anyone in (any or no token; loopback only). ``keys`` mode needs a key:
 the admin key (``auth.admin_key``: every scope, no tenant) or an API key made by
 ``gw keys create`` (its tenant, scopes and model list), sent as ``Authorization: Bearer``
-or ``x-api-key``. API keys are checked by digest through ``KeyCache``, so a new key or a
-revocation takes effect within a second; an expired or revoked key gets 401, a key without
+or ``x-api-key`` (Gemini clients: ``x-goog-api-key``, or ``?key=`` on a Gemini API path).
+API keys are checked by digest through ``KeyCache``, so a new key or a revocation takes
+effect within a second; an expired or revoked key gets 401, a key without
 the scope an endpoint needs or outside its model list 403, and so does a key with an IP
 allowlist (``gw keys create --allow-ip``) used from an address outside it. That address is
 the one the server sees: the socket peer, or the ``X-Forwarded-For`` client when the peer is
@@ -29,6 +30,7 @@ import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Final, Literal
+from urllib.parse import parse_qs
 
 import msgspec
 
@@ -124,18 +126,20 @@ class Authenticator:
         return self._mode == "open" and self._open_until_keys
 
     async def authenticate(
-        self, headers: Mapping[str, str], client: str | None = None
+        self, headers: Mapping[str, str], client: str | None = None, query_key: str | None = None
     ) -> Principal:
         """The caller of a request with these ``headers`` from address ``client`` (the host
-        the server sees; None when unknown, which no IP allowlist admits)."""
+        the server sees; None when unknown, which no IP allowlist admits); ``query_key``:
+        a Gemini client's ``?key=`` (``query_api_key``)."""
         if self._mode == "open":
             if not (self._open_until_keys and await self._key_exists()):
                 return ANONYMOUS
             self._switch_to_keys()
-        token = bearer_token(headers)
+        token = bearer_token(headers, query_key)
         if token is None:
             raise AuthenticationFailedError(
-                "no API key: send it as 'Authorization: Bearer <key>' or 'x-api-key'"
+                "no API key: send it as 'Authorization: Bearer <key>' or 'x-api-key' "
+                "(Gemini clients: 'x-goog-api-key')"
             )
         digest = digest_of(token)
         # Digests compared, not the keys: equal length, so the timing tells nothing.
@@ -213,12 +217,31 @@ def require_model(principal: Principal, model: str) -> None:
     )
 
 
-def bearer_token(headers: Mapping[str, str]) -> str | None:
+def bearer_token(headers: Mapping[str, str], query_key: str | None = None) -> str | None:
     authorization = headers.get("authorization", "")
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
-    return headers.get("x-api-key") or None
+    return headers.get("x-api-key") or headers.get("x-goog-api-key") or query_key or None
+
+
+def is_gemini_path(path: str) -> bool:
+    """A path of Google's Gemini API: under /v1beta, or a model's method under /v1
+    (``/v1/models/{model}:generateContent``, where google-genai's default version puts it)."""
+    return (
+        path == "/v1beta"
+        or path.startswith("/v1beta/")
+        or (path.startswith("/v1/models/") and ":" in path)
+    )
+
+
+def query_api_key(path: str, query_string: bytes) -> str | None:
+    """The ``?key=`` Google's clients may send instead of a header: taken on Gemini API
+    paths only (``is_gemini_path``), so no other endpoint takes a key from a URL."""
+    if b"key=" not in query_string or not is_gemini_path(path):
+        return None
+    keys = parse_qs(query_string.decode("latin-1")).get("key")
+    return keys[0] if keys else None
 
 
 def is_loopback(host: str) -> bool:

@@ -1,8 +1,9 @@
 """Error responses for what goes wrong outside gw's handlers: routing, reading, bugs.
 
 Same shape, headers and trace as every other gw error: Anthropic's shape under
-/v1/messages, OpenAI's everywhere else. Litestar's exception handlers call these, and so
-does the inference fast path (gw/server/fast_path.py) for what its endpoints raise.
+/v1/messages, Google's on the Gemini API's paths, OpenAI's everywhere else. Litestar's
+exception handlers call these, and so does the inference fast path (gw/server/fast_path.py)
+for what its endpoints raise.
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ from gw.errors import (
     InvalidRequestError,
     MethodNotAllowedError,
 )
-from gw.server.responses import anthropic_error_response, openai_error_response
+from gw.server.auth import is_gemini_path
+from gw.server.responses import (
+    anthropic_error_response,
+    gemini_error_response,
+    openai_error_response,
+)
 from gw.server.services import HttpRequest, ServerServices
 
 logger = logging.getLogger("gw.server")
@@ -37,6 +43,8 @@ class ErrorPages:
         failed = services.gateway.reject(ctx, error, stream=False)
         if request.scope["path"].startswith("/v1/messages"):
             return anthropic_error_response(failed.error, failed.trace)
+        if is_gemini_path(request.scope["path"]):
+            return gemini_error_response(failed.error, failed.trace)
         return openai_error_response(failed.error, failed.trace)
 
     def framework_error(self, request: HttpRequest, exc: Exception) -> Response[bytes]:

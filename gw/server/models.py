@@ -1,5 +1,6 @@
 """GET /v1/models: the routes a client may name in ``model``, in OpenAI's list shape, or
-Anthropic's for the Anthropic SDK; GET /v1/models/{id}: one of them (``models.retrieve``)."""
+Anthropic's for the Anthropic SDK (Google's for google-genai: gw/server/gemini_models.py);
+GET /v1/models/{id}: one of them (``models.retrieve``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from litestar.handlers import HTTPRouteHandler
 from gw.errors import GatewayError, ModelNotFoundError
 from gw.execution.gateway import RequestContext
 from gw.server.auth import require_scope
+from gw.server.gemini_models import from_google_sdk, serve_model, serve_models
 from gw.server.responses import (
     JSON,
     anthropic_error_response,
@@ -24,6 +26,8 @@ from gw.server.services import HttpRequest, ServerServices
 def model_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     @get("/v1/models", include_in_schema=False)
     async def list_models(request: HttpRequest) -> Response[bytes]:
+        if from_google_sdk(request):
+            return await serve_models(services, request)
         ctx = services.begin(request, "models.list")
         try:
             names = await _visible_routes(services, ctx, request)
@@ -34,8 +38,13 @@ def model_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
         body = _anthropic_list(names, now) if anthropic else _openai_list(names, now)
         return _answer(ctx, body)
 
-    @get("/v1/models/{model_id:str}", include_in_schema=False)
+    # A path parameter: Gemini's POST /v1/models/{model}:generateContent shares this path,
+    # and its model may hold a slash (gw/server/gemini_api.py).
+    @get("/v1/models/{model_id:path}", include_in_schema=False)
     async def retrieve_model(request: HttpRequest, model_id: str) -> Response[bytes]:
+        model_id = model_id.lstrip("/")
+        if from_google_sdk(request):
+            return await serve_model(services, request, model_id)
         ctx = services.begin(request, "models.retrieve")
         try:
             names = await _visible_routes(services, ctx, request)

@@ -7,6 +7,7 @@ from urllib.parse import quote
 from litestar import Response
 
 from gw.codecs.anthropic_messages.client_errors import encode_error as encode_anthropic_error
+from gw.codecs.gemini.client_errors import encode_error as encode_gemini_error
 from gw.codecs.openai_chat import encode_error
 from gw.errors import GatewayError
 from gw.record import TraceRecord
@@ -74,6 +75,12 @@ def openai_error_response(error: GatewayError, trace: TraceRecord) -> Response[b
 def anthropic_error_response(error: GatewayError, trace: TraceRecord) -> Response[bytes]:
     body = encode_anthropic_error(error, gw_block=gw_block(error, trace))
     return _error_response(error, trace, body)
+
+
+def gemini_error_response(error: GatewayError, trace: TraceRecord) -> Response[bytes]:
+    return _error_response(
+        error, trace, encode_gemini_error(error, gw_block=gw_block(error, trace))
+    )
 
 
 def _error_response(error: GatewayError, trace: TraceRecord, body: bytes) -> Response[bytes]:

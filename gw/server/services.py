@@ -16,7 +16,7 @@ from gw.execution.latency import LatencyBook
 from gw.ports import Clock
 from gw.record import kept_client_request_id
 from gw.server.admission import Admission
-from gw.server.auth import Authenticator, Principal, bearer_token
+from gw.server.auth import Authenticator, Principal, bearer_token, query_api_key
 from gw.server.dashboard_sessions import DashboardSessions
 from gw.server.ids import new_request_id
 from gw.server.status import ServerFacts
@@ -92,14 +92,15 @@ class ServerServices:
         """Who sent ``request``, from the address the server sees (the socket peer, or the
         forwarded client behind a trusted proxy: uvicorn has rewritten ``client`` then)."""
         client = request.client.host if request.client is not None else None
-        if self.authenticator.mode == "keys" and bearer_token(request.headers) is None:
+        query_key = query_api_key(request.scope["path"], request.scope["query_string"])
+        if self.authenticator.mode == "keys" and bearer_token(request.headers, query_key) is None:
             # No key sent: a dashboard session cookie may stand in, for reads only.
             session = self.dashboard.authorize(
                 request.method, request.url.path, request.headers, request.cookies
             )
             if session is not None:
                 return session
-        return await self.authenticator.authenticate(request.headers, client)
+        return await self.authenticator.authenticate(request.headers, client, query_key)
 
     def begin(self, request: HttpRequest, endpoint: str) -> RequestContext:
         """Give the request its id and pin the current snapshot for its whole life."""
