@@ -13,7 +13,9 @@ from gw.ir.base import IRStruct
 from gw.ir.content import NativeBlock
 from gw.ir.usage import Usage
 
-FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
+# "pause": the provider paused a long turn (Anthropic's ``pause_turn``, while its server
+# tools run): the caller sends the answer back as it is to let the model go on.
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error", "pause"]
 
 
 class StreamStart(IRStruct, tag="start", frozen=True, kw_only=True):

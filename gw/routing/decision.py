@@ -14,6 +14,7 @@ RejectReason = Literal[
     "cost_ceiling",  # projected cost above limits.max_cost_per_request_usd
     "zero_weight",  # weighted strategy and weight 0
     "unhealthy",  # its circuit breaker is open (see gw/routing/health.py)
+    "native_tools",  # the request has provider-side tools only another kind of provider runs
 ]
 
 

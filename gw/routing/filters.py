@@ -3,6 +3,11 @@
 Each target becomes a ``Candidate``; the filters run in this order and the first that
 fails records its reason and a human ``detail`` on the candidate:
 
+0. ``native_tools``: the request needs tools its client's provider runs (Anthropic's web
+   search, ...; ``ChatRequest.native_tools`` when ``needs.required_native_format`` says
+   they are required) and the target's provider kind does not take that format
+   (``gw.config.wire_formats``). It overrides the others, as the one no catalog entry can
+   change; it costs nothing when the request has no such tools.
 1. ``missing_capability``: the catalog entry lacks a capability the request needs.
 2. ``context_window``: estimated input + max output tokens exceed the known window
    (for embeddings: the largest single input, ``window_tokens``, as each is embedded alone).
@@ -18,16 +23,19 @@ rank targets by price without pretending to know the answer's length.
 
 Relaxation (invariant 11): when the cost ceiling alone would leave no candidate, the
 targets it rejected are kept (``relaxed=True``) and the screening is ``degraded``.
-Capability and context-window rejections are never relaxed: such a call cannot succeed.
+Capability, native-tool and context-window rejections are never relaxed: such a call
+cannot succeed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import msgspec
 
 from gw.config.schema import Capability, ModelEntry
+from gw.ir import NativeBlock
 from gw.routing.decision import Candidate, RejectReason
 from gw.routing.health import HealthView
 from gw.routing.plan import PlannedTarget
@@ -55,6 +63,7 @@ def screen_targets(
     window_tokens: int | None = None,
     health: HealthView | None = None,
     priority_ranks: Sequence[int] | None = None,
+    native_tools: tuple[NativeBlock, ...] = (),
 ) -> Screening:
     """Run every filter over ``targets``; when nothing is left, relax health first, then
     the cost ceiling (invariant 11).
@@ -62,12 +71,14 @@ def screen_targets(
     ``window_tokens`` is what must fit the context window, when not ``input_tokens``.
     ``priority_ranks`` (one per target): kept candidates get that rank and their priority
     as score, which is the priority strategy's ranking when every target is kept (the
-    router checks; otherwise ranking overwrites both).
+    router checks; otherwise ranking overwrites both). ``native_tools``: the provider-side
+    tools the request needs (one client's, so of one format); empty when none is needed.
     """
     window_input = input_tokens if window_tokens is None else window_tokens
     # What a passing target must satisfy, worked out once (this loop runs per request).
     window_needed = window_input + (max_output_tokens or 0)
     output_tokens = PROJECTED_OUTPUT_TOKENS if max_output_tokens is None else max_output_tokens
+    native = native_tools[0].format if native_tools else None
     kept: list[Candidate] = []
     rejected: list[Candidate] = []
     notes: list[str] = []
@@ -98,6 +109,8 @@ def screen_targets(
                     cost=cost,
                     max_cost_usd=max_cost_usd,
                 )
+        if native is not None and planned.native_format != native:
+            reason, detail = "native_tools", native_tools_detail(native_tools)
         if health:
             verdict = health.get(planned.key)
             if verdict is not None:
@@ -123,6 +136,30 @@ def screen_targets(
     if not kept and max_cost_usd is not None:
         return _relax_cost_ceiling(rejected, notes, max_cost_usd)
     return Screening(kept=tuple(kept), rejected=tuple(rejected), notes=tuple(notes))
+
+
+def native_tools_detail(tools: tuple[NativeBlock, ...]) -> str:
+    """Why a target cannot take ``tools``: their types, and the provider kind that can."""
+    fmt = tools[0].format
+    return (
+        f"cannot run {', '.join(native_tool_names(tools))} ({fmt} tools, run by the "
+        f"provider): only a kind: {fmt} provider can"
+    )
+
+
+def native_tool_names(tools: tuple[NativeBlock, ...]) -> list[str]:
+    """The tools' types, each once, in order; a type that is not a plain name (client
+    text, which must not reach traces) as ``a tool of format <format>``."""
+    names: dict[str, None] = {}
+    for tool in tools:
+        kind = tool.data.get("type")
+        plain = isinstance(kind, str) and _TYPE_NAME.fullmatch(kind)
+        names[kind if plain and isinstance(kind, str) else f"a tool of format {tool.format}"] = None
+    return list(names)
+
+
+# A type name safe to quote (as gw.codecs.fields.is_type_name: routing does not import codecs).
+_TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 
 def projected_cost_usd(

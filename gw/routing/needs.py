@@ -18,7 +18,8 @@ def required_capabilities(request: ChatRequest) -> frozenset[Capability]:
       other than ``none``);
     - ``vision``: a user message holds an image;
     - ``json_schema`` / ``json_object``: the matching ``response_format`` type;
-    - ``reasoning``: the client asked for reasoning (a thinking budget above 0, or an effort).
+    - ``reasoning``: the client asked for reasoning (a thinking budget above 0, an effort,
+      or adaptive thinking).
     """
     choice = request.tool_choice
     response_format = request.response_format
@@ -35,7 +36,9 @@ def required_capabilities(request: ChatRequest) -> frozenset[Capability]:
         needs.add("json_schema")
     if response_format is not None and response_format.type == "json_object":
         needs.add("json_object")
-    if reasoning is not None and (reasoning.effort is not None or reasoning.budget_tokens):
+    if reasoning is not None and (
+        reasoning.effort is not None or reasoning.budget_tokens or reasoning.adaptive
+    ):
         needs.add("reasoning")
     return frozenset(needs)
 

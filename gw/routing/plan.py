@@ -13,6 +13,8 @@ import msgspec
 
 from gw.config.schema import ModelEntry, PolicyConfig, RouteConfig, TargetConfig
 from gw.config.snapshot import Snapshot, is_direct
+from gw.config.wire_formats import native_format
+from gw.ir import NativeFormat
 from gw.routing.decision import TargetRef
 from gw.routing.policy import route_policies
 
@@ -23,6 +25,8 @@ class PlannedTarget(msgspec.Struct, frozen=True, kw_only=True):
     target: TargetConfig
     entry: ModelEntry | None
     key: str  # provider/model, how views such as latency and quality name a target
+    # The format of the native tools its provider's kind takes (None: none).
+    native_format: NativeFormat | None = None
 
 
 class RoutePlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,6 +67,7 @@ def build_plan(route: RouteConfig, snapshot: Snapshot) -> RoutePlan:
             target=target,
             entry=snapshot.catalog.get((target.provider, target.model)),
             key=f"{target.provider}/{target.model}",
+            native_format=_native_format(snapshot, target.provider),
         )
         for target in route.targets
     )
@@ -92,3 +97,8 @@ def build_plan(route: RouteConfig, snapshot: Snapshot) -> RoutePlan:
         priority_ranks=tuple(ranks),
         refs=tuple(TargetRef(provider=t.provider, model=t.model) for t in route.targets),
     )
+
+
+def _native_format(snapshot: Snapshot, provider: str) -> NativeFormat | None:
+    config = snapshot.providers.get(provider)
+    return None if config is None else native_format(config.kind)

@@ -45,7 +45,7 @@ from gw.routing.estimate import embedding_input_tokens, estimate_input_tokens
 from gw.routing.filters import format_usd, screen_targets
 from gw.routing.health import HealthView
 from gw.routing.hints import RoutingHints
-from gw.routing.needs import EMBEDDING_NEEDS, required_capabilities
+from gw.routing.needs import EMBEDDING_NEEDS, required_capabilities, required_native_format
 from gw.routing.plan import PlannedTarget, route_plan
 from gw.routing.policy import first_matching
 from gw.routing.strategies import Ranking, rank
@@ -75,9 +75,12 @@ def decide(
         needs = required_capabilities(request)
         streaming, max_tokens = request.stream, request.max_tokens
         input_tokens = window_tokens = estimate_input_tokens(request)
+        # Only tools the request cannot do without narrow the targets (see needs.py).
+        native_tools = request.native_tools if required_native_format(request) else ()
     else:
         needs, streaming, max_tokens = EMBEDDING_NEEDS, False, 0
         input_tokens, window_tokens = embedding_token_estimates(request)
+        native_tools = ()
     plan = route_plan(snapshot, request.model)
     route = plan.route
     policy = first_matching(
@@ -107,6 +110,7 @@ def decide(
         window_tokens=window_tokens,
         health=health,
         priority_ranks=plan.priority_ranks if by_priority else None,
+        native_tools=native_tools,
     )
     kept_all = len(screening.kept) == len(targets) and not screening.degraded_reasons
     if by_priority and kept_all:  # every target passed as it is: the plan's chain
@@ -208,13 +212,23 @@ def clamp_max_tokens(
 def no_candidate_error(decision: RouteDecision, *, input_param: str = "messages") -> GatewayError:
     """The client-facing error for a decision whose chain is empty.
 
-    Only missing capabilities: ``native_feature_unsupported``. Context windows and no
-    capability problem: ``context_length_exceeded`` (its ``param`` is ``input_param``, the
-    field that holds the input). Anything else: ``no_route``.
+    Only missing capabilities: ``native_feature_unsupported``; so too when targets could
+    not run the request's provider-side tools (``native_tools``) or lack a capability, and
+    the message says to add a target that can. Context windows and no capability problem:
+    ``context_length_exceeded`` (its ``param`` is ``input_param``, the field that holds the
+    input). Anything else: ``no_route``.
     """
     rejected = [c for c in decision.candidates if c.rejected is not None]
     reasons = {c.rejected for c in rejected}
     listing = "; ".join(f"{c.provider}/{c.model} {c.detail}" for c in rejected)
+    if "native_tools" in reasons and reasons <= {"native_tools", "missing_capability"}:
+        return NativeFeatureUnsupportedError(
+            f"no target of {decision.route!r} can serve this request: it uses tools that only "
+            f"one kind of provider runs; add a target of that kind to the route (an "
+            f"Anthropic target, kind: anthropic, for Anthropic's server tools such as web "
+            f"search), or leave those tools out: {listing}",
+            param="tools",
+        )
     if rejected and reasons == {"missing_capability"}:
         return NativeFeatureUnsupportedError(
             f"no target of {decision.route!r} supports a feature this request uses: {listing}"

@@ -392,7 +392,7 @@ def test_stop_sequence_is_reported(
 
 @pytest.mark.parametrize(
     ("stop_reason", "expected"),
-    [("max_tokens", "length"), ("refusal", "content_filter"), ("pause_turn", "length")],
+    [("max_tokens", "length"), ("refusal", "content_filter"), ("pause_turn", "pause")],
 )
 def test_stop_reasons_map_to_finish_reasons(
     fake: FakeAnthropic, provider: ProviderConfig, stop_reason: str, expected: FinishReason

@@ -1,11 +1,11 @@
 """Anthropic content blocks -> IR parts, one decoder per block type, strictly.
 
 Blocks the IR carries: ``text``, ``image`` (base64 or URL source), ``tool_use``,
-``tool_result`` (text and image content), ``thinking`` and ``redacted_thinking``. Every
-other type Anthropic defines (``document``, ``search_result``, ``server_tool_use``,
-``web_search_tool_result``, ``container_upload``, MCP blocks, ...) and any type gw has never
-heard of is refused with ``NativeFeatureUnsupportedError`` naming it: dropping a block would
-change what the model is asked.
+``tool_result`` (text and image content), ``thinking`` and ``redacted_thinking``. In a
+user message, every other type Anthropic defines (``document``, ``search_result``,
+``container_upload``, ...) and any type gw has never heard of is refused with
+``NativeFeatureUnsupportedError`` naming it: dropping a block would change what the model
+is asked. (An assistant message keeps such blocks verbatim: see client_messages.)
 
 ``cache_control`` (a prompt-cache breakpoint) becomes the part's ``CacheMark`` on text,
 image, tool_use and tool_result blocks, and on text and image blocks inside a tool result.

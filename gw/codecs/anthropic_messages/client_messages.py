@@ -8,6 +8,13 @@ assistant message's ``tool_use`` blocks become its ``tool_calls``; its text and 
 blocks stay in order in ``content``; when it interleaves them (interleaved thinking), all
 its blocks also go in ``blocks`` in their order.
 
+An assistant message's blocks the IR does not model (server tool calls and their results:
+``server_tool_use``, ``web_search_tool_result``, ``code_execution_tool_result``,
+``mcp_tool_use``, ``mcp_tool_result``, ``container_upload``, ..., any type gw does not know,
+and text with ``citations``) are kept verbatim as ``NativeBlock("anthropic", block)`` in
+their place: an Anthropic upstream gets them back as they were, another leaves them out and
+says so (``foreign_fields``).
+
 As Anthropic requires, every message has non-empty content except a final assistant
 message (a prefill), and text blocks are non-empty.
 """
@@ -40,6 +47,7 @@ from gw.ir import (
     AssistantMessage,
     ContentPart,
     Message,
+    NativeBlock,
     SystemMessage,
     TextPart,
     ThinkingPart,
@@ -115,12 +123,14 @@ def _decode_assistant(content: object, param: str) -> list[Message]:
     if isinstance(content, str):
         text = (TextPart(text=content),) if content else ()
         return [AssistantMessage(content=text)]
-    ordered: list[TextPart | ThinkingPart | ToolCall] = []
+    ordered: list[TextPart | ThinkingPart | NativeBlock | ToolCall] = []
     for i, item in enumerate(as_list(content, param)):
         item_param = f"{param}[{i}]"
         obj = as_object(item, item_param)
         kind = block_type(obj, item_param)
-        if kind == "text":
+        if kind == "text" and obj.get("citations"):  # the IR's text has no citations
+            ordered.append(NativeBlock(format="anthropic", data=obj))
+        elif kind == "text":
             ordered.append(text_block(obj, item_param))
         elif kind == "thinking":
             ordered.append(thinking_block(obj, item_param))
@@ -136,7 +146,7 @@ def _decode_assistant(content: object, param: str) -> list[Message]:
         elif kind in _USER_ONLY:
             raise misplaced_block(kind, item_param, "assistant")
         else:
-            raise unsupported_block(kind, item_param)
+            ordered.append(NativeBlock(format="anthropic", data=obj))
     return [assistant_from_blocks(ordered)]
 
 

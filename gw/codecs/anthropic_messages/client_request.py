@@ -4,25 +4,28 @@
 Strict like Anthropic on what the IR carries: types, ranges (``temperature`` and ``top_p``
 0..1, ``max_tokens`` >= 1, ``thinking.budget_tokens`` >= 1024), required fields; ``"9"`` is
 not an integer and ``true`` is not a number. Features the IR cannot carry are refused with
-``NativeFeatureUnsupportedError`` naming them (see client_blocks and client_tools).
+``NativeFeatureUnsupportedError`` naming them (see client_blocks and client_tools); blocks
+and tools only Anthropic runs are kept verbatim as ``NativeBlock`` s instead.
+``thinking`` and ``output_config``: see client_reasoning.
 
 Every top-level key the IR has no field for (``service_tier``, ``container``,
-``mcp_servers``, ``context_management``, ``output_config``, a top-level ``cache_control``,
-...) goes to ``extensions["anthropic"]`` unchanged, whether Anthropic defines it or not, as
-the OpenAI codec does for ``extensions["openai"]``: an Anthropic upstream may take it, and
-other codecs ignore it. ``include_usage`` is always true: Anthropic streams always carry
-usage. The ``anthropic-beta`` header's feature names become ``betas``.
+``mcp_servers``, ``context_management``, a top-level ``cache_control``, ...) goes to
+``extensions["anthropic"]`` unchanged, whether Anthropic defines it or not, as the OpenAI
+codec does for ``extensions["openai"]``: an Anthropic upstream may take it, and other codecs
+ignore it (so do the parts of ``thinking`` and ``output_config`` the IR has no field for).
+``include_usage`` is always true: Anthropic streams always carry usage. The
+``anthropic-beta`` header's feature names become ``betas``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import msgspec
 
 from gw.codecs.anthropic_messages.client_messages import decode_messages, decode_system
+from gw.codecs.anthropic_messages.client_reasoning import decode_reasoning_fields
 from gw.codecs.anthropic_messages.client_tools import decode_tool_choice, decode_tools
 from gw.codecs.fields import (
     JSONObject,
@@ -36,8 +39,8 @@ from gw.codecs.fields import (
     optional_str,
     required,
 )
-from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
-from gw.ir import ChatRequest, Reasoning, Sampling
+from gw.errors import InvalidRequestError
+from gw.ir import ChatRequest, Sampling
 
 _JSON = msgspec.json.Decoder()
 _COUNT_ENCODER = msgspec.json.Encoder()
@@ -46,11 +49,9 @@ _COUNT_ENCODER = msgspec.json.Encoder()
 _CONSUMED = frozenset(
     {
         "model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
-        "top_k", "metadata", "stream", "thinking", "tools", "tool_choice",
+        "top_k", "metadata", "stream", "thinking", "tools", "tool_choice", "output_config",
     }
 )  # fmt: skip
-# Anthropic's documented minimum for a manual thinking budget.
-MIN_THINKING_BUDGET = 1024
 # A beta feature's name, as Anthropic writes them ("prompt-caching-2024-07-31").
 _BETA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 MAX_BETAS = 32
@@ -114,25 +115,29 @@ def _decode(body: bytes, *, max_tokens_required: bool) -> ChatRequest:
     obj: JSONObject = raw
     system = decode_system(obj.get("system"))
     messages = decode_messages(required(obj, "messages", "messages"))
-    tools = decode_tools(obj.get("tools"))
-    tool_choice, parallel = decode_tool_choice(obj.get("tool_choice"), tools)
+    tools, native_tools = decode_tools(obj.get("tools"))
+    tool_choice, parallel = decode_tool_choice(obj.get("tool_choice"), tools, native_tools)
+    reasoning = decode_reasoning_fields(obj)
     extensions = {
         key: value for key, value in obj.items() if key not in _CONSUMED and value is not None
     }
+    extensions.update(reasoning.kept)
     return ChatRequest(
         model=_model(obj),
         messages=messages if system is None else (system, *messages),
         tools=tools,
         tool_choice=tool_choice,
         parallel_tool_calls=parallel,
+        response_format=reasoning.response_format,
         sampling=_sampling(obj),
         stop=_stop(obj.get("stop_sequences")),
         max_tokens=_max_tokens(obj, required_=max_tokens_required),
-        reasoning=_reasoning(obj.get("thinking")),
+        reasoning=reasoning.reasoning,
         stream=bool(optional_bool(obj, "stream", "stream")),
         include_usage=True,
         user=_user(obj.get("metadata")),
         extensions={"anthropic": extensions} if extensions else {},
+        native_tools=native_tools,
     )
 
 
@@ -184,34 +189,3 @@ def _user(value: object) -> str | None:
                 f"`metadata.{key}` is not a known field", param=f"metadata.{key}"
             )
     return optional_str(metadata, "user_id", "metadata.user_id")
-
-
-def _reasoning(value: object) -> Reasoning | None:
-    """``thinking``: enabled with a budget, or disabled; adaptive is refused (no IR field)."""
-    if value is None:
-        return None
-    obj = as_object(value, "thinking")
-    kind = as_str(required(obj, "type", "thinking.type"), "thinking.type")
-    if kind == "disabled":
-        return None
-    if kind in ("adaptive", "between_tools"):
-        raise NativeFeatureUnsupportedError(
-            f"`thinking.type`: `{kind}` thinking is not supported by gw; "
-            "use `enabled` with `budget_tokens`",
-            param="thinking.type",
-        )
-    if kind != "enabled":
-        raise invalid("thinking.type", "`enabled` or `disabled`")
-    display: Any = optional_str(obj, "display", "thinking.display")
-    if display not in (None, "summarized"):
-        if display == "omitted":
-            raise NativeFeatureUnsupportedError(
-                "`thinking.display`: `omitted` is not supported by gw", param="thinking.display"
-            )
-        raise invalid("thinking.display", "`summarized` or `omitted`")
-    budget = as_int(
-        required(obj, "budget_tokens", "thinking.budget_tokens"), "thinking.budget_tokens"
-    )
-    if budget < MIN_THINKING_BUDGET:
-        raise invalid("thinking.budget_tokens", f"an integer >= {MIN_THINKING_BUDGET}")
-    return Reasoning(budget_tokens=budget)

@@ -40,6 +40,7 @@ STOP_REASONS: dict[FinishReason, str] = {
     "tool_calls": "tool_use",
     "content_filter": "refusal",
     "error": "end_turn",
+    "pause": "pause_turn",
 }
 
 

@@ -19,6 +19,13 @@ work unchanged:
   back, its fragments joined, and written as one block once the open one ends (at the
   finish, or when text or thinking starts): a closed block never gets more input, so the
   SDK's events see each call whole.
+- ``NativeEvent`` of an Anthropic block (a server tool's call or result, passed through
+  from an Anthropic upstream) is a block of its own, written as the API streams it: a
+  ``content_block_start`` holding the block, then ``content_block_stop``; a call
+  (``server_tool_use``, ``mcp_tool_use``) starts with ``input: {}`` and gets its input as
+  one ``input_json_delta``, as clients that join those fragments expect. One holding a
+  ``citations_delta`` goes into the open text block (one is opened if none is). Another
+  format's native events write nothing.
 - ``UsageEvent`` is remembered, whenever it comes (OpenAI-compatible upstreams send usage
   after the finish chunk). ``Finish`` closes the open block and remembers the stop reason.
 - ``done()`` writes ``message_delta`` (stop reason, stop sequence, cumulative usage:
@@ -28,7 +35,7 @@ work unchanged:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -46,6 +53,8 @@ from gw.errors import ERRORS_BY_CODE
 from gw.ir import (
     ErrorEvent,
     Finish,
+    NativeBlock,
+    NativeEvent,
     StreamEvent,
     StreamStart,
     TextDelta,
@@ -55,7 +64,7 @@ from gw.ir import (
     UsageEvent,
 )
 
-BlockKind = Literal["text", "thinking", "redacted_thinking", "tool_use"]
+BlockKind = Literal["text", "thinking", "redacted_thinking", "tool_use", "native"]
 
 
 class _TextDelta(msgspec.Struct, tag_field="type", tag="text_delta"):
@@ -108,6 +117,13 @@ class _BlockStart(msgspec.Struct, tag_field="type", tag="content_block_start"):
 class _BlockDelta(msgspec.Struct, tag_field="type", tag="content_block_delta"):
     index: int
     delta: _Delta
+
+
+class _NativeDelta(msgspec.Struct, tag_field="type", tag="content_block_delta"):
+    """A delta gw does not model, as the upstream sent it (``citations_delta``)."""
+
+    index: int
+    delta: dict[str, Any]
 
 
 class _BlockStop(msgspec.Struct, tag_field="type", tag="content_block_stop"):
@@ -176,6 +192,8 @@ class MessagesStreamEncoder:
                 out = self._release_held() + self._thinking(event)
             case ToolCallDelta():
                 out = self._tool_call(event)
+            case NativeEvent(block=block) if block.format == "anthropic":
+                out = self._release_held() + self._native(block)
             case UsageEvent(usage=usage):
                 self._usage = usage
             case Finish(reason=reason, stop_sequence=sequence):
@@ -222,6 +240,24 @@ class MessagesStreamEncoder:
             self._signed = True
             out += self._delta(_SignatureDelta(signature=event.signature))
         return out
+
+    def _native(self, block: NativeBlock) -> bytes:
+        data = block.data
+        kind = data.get("type")
+        out = self._start_message()
+        if kind == "citations_delta":
+            if self._open != "text":
+                out += self._start_block("text", TextBlockOut(text=""))
+            return out + _frame("content_block_delta", _NativeDelta(self._index, data))
+        tool_input = data.get("input")
+        if isinstance(kind, str) and kind.endswith("tool_use") and isinstance(tool_input, dict):
+            start = msgspec.Raw(_ENCODER.encode({**data, "input": {}}))
+            out += self._start_block("native", start)
+            delta = _InputJsonDelta(_ENCODER.encode(tool_input).decode())
+            out += self._delta(delta)
+        else:
+            out += self._start_block("native", msgspec.Raw(_ENCODER.encode(data)))
+        return out + self._close_block()
 
     def _tool_call(self, event: ToolCallDelta) -> bytes:
         if event.index in self._held or (

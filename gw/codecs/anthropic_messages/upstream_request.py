@@ -8,18 +8,25 @@ Field by field (the conversation itself: ``upstream_messages``):
   2026-10-21 removed them (Anthropic answers 400), so there they are refused.
   ``stop`` -> ``stop_sequences``; ``user`` -> ``metadata.user_id``.
 - tools -> ``{name, description, input_schema, strict, cache_control}``; a tool without
-  parameters gets the empty object schema Anthropic requires. ``tool_choice``
+  parameters gets the empty object schema Anthropic requires. Anthropic-defined tools
+  (``native_tools`` of format anthropic: web search, code execution, ...) follow them,
+  verbatim. ``tool_choice``
   auto/required/tool/none -> ``{"type": auto/any/tool/none}``;
   ``parallel_tool_calls=False`` -> ``disable_parallel_tool_use``. Without tools, auto/none
   choices are left out.
 - ``reasoning.budget_tokens`` -> ``thinking: {type: enabled, budget_tokens}`` (0 ->
-  ``{type: disabled}``); an ``effort`` alone -> a budget by ``EFFORT_BUDGET_SHARE``.
-- ``response_format`` json_schema -> ``output_config.format`` (structured outputs).
+  ``{type: disabled}``); ``reasoning.adaptive`` -> ``{type: adaptive}`` (an Anthropic
+  client's effort stays in its ``output_config``); an ``effort`` alone -> a budget by
+  ``EFFORT_BUDGET_SHARE`` (``none``: disabled).
+- ``response_format`` json_schema -> ``output_config.format`` (structured outputs), from
+  an Anthropic client's ``output_config.format`` or an OpenAI client's ``response_format``.
 - Refused with ``NativeFeatureUnsupportedError`` naming the field, never dropped:
   ``frequency_penalty``, ``presence_penalty``, ``seed`` and ``response_format`` json_object
   (Anthropic has no such parameters; its JSON output needs a schema).
 - ``extensions["anthropic"]`` is merged in last; keys gw computed win (inside
-  ``output_config`` too). Other providers' extensions are ignored.
+  ``output_config`` too), but inside ``thinking`` the client's own words win: what it
+  keeps there is what the IR cannot say (``display``; the types ``disabled`` and
+  ``between_tools``). Other providers' extensions are ignored.
 """
 
 from __future__ import annotations
@@ -45,7 +52,9 @@ SAMPLING_REMOVED_IN = "2026-10-21"
 MIN_THINKING_BUDGET = 1024
 # reasoning.effort -> share of max_tokens given to thinking, at least MIN_THINKING_BUDGET:
 # with the 4096 default, minimal/low 1024, medium 2048, high 3276 tokens.
-EFFORT_BUDGET_SHARE: dict[str, float] = {"minimal": 0.0, "low": 0.25, "medium": 0.5, "high": 0.8}
+EFFORT_BUDGET_SHARE: dict[str, float] = {
+    "minimal": 0.0, "low": 0.25, "medium": 0.5, "high": 0.8, "xhigh": 0.9,
+}  # fmt: skip
 _TOOL_CHOICE_TYPES = {"auto": "auto", "required": "any", "tool": "tool", "none": "none"}
 _EMPTY_SCHEMA: JSONObject = {"type": "object", "properties": {}}
 
@@ -81,8 +90,10 @@ def encode_upstream_request(
             body[key] = value
     if request.stop:
         body["stop_sequences"] = list(request.stop)
-    if request.tools:
-        body["tools"] = [_tool(tool) for tool in request.tools]
+    if request.tools or request.native_tools:
+        body["tools"] = [_tool(tool) for tool in request.tools] + [
+            tool.data for tool in request.native_tools if tool.format == "anthropic"
+        ]
     choice = _tool_choice(request)
     if choice is not None:
         body["tool_choice"] = choice
@@ -144,7 +155,7 @@ def _tool(tool: ToolDefinition) -> JSONObject:
 def _tool_choice(request: ChatRequest) -> JSONObject | None:
     choice = request.tool_choice or ToolChoice(mode="auto")
     no_parallel = request.parallel_tool_calls is False
-    if not request.tools and choice.mode in ("auto", "none"):
+    if not request.tools and not request.native_tools and choice.mode in ("auto", "none"):
         return None  # nothing to choose from; Anthropic refuses a tool_choice without tools
     if request.tool_choice is None and not no_parallel:
         return None
@@ -163,8 +174,12 @@ def _thinking(reasoning: Reasoning, max_tokens: int) -> JSONObject | None:
         if reasoning.budget_tokens == 0:
             return {"type": "disabled"}
         return {"type": "enabled", "budget_tokens": reasoning.budget_tokens}
+    if reasoning.adaptive:
+        return {"type": "adaptive"}
     if reasoning.effort is None:
         return None
+    if reasoning.effort == "none":
+        return {"type": "disabled"}
     budget = max(MIN_THINKING_BUDGET, int(max_tokens * EFFORT_BUDGET_SHARE[reasoning.effort]))
     if budget >= max_tokens:
         raise NativeFeatureUnsupportedError(
@@ -193,3 +208,5 @@ def _merge_extensions(body: JSONObject, extensions: dict[str, Any]) -> None:
             body[key] = value
         elif key == "output_config" and isinstance(value, dict):
             body[key] = {**value, **current}  # e.g. the client's effort beside gw's format
+        elif key == "thinking" and isinstance(value, dict) and isinstance(current, dict):
+            body[key] = {**current, **value}  # e.g. the client's display beside gw's type

@@ -3,8 +3,11 @@
 ``text`` blocks are joined, ``thinking`` / ``redacted_thinking`` blocks become
 ``ChatResponse.thinking`` with their signatures, ``tool_use`` blocks become tool calls with
 compact JSON arguments; ``ChatResponse.blocks`` keeps them all in the order they came.
-Blocks of server tools (``server_tool_use``, ``web_search_tool_result``, ...) and text
-citations have no place in the IR and are left out.
+Every block the IR does not model (server tool calls and results: ``server_tool_use``,
+``web_search_tool_result``, ``mcp_tool_use``, ...; any type newer than this codec; text with
+``citations``) is kept verbatim as ``NativeBlock("anthropic", block)`` in ``blocks``, in
+its place, for an Anthropic client; cited text also counts in ``text``, so a client of
+another format still reads the answer.
 
 Usage: Anthropic reports uncached, cache-read and cache-write input tokens apart; the IR's
 ``input_tokens`` is their sum (see ``gw.ir.usage``).
@@ -18,11 +21,19 @@ import msgspec
 
 from gw.codecs.anthropic_messages.upstream_errors import error_from_payload
 from gw.errors import UpstreamError
-from gw.ir import ChatResponse, FinishReason, TextPart, ThinkingPart, ToolCall, Usage
+from gw.ir import (
+    ChatResponse,
+    FinishReason,
+    NativeBlock,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    Usage,
+)
 
 # Anthropic stop_reason -> IR. ``pause_turn`` (a server tool paused a long turn; the caller
-# must send the answer back to continue it) reads as ``length``: the answer is unfinished.
-# Unknown and null values read as "stop".
+# must send the answer back to continue it) is ``pause``, which an Anthropic client gets
+# back as it was. Unknown and null values read as "stop".
 FINISH_REASONS: dict[str, FinishReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -30,7 +41,7 @@ FINISH_REASONS: dict[str, FinishReason] = {
     "model_context_window_exceeded": "length",
     "tool_use": "tool_calls",
     "refusal": "content_filter",
-    "pause_turn": "length",
+    "pause_turn": "pause",
 }
 
 
@@ -92,6 +103,7 @@ class _BlockIn(msgspec.Struct):
     id: str | None = None
     name: str | None = None
     input: Any = None
+    citations: list[Any] | None = None
 
 
 class _MessageIn(msgspec.Struct):
@@ -105,7 +117,14 @@ class _MessageIn(msgspec.Struct):
     error: object | None = None
 
 
+class _RawMessageIn(msgspec.Struct):
+    content: list[dict[str, Any]]
+
+
+# Block types the IR models; a text block with citations is kept verbatim too.
+MODELED_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
 _DECODER = msgspec.json.Decoder(_MessageIn)
+_RAW_DECODER = msgspec.json.Decoder(_RawMessageIn)
 _ARGUMENTS = msgspec.json.Encoder()
 
 
@@ -131,8 +150,16 @@ def decode_upstream_response(body: bytes) -> ChatResponse:
         raise error_from_payload(message.error)
     if message.content is None:
         raise malformed("no content")
-    blocks = [part for part in map(_part, message.content) if part is not None]
-    texts = [part.text for part in blocks if isinstance(part, TextPart)]
+    content = message.content
+    parts: list[TextPart | ThinkingPart | ToolCall | NativeBlock | None]
+    if any(block.type not in MODELED_BLOCKS or block.citations for block in content):
+        # Rare: decoded again, untyped, to keep these blocks as they came.
+        raw = _RAW_DECODER.decode(body).content
+        parts = [_native_or_part(block, raw[i]) for i, block in enumerate(content)]
+    else:
+        parts = [_part(block) for block in content]
+    blocks = [part for part in parts if part is not None]
+    texts = [text for part in blocks if (text := _text(part))]
     return ChatResponse(
         id=message.id,
         model=message.model,
@@ -144,6 +171,23 @@ def decode_upstream_response(body: bytes) -> ChatResponse:
         stop_sequence=message.stop_sequence if message.stop_reason == "stop_sequence" else None,
         usage=None if message.usage is None else message.usage.to_ir(),
     )
+
+
+def _text(part: TextPart | ThinkingPart | ToolCall | NativeBlock) -> str | None:
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, NativeBlock) and part.data.get("type") == "text":
+        text = part.data.get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _native_or_part(
+    block: _BlockIn, raw: dict[str, Any]
+) -> TextPart | ThinkingPart | ToolCall | NativeBlock | None:
+    if block.type not in MODELED_BLOCKS or block.citations:
+        return NativeBlock(format="anthropic", data=raw)
+    return _part(block)
 
 
 def _part(block: _BlockIn) -> TextPart | ThinkingPart | ToolCall | None:

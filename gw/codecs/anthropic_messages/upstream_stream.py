@@ -11,11 +11,19 @@ thinking -> ``ThinkingDelta`` (text, then the ``signature_delta`` that closes th
 ``redacted_thinking`` -> one ``ThinkingDelta(redacted=...)``; ``tool_use`` -> ``ToolCallDelta``
 with the call's own 0-based index (id and name first, then the ``partial_json`` fragments
 verbatim); ``message_delta`` -> ``Finish`` + ``UsageEvent``.
+
+Blocks the IR does not model (``server_tool_use``, ``web_search_tool_result``,
+``mcp_tool_use``, any type newer than this codec) become one ``NativeEvent`` each, once
+complete: a result block arrives whole in ``content_block_start``; a server tool call's
+``input_json_delta`` fragments are joined into its ``input``. A text block's
+``citations_delta`` becomes a ``NativeEvent`` holding that delta, in place among the
+block's ``TextDelta`` s: the text still reaches every client, the citation only an
+Anthropic one (which writes it into the open text block).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -26,6 +34,8 @@ from gw.codecs.sse_decoder import SSEStreamDecoder
 from gw.errors import UpstreamError
 from gw.ir import (
     Finish,
+    NativeBlock,
+    NativeEvent,
     StreamEvent,
     StreamStart,
     TextDelta,
@@ -34,7 +44,7 @@ from gw.ir import (
     UsageEvent,
 )
 
-BlockKind = Literal["text", "thinking", "tool_use", "other"]
+BlockKind = Literal["text", "thinking", "tool_use", "native"]
 _AFTER_START = frozenset(
     {
         "content_block_start",
@@ -74,6 +84,7 @@ class _Delta(msgspec.Struct):
     thinking: str | None = None
     signature: str | None = None
     partial_json: str | None = None
+    citation: dict[str, Any] | None = None
     stop_reason: str | None = None
     stop_sequence: str | None = None
 
@@ -88,7 +99,13 @@ class _Event(msgspec.Struct):
     error: object | None = None
 
 
+class _RawStart(msgspec.Struct):
+    content_block: dict[str, Any]
+
+
 _DECODER = msgspec.json.Decoder(_Event)
+_RAW_START = msgspec.json.Decoder(_RawStart)
+_INPUT = msgspec.json.Decoder(dict[str, Any])
 
 
 class _ToolBlock:
@@ -99,6 +116,24 @@ class _ToolBlock:
     def __init__(self, index: int) -> None:
         self.index = index
         self.sent_arguments = False
+
+
+class _NativeBlock:
+    """A block the IR does not model, in flight: as started, and its input fragments."""
+
+    __slots__ = ("data", "fragments")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self.fragments: list[str] = []
+
+    def complete(self) -> NativeBlock:
+        if self.fragments:
+            try:
+                self.data["input"] = _INPUT.decode("".join(self.fragments))
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                raise malformed("a server tool's input is not a JSON object") from None
+        return NativeBlock(format="anthropic", data=self.data)
 
 
 class UpstreamStreamDecoder(SSEStreamDecoder):
@@ -117,6 +152,7 @@ class UpstreamStreamDecoder(SSEStreamDecoder):
         self._usage = UsageIn()
         self._blocks: dict[int, BlockKind] = {}
         self._tools: dict[int, _ToolBlock] = {}
+        self._native: dict[int, _NativeBlock] = {}
         self._next_tool_index = 0
 
     def _take_message(self, message: SSEMessage, events: list[StreamEvent]) -> None:
@@ -145,7 +181,7 @@ class UpstreamStreamDecoder(SSEStreamDecoder):
             raise malformed(f"{event.type} before message_start")
         match event.type:
             case "content_block_start":
-                self._block_start(event, events)
+                self._block_start(event, data, events)
             case "content_block_delta":
                 self._block_delta(event, events)
             case "content_block_stop":
@@ -165,12 +201,15 @@ class UpstreamStreamDecoder(SSEStreamDecoder):
             self._usage = message.usage
             events.append(UsageEvent(usage=self._usage.to_ir()))
 
-    def _block_start(self, event: _Event, events: list[StreamEvent]) -> None:
+    def _block_start(self, event: _Event, data: str, events: list[StreamEvent]) -> None:
         block, index = event.content_block, event.index
         if block is None or index is None:
             raise malformed("content_block_start without index or content_block")
-        kind = _BLOCK_KINDS.get(block.type, "other")
+        kind = _BLOCK_KINDS.get(block.type, "native")
         self._blocks[index] = kind
+        if kind == "native":  # rare: decoded again, untyped, to keep the block as it came
+            self._native[index] = _NativeBlock(_RAW_START.decode(data).content_block)
+            return
         if block.type == "text" and block.text:
             events.append(TextDelta(text=block.text))
         elif block.type == "thinking" and (block.thinking or block.signature):
@@ -202,9 +241,20 @@ class UpstreamStreamDecoder(SSEStreamDecoder):
                 tool = self._tools[event.index]
                 tool.sent_arguments = True
                 events.append(ToolCallDelta(index=tool.index, arguments=delta.partial_json))
+            case "input_json_delta" if kind == "native" and delta.partial_json:
+                self._native[event.index].fragments.append(delta.partial_json)
+            case "citations_delta" if kind == "text" and delta.citation is not None:
+                citation = {"type": "citations_delta", "citation": delta.citation}
+                events.append(NativeEvent(block=NativeBlock(format="anthropic", data=citation)))
 
     def _block_stop(self, event: _Event, events: list[StreamEvent]) -> None:
-        tool = self._tools.pop(event.index, None) if event.index is not None else None
+        if event.index is None:
+            return
+        native = self._native.pop(event.index, None)
+        if native is not None:
+            events.append(NativeEvent(block=native.complete()))
+            return
+        tool = self._tools.pop(event.index, None)
         if tool is not None and not tool.sent_arguments:
             # A call without input streams no fragment (or an empty one); its arguments are
             # still a JSON object, as in the non-streaming answer.

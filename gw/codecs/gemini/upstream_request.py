@@ -28,9 +28,10 @@ Choices the docs leave open, and what gw does:
 - Images: inline base64 and ``data:`` URLs -> ``inlineData``; ``gs://`` and Files API URIs
   -> ``fileData``; any other URL -> ``NativeFeatureUnsupportedError`` (Gemini does not
   fetch arbitrary URLs given in a prompt part).
-- Reasoning: a token budget -> ``thinkingBudget``; an effort -> a budget by
-  ``BUDGET_BY_EFFORT`` (``thinkingLevel`` would fail on Gemini 2.5); always with
-  ``includeThoughts`` so the client sees the thinking it asked for.
+- Reasoning: a token budget -> ``thinkingBudget``; adaptive -> ``thinkingBudget: -1``
+  (dynamic thinking); an effort -> a budget by ``BUDGET_BY_EFFORT`` (``thinkingLevel``
+  would fail on Gemini 2.5); always with ``includeThoughts`` so the client sees the
+  thinking it asked for.
 """
 
 from __future__ import annotations
@@ -64,7 +65,12 @@ JSONObject = dict[str, Any]
 
 API_VERSION = "v1beta"
 # OpenAI's effort levels as thinking budgets (Gemini 2.5 Flash takes 0-24576 tokens).
-BUDGET_BY_EFFORT: dict[str, int] = {"minimal": 512, "low": 1024, "medium": 8192, "high": 24576}
+# "none" turns thinking off where the model allows it; "xhigh" gets the largest budget.
+BUDGET_BY_EFFORT: dict[str, int] = {
+    "none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 24576,
+}  # fmt: skip
+# thinkingBudget -1: dynamic thinking, the model decides how much (adaptive reasoning).
+DYNAMIC_BUDGET = -1
 # Documented stand-in for a signature Gemini never issued (thought-signatures guide, FAQ).
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 TOOL_CHOICE_MODES: dict[str, str] = {
@@ -367,6 +373,9 @@ class _RequestEncoder:
                 "thinkingBudget": reasoning.budget_tokens,
                 "includeThoughts": reasoning.budget_tokens != 0,
             }
+        if reasoning.adaptive:
+            # Anthropic's adaptive thinking is Gemini's dynamic thinking: the model decides.
+            return {"thinkingBudget": DYNAMIC_BUDGET, "includeThoughts": True}
         if reasoning.effort is not None:
             # A budget, not thinkingLevel: Gemini 2.5 models take only budgets, Gemini 3
             # takes both, and each Gemini 3 model accepts a different set of levels.

@@ -9,13 +9,15 @@ import msgspec
 from gw.ir import ChatResponse, FinishReason, ToolCall, Usage
 
 # IR finish reason -> OpenAI finish_reason. OpenAI has no "error"; an answer cut short by
-# an upstream failure reports "stop", the closest value the SDK accepts.
+# an upstream failure reports "stop", the closest value the SDK accepts. Nor has it
+# "pause" (a provider paused a long turn): the turn ends there, so "stop".
 FINISH_REASONS: dict[FinishReason, str] = {
     "stop": "stop",
     "length": "length",
     "tool_calls": "tool_calls",
     "content_filter": "content_filter",
     "error": "stop",
+    "pause": "stop",
 }
 
 

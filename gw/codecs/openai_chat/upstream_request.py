@@ -105,9 +105,16 @@ def lossy_notes(request: ChatRequest) -> list[str]:
 EFFORT_BY_BUDGET: tuple[tuple[int, str], ...] = ((2048, "low"), (8192, "medium"))
 
 
+# What adaptive thinking (Anthropic clients: the model decides) asks of OpenAI when the
+# client named no effort: OpenAI's own default level.
+ADAPTIVE_EFFORT = "medium"
+
+
 def reasoning_effort(reasoning: Reasoning) -> str:
     if reasoning.effort is not None:
         return reasoning.effort
+    if reasoning.adaptive:
+        return ADAPTIVE_EFFORT
     budget = reasoning.budget_tokens or 0
     return next((level for limit, level in EFFORT_BY_BUDGET if budget <= limit), "high")
 

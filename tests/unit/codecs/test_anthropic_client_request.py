@@ -23,7 +23,9 @@ from gw.ir import (
     ChatRequest,
     ChatResponse,
     ImagePart,
+    NativeBlock,
     Reasoning,
+    ResponseFormat,
     Sampling,
     SystemMessage,
     TextPart,
@@ -92,13 +94,76 @@ def test_top_level_fields_map_to_the_ir() -> None:
     assert request.reasoning == Reasoning(budget_tokens=2048)
 
 
-def test_thinking_disabled_is_no_reasoning() -> None:
-    assert decode(thinking={"type": "disabled"}).reasoning is None
+def test_thinking_disabled_is_no_reasoning_and_is_kept_for_anthropic() -> None:
+    request = decode(thinking={"type": "disabled"})
+    assert request.reasoning is None
+    assert request.extensions == {"anthropic": {"thinking": {"type": "disabled"}}}
 
 
-def test_thinking_display_summarized_is_accepted() -> None:
-    thinking = {"type": "enabled", "budget_tokens": 1024, "display": "summarized"}
-    assert decode(thinking=thinking).reasoning == Reasoning(budget_tokens=1024)
+@pytest.mark.parametrize("display", ["summarized", "omitted"])
+def test_thinking_display_is_kept_for_anthropic(display: str) -> None:
+    thinking = {"type": "enabled", "budget_tokens": 1024, "display": display}
+    request = decode(thinking=thinking)
+    assert request.reasoning == Reasoning(budget_tokens=1024)
+    assert request.extensions == {"anthropic": {"thinking": {"display": display}}}
+
+
+def test_adaptive_thinking_is_adaptive_reasoning() -> None:
+    """What Claude Code sends first in every session."""
+    request = decode(thinking={"type": "adaptive"})
+    assert request.reasoning == Reasoning(adaptive=True)
+    assert request.extensions == {}
+
+
+@pytest.mark.parametrize(("effort", "level"), [("low", "low"), ("xhigh", "xhigh"), ("max", "xhigh")])
+def test_the_output_config_effort_is_the_reasoning_s_and_stays_for_anthropic(
+    effort: str, level: str
+) -> None:
+    request = decode(thinking={"type": "adaptive"}, output_config={"effort": effort})
+    assert request.reasoning == Reasoning(adaptive=True, effort=level)  # type: ignore[arg-type]
+    assert request.extensions == {"anthropic": {"output_config": {"effort": effort}}}
+    enabled = {"type": "enabled", "budget_tokens": 2048}
+    reasoning = decode(thinking=enabled, output_config={"effort": effort}).reasoning
+    assert reasoning == Reasoning(budget_tokens=2048, effort=level)  # type: ignore[arg-type]
+
+
+def test_an_effort_without_thinking_is_no_reasoning() -> None:
+    request = decode(output_config={"effort": "low"})
+    assert request.reasoning is None
+    assert request.extensions == {"anthropic": {"output_config": {"effort": "low"}}}
+
+
+def test_between_tools_thinking_is_adaptive_elsewhere_and_kept_for_anthropic() -> None:
+    request = decode(thinking={"type": "between_tools"})
+    assert request.reasoning == Reasoning(adaptive=True)
+    assert request.extensions == {"anthropic": {"thinking": {"type": "between_tools"}}}
+
+
+def test_output_config_format_is_a_json_schema_response_format() -> None:
+    request = decode(
+        output_config={"format": {"type": "json_schema", "schema": SCHEMA}, "effort": "high"}
+    )
+    assert request.response_format == ResponseFormat(type="json_schema", json_schema=SCHEMA)
+    assert request.extensions == {"anthropic": {"output_config": {"effort": "high"}}}
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"thinking": {"type": "sometimes"}}, "thinking.type"),
+        ({"thinking": {"type": "adaptive", "display": "loud"}}, "thinking.display"),
+        ({"thinking": {"type": "enabled", "budget_tokens": 1023}}, "thinking.budget_tokens"),
+        ({"thinking": {"type": "enabled"}}, "thinking.budget_tokens"),
+        ({"output_config": {"effort": "huge"}}, "output_config.effort"),
+        ({"output_config": {"format": {"type": "json_object"}}}, "output_config.format.type"),
+        ({"output_config": {"format": {"type": "json_schema"}}}, "output_config.format.schema"),
+        ({"output_config": []}, "output_config"),
+    ],
+)
+def test_malformed_thinking_and_output_config_are_refused_naming_the_field(
+    fields: Any, param: str
+) -> None:
+    rejects(body(**fields), param)
 
 
 def test_system_string_becomes_a_leading_system_message() -> None:
@@ -548,9 +613,8 @@ def test_block_rejections(message: Any, param: str) -> None:
         "hologram",
     ],
 )
-@pytest.mark.parametrize("role", ["user", "assistant"])
-def test_unsupported_block_types_are_named(kind: str, role: str) -> None:
-    message = {"role": role, "content": [text("x"), {"type": kind, "source": {}}]}
+def test_unsupported_block_types_in_user_messages_are_named(kind: str) -> None:
+    message = {"role": "user", "content": [text("x"), {"type": kind, "source": {}}]}
     error = rejects(
         body(messages=[message, HI]), "messages[0].content[1].type", NativeFeatureUnsupportedError
     )
@@ -611,31 +675,46 @@ def test_block_features_the_ir_cannot_carry(message: Any, param: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("thinking", "param"),
-    [
-        ({"type": "adaptive"}, "thinking.type"),
-        ({"type": "between_tools"}, "thinking.type"),
-        ({"type": "enabled", "budget_tokens": 2048, "display": "omitted"}, "thinking.display"),
-    ],
-)
-def test_thinking_modes_the_ir_cannot_carry(thinking: Any, param: str) -> None:
-    rejects(body(thinking=thinking), param, NativeFeatureUnsupportedError)
-
-
-@pytest.mark.parametrize(
     "tool",
     [
         {"type": "bash_20250124", "name": "bash"},
         {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"},
         {"type": "web_search_20250305", "name": "web_search", "max_uses": 3},
+        {"type": "web_fetch_20250910", "name": "web_fetch"},
         {"type": "computer_20250124", "name": "computer", "display_width_px": 1024},
         {"type": "code_execution_20250825", "name": "code_execution"},
         {"type": "memory_20250818", "name": "memory"},
+        {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+        {"type": "mcp_toolset", "mcp_server_name": "docs"},
     ],
 )
-def test_anthropic_defined_tools_are_refused_by_type(tool: Any) -> None:
-    error = rejects(body(tools=[WEATHER, tool]), "tools[1].type", NativeFeatureUnsupportedError)
-    assert f"`{tool['type']}`" in error.message
+def test_anthropic_defined_tools_are_kept_verbatim_as_native_tools(tool: Any) -> None:
+    request = decode(tools=[WEATHER, tool])
+    assert [t.name for t in request.tools] == ["get_weather"]
+    assert request.native_tools == (NativeBlock(format="anthropic", data=tool),)
+
+
+def test_a_tool_choice_may_name_a_server_tool() -> None:
+    search = {"type": "web_search_20250305", "name": "web_search"}
+    request = decode(tools=[search], tool_choice={"type": "tool", "name": "web_search"})
+    assert request.tool_choice == ToolChoice(mode="tool", name="web_search")
+    rejects(body(tools=[search], tool_choice={"type": "tool", "name": "x"}), "tool_choice.name")
+
+
+def test_a_server_tool_s_name_must_be_unique_too() -> None:
+    search = {"type": "web_search_20250305", "name": "get_weather"}
+    rejects(body(tools=[WEATHER, search]), "tools[1].name")
+
+
+def test_server_tool_blocks_in_an_assistant_turn_are_kept_in_order() -> None:
+    call = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    cited = {**text("Paris."), "citations": [{"type": "web_search_result_location"}]}
+    unknown = {"type": "hologram", "source": {}}
+    blocks = [text("Searching."), call, result, cited, unknown]
+    request = decode(messages=[HI, assistant(*blocks), HI])
+    native = [NativeBlock(format="anthropic", data=b) for b in (call, result, cited, unknown)]
+    assert request.messages[1] == AssistantMessage(content=(TextPart(text="Searching."), *native))
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,15 @@ from anthropic.types import Message, RedactedThinkingBlock, TextBlock, ThinkingB
 
 from gw.codecs.anthropic_messages.client_response import STOP_REASONS, encode_messages_response
 from gw.errors import UpstreamError
-from gw.ir import ChatResponse, FinishReason, TextPart, ThinkingPart, ToolCall, Usage
+from gw.ir import (
+    ChatResponse,
+    FinishReason,
+    NativeBlock,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    Usage,
+)
 
 USAGE = Usage(input_tokens=120, output_tokens=30, cached_input_tokens=100, cache_write_tokens=15)
 
@@ -129,6 +137,44 @@ def test_ordered_blocks_go_out_in_their_order() -> None:
     ]
 
 
+def test_native_blocks_go_out_verbatim_in_their_place() -> None:
+    """A web search answer from an Anthropic upstream, as the SDK reads it."""
+    call = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    cited = {
+        "type": "text",
+        "text": "Paris.",
+        "citations": [
+            {
+                "type": "web_search_result_location",
+                "url": "https://a.test",
+                "title": "A",
+                "encrypted_index": "Eo",
+                "cited_text": "Paris",
+            }
+        ],
+    }
+    response = ChatResponse(
+        id="u",
+        model="x",
+        text="Paris.",
+        blocks=(
+            NativeBlock(format="anthropic", data=call),
+            NativeBlock(format="anthropic", data=result),
+            NativeBlock(format="openai_responses", data={"type": "reasoning"}),
+            NativeBlock(format="anthropic", data=cited),
+        ),
+        finish_reason="pause",
+    )
+    message = sdk_message(encode(response))
+    assert [block.model_dump(exclude_none=True) for block in message.content] == [
+        call,
+        result,
+        cited,
+    ]
+    assert message.stop_reason == "pause_turn"
+
+
 def test_thinking_without_signature_gets_an_empty_one() -> None:
     raw = encode(ChatResponse(id="u", model="x", thinking=(ThinkingPart(text="hmm"),)))
     assert json.loads(raw)["content"] == [{"type": "thinking", "thinking": "hmm", "signature": ""}]
@@ -172,6 +218,7 @@ def test_empty_arguments_are_an_empty_input(arguments: str) -> None:
         ("tool_calls", "tool_use"),
         ("content_filter", "refusal"),
         ("error", "end_turn"),
+        ("pause", "pause_turn"),
     ],
 )
 def test_stop_reasons(reason: FinishReason, expected: str) -> None:

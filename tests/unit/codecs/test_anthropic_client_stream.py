@@ -19,6 +19,8 @@ from gw.codecs.sse import SSEParser
 from gw.ir import (
     ErrorEvent,
     Finish,
+    NativeBlock,
+    NativeEvent,
     StreamEvent,
     StreamStart,
     TextDelta,
@@ -364,7 +366,12 @@ def test_sdk_reads_stop_sequence() -> None:
 
 @pytest.mark.parametrize(
     ("reason", "expected"),
-    [("length", "max_tokens"), ("content_filter", "refusal"), ("error", "end_turn")],
+    [
+        ("length", "max_tokens"),
+        ("content_filter", "refusal"),
+        ("error", "end_turn"),
+        ("pause", "pause_turn"),
+    ],
 )
 def test_sdk_reads_other_stop_reasons(reason: Any, expected: str) -> None:
     assert (
@@ -446,6 +453,106 @@ def test_sdk_raises_on_an_error_frame_mid_stream() -> None:
     }
 
 
+# ---- native blocks (server tools) --------------------------------------------------------
+
+CITATION: Any = {
+    "type": "web_search_result_location",
+    "url": "https://example.com/paris",
+    "title": "Paris",
+    "encrypted_index": "EoMBCkYI",
+    "cited_text": "Paris is the capital of France.",
+}
+SEARCH_CALL: Any = {
+    "type": "server_tool_use",
+    "id": "srvtoolu_1",
+    "name": "web_search",
+    "input": {"query": "capital of France"},
+}
+SEARCH_RESULT: Any = {
+    "type": "web_search_tool_result",
+    "tool_use_id": "srvtoolu_1",
+    "content": [
+        {
+            "type": "web_search_result",
+            "url": "https://example.com/paris",
+            "title": "Paris",
+            "encrypted_content": "EqgfCioIARgB",
+            "page_age": "April 30, 2025",
+        }
+    ],
+}
+
+
+def native(data: Any, fmt: Any = "anthropic") -> NativeEvent:
+    return NativeEvent(block=NativeBlock(format=fmt, data=data))
+
+
+WEB_SEARCH: list[StreamEvent] = [
+    START,
+    TextDelta(text="I'll search."),
+    native(SEARCH_CALL),
+    native(SEARCH_RESULT),
+    native({"type": "citations_delta", "citation": CITATION}),
+    TextDelta(text="It is Paris."),
+    Finish(reason="stop"),
+]
+
+
+def test_server_tool_blocks_are_written_as_the_api_streams_them() -> None:
+    parsed = [data for _, data in frames(encode(WEB_SEARCH))]
+    body = [data for data in parsed if data["type"].startswith("content_block")]
+    assert body == [
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": "I'll search."},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {**SEARCH_CALL, "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '{"query":"capital of France"}'},
+        },
+        {"type": "content_block_stop", "index": 1},
+        {"type": "content_block_start", "index": 2, "content_block": SEARCH_RESULT},
+        {"type": "content_block_stop", "index": 2},
+        {"type": "content_block_start", "index": 3, "content_block": {"type": "text", "text": ""}},
+        {
+            "type": "content_block_delta",
+            "index": 3,
+            "delta": {"type": "citations_delta", "citation": CITATION},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 3,
+            "delta": {"type": "text_delta", "text": "It is Paris."},
+        },
+        {"type": "content_block_stop", "index": 3},
+    ]
+
+
+def test_sdk_accumulates_server_tool_blocks_and_citations() -> None:
+    message = final_message(encode([*WEB_SEARCH[:-1], Finish(reason="pause")]))
+    assert blocks(message) == [
+        {"type": "text", "text": "I'll search."},
+        SEARCH_CALL,
+        SEARCH_RESULT,
+        {"type": "text", "text": "It is Paris.", "citations": [CITATION]},
+    ]
+    assert message.stop_reason == "pause_turn"
+
+
+def test_another_format_s_native_events_write_nothing() -> None:
+    reasoning = native({"type": "reasoning", "id": "rs_1", "summary": []}, "openai_responses")
+    assert encode([START, reasoning, TextDelta(text="x")]) == encode([START, TextDelta(text="x")])
+
+
 # ---- property: any event sequence is a well-formed stream ------------------------------
 
 events = st.one_of(
@@ -460,6 +567,9 @@ events = st.one_of(
         arguments=st.sampled_from(["", "{}"]),
     ),
     st.builds(UsageEvent, usage=st.just(USAGE)),
+    st.sampled_from(
+        [native(SEARCH_CALL), native(SEARCH_RESULT), native({"type": "citations_delta"})]
+    ),
 )
 
 

@@ -24,6 +24,7 @@ from gw.ir import (
     ContentPart,
     ImagePart,
     Message,
+    NativeBlock,
     Reasoning,
     ResponseFormat,
     Sampling,
@@ -309,6 +310,10 @@ def test_tool_choice_without_a_name_is_refused() -> None:
         (Reasoning(effort="high"), 4096, {"type": "enabled", "budget_tokens": 3276}),
         (Reasoning(effort="high"), 20000, {"type": "enabled", "budget_tokens": 16000}),
         (Reasoning(), 4096, None),
+        (Reasoning(adaptive=True), 4096, {"type": "adaptive"}),
+        (Reasoning(adaptive=True, effort="high"), 4096, {"type": "adaptive"}),
+        (Reasoning(effort="none"), 4096, {"type": "disabled"}),
+        (Reasoning(effort="xhigh"), 20000, {"type": "enabled", "budget_tokens": 18000}),
     ],
 )
 def test_reasoning_to_thinking(reasoning: Reasoning, max_tokens: int, thinking: Any) -> None:
@@ -317,7 +322,8 @@ def test_reasoning_to_thinking(reasoning: Reasoning, max_tokens: int, thinking: 
 
 
 def test_effort_table_covers_every_effort_and_stays_below_max_tokens() -> None:
-    assert set(EFFORT_BUDGET_SHARE) == {"minimal", "low", "medium", "high"}
+    # "none" is no thinking at all: {"type": "disabled"}
+    assert set(EFFORT_BUDGET_SHARE) == {"minimal", "low", "medium", "high", "xhigh"}
     assert all(0 <= share < 1 for share in EFFORT_BUDGET_SHARE.values())
     assert MIN_THINKING_BUDGET == 1024
 
@@ -432,6 +438,89 @@ def test_extensions_merge_and_computed_keys_win() -> None:
     }
     assert body["service_tier"] == "standard_only"
     assert "logprobs" not in body
+
+
+@pytest.mark.parametrize(
+    ("reasoning", "kept", "thinking"),
+    [
+        (
+            Reasoning(budget_tokens=2000),
+            {"display": "omitted"},
+            {"type": "enabled", "budget_tokens": 2000, "display": "omitted"},
+        ),
+        (
+            Reasoning(adaptive=True),
+            {"display": "omitted"},
+            {"type": "adaptive", "display": "omitted"},
+        ),
+        (Reasoning(adaptive=True), {"type": "between_tools"}, {"type": "between_tools"}),
+        (None, {"type": "disabled"}, {"type": "disabled"}),
+    ],
+)
+def test_the_client_s_own_thinking_words_win(
+    reasoning: Reasoning | None, kept: dict[str, Any], thinking: dict[str, Any]
+) -> None:
+    """What an Anthropic client kept of ``thinking`` (display, the types the IR has no
+    word for) goes back as it said it."""
+    request = ChatRequest(
+        model="r", messages=HI, reasoning=reasoning, extensions={"anthropic": {"thinking": kept}}
+    )
+    assert encoded(request)["thinking"] == thinking
+
+
+def test_native_tools_follow_the_custom_ones_verbatim_and_others_formats_are_left_out() -> None:
+    search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
+    request = ChatRequest(
+        model="r",
+        messages=HI,
+        tools=(TOOL,),
+        native_tools=(
+            NativeBlock(format="anthropic", data=search),
+            NativeBlock(format="openai_responses", data={"type": "web_search"}),
+        ),
+    )
+    assert encoded(request)["tools"] == [
+        {"name": "f", "input_schema": {"type": "object", "properties": {}}},
+        search,
+    ]
+
+
+def test_a_tool_choice_among_only_server_tools_is_sent() -> None:
+    search = NativeBlock(format="anthropic", data={"type": "web_search_20250305", "name": "s"})
+    request = ChatRequest(
+        model="r",
+        messages=HI,
+        native_tools=(search,),
+        tool_choice=ToolChoice(mode="tool", name="s"),
+        parallel_tool_calls=False,
+    )
+    body = encoded(request)
+    assert body["tools"] == [search.data]
+    assert body["tool_choice"] == {"type": "tool", "name": "s", "disable_parallel_tool_use": True}
+
+
+def test_native_blocks_go_back_verbatim_in_their_place() -> None:
+    call = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    cited = {"type": "text", "text": "Paris.", "citations": [{"type": "x"}]}
+    other = NativeBlock(format="openai_responses", data={"type": "reasoning"})
+    turn = assistant_from_blocks(
+        [
+            ThinkingPart(text="t", signature="sig"),
+            TextPart(text="Searching."),
+            NativeBlock(format="anthropic", data=call),
+            other,
+            NativeBlock(format="anthropic", data=result),
+            NativeBlock(format="anthropic", data=cited),
+        ]
+    )
+    assert messages_of(*HI, turn)[1]["content"] == [
+        {"type": "thinking", "thinking": "t", "signature": "sig"},
+        {"type": "text", "text": "Searching."},
+        call,
+        result,
+        cited,
+    ]
 
 
 # --- round trip: IR -> Anthropic body -> (a test-only decoder) -> IR -------------------------

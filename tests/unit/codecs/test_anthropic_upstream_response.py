@@ -13,7 +13,7 @@ from gw.codecs.anthropic_messages.upstream_response import (
     decode_upstream_response,
 )
 from gw.errors import OverloadedError, UpstreamError
-from gw.ir import ChatResponse, TextPart, ThinkingPart, ToolCall, Usage
+from gw.ir import ChatResponse, NativeBlock, TextPart, ThinkingPart, ToolCall, Usage
 
 
 def message(**fields: Any) -> bytes:
@@ -71,9 +71,60 @@ def test_every_block_kind() -> None:
         response.thinking[0],
         response.thinking[1],
         TextPart(text="Let me "),
+        NativeBlock(
+            format="anthropic",
+            data={"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+        ),
+        NativeBlock(
+            format="anthropic",
+            data={"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+        ),
         TextPart(text="check."),
         *response.tool_calls,
     )
+
+
+def test_server_tool_blocks_and_cited_text_are_kept_verbatim_in_order() -> None:
+    """A web search answer: its blocks go back to an Anthropic client as they came; the
+    cited text also counts in ``text``, for clients of other formats."""
+    citation = {
+        "type": "web_search_result_location",
+        "url": "https://example.com/paris",
+        "title": "Paris",
+        "encrypted_index": "EoMBCkYI",
+        "cited_text": "Paris is the capital of France.",
+    }
+    content = [
+        {"type": "text", "text": "I'll search."},
+        {
+            "type": "server_tool_use",
+            "id": "srvtoolu_1",
+            "name": "web_search",
+            "input": {"query": "capital of France"},
+        },
+        {
+            "type": "web_search_tool_result",
+            "tool_use_id": "srvtoolu_1",
+            "content": [
+                {
+                    "type": "web_search_result",
+                    "url": "https://example.com/paris",
+                    "title": "Paris",
+                    "encrypted_content": "EqgfCioIARgB",
+                    "page_age": None,
+                }
+            ],
+        },
+        {"type": "text", "text": "It is Paris.", "citations": [citation]},
+        {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "ask", "server_name": "d", "input": {}},
+    ]
+    response = decode_upstream_response(message(content=content, stop_reason="pause_turn"))
+    assert response.text == "I'll search.It is Paris."
+    assert response.blocks == (
+        TextPart(text="I'll search."),
+        *(NativeBlock(format="anthropic", data=block) for block in content[1:]),
+    )
+    assert response.finish_reason == "pause"
 
 
 def test_empty_text_blocks_are_left_out() -> None:
@@ -122,7 +173,7 @@ def test_no_text_block_gives_no_text() -> None:
         ("model_context_window_exceeded", None, "length", None),
         ("tool_use", None, "tool_calls", None),
         ("refusal", None, "content_filter", None),
-        ("pause_turn", None, "length", None),
+        ("pause_turn", None, "pause", None),
         (None, None, "stop", None),
         ("something_new", None, "stop", None),
     ],

@@ -14,6 +14,8 @@ from gw.codecs.anthropic_messages.upstream_stream import UpstreamStreamDecoder
 from gw.errors import InvalidRequestError, OverloadedError, UpstreamError
 from gw.ir import (
     Finish,
+    NativeBlock,
+    NativeEvent,
     StreamEvent,
     StreamStart,
     TextDelta,
@@ -109,6 +111,12 @@ EXPECTED: list[StreamEvent] = [
     ThinkingDelta(redacted="EmwKAh"),
     TextDelta(text="Hello"),
     TextDelta(text=" there"),
+    NativeEvent(
+        block=NativeBlock(
+            format="anthropic",
+            data={"type": "citations_delta", "citation": {"type": "char_location"}},
+        )
+    ),
     ToolCallDelta(index=0, id="toolu_a", name="get_weather"),
     ToolCallDelta(index=0, arguments='{"city": '),
     ToolCallDelta(index=0, arguments='"Paris"}'),
@@ -183,13 +191,65 @@ def test_pings_and_unknown_events_are_skipped() -> None:
         frame({"type": "future_event", "x": 1}),
         START,
         frame({"type": "future_event"}),
-        block_start(0, {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search"}),
-        delta(0, {"type": "input_json_delta", "partial_json": '{"q": 1}'}),
+        block_start(0, {"type": "text", "text": ""}),
+        delta(0, {"type": "future_delta", "x": 1}),
         block_stop(0),
         message_delta("end_turn", {"output_tokens": 1}),
         STOP,
     )
     assert [type(event) for event in events] == [StreamStart, UsageEvent, Finish, UsageEvent]
+
+
+def test_server_tool_blocks_become_one_native_event_each_once_complete() -> None:
+    """A server tool call's input fragments are joined; its result arrives whole."""
+    result = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": [{"type": "web_search_result", "url": "https://a.test", "title": "A"}],
+    }
+    future = {"type": "hologram_block", "shape": {"sides": 3}}
+    events, _ = decode(
+        START,
+        block_start(0, {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search"}),
+        delta(0, {"type": "input_json_delta", "partial_json": '{"query": '}),
+        delta(0, {"type": "input_json_delta", "partial_json": '"paris"}'}),
+        block_stop(0),
+        block_start(1, result),
+        block_stop(1),
+        block_start(2, future),
+        block_stop(2),
+        block_start(3, {"type": "mcp_tool_use", "id": "m1", "name": "ask", "input": {}}),
+        block_stop(3),
+        message_delta("pause_turn", {"output_tokens": 1}),
+        STOP,
+    )
+    native = [event.block for event in events if isinstance(event, NativeEvent)]
+    assert native == [
+        NativeBlock(
+            format="anthropic",
+            data={
+                "type": "server_tool_use",
+                "id": "srvtoolu_1",
+                "name": "web_search",
+                "input": {"query": "paris"},
+            },
+        ),
+        NativeBlock(format="anthropic", data=result),
+        NativeBlock(format="anthropic", data=future),
+        NativeBlock(
+            format="anthropic",
+            data={"type": "mcp_tool_use", "id": "m1", "name": "ask", "input": {}},
+        ),
+    ]
+    assert Finish(reason="pause") in events
+
+
+def test_a_server_tool_s_input_that_is_not_json_is_malformed() -> None:
+    decoder = UpstreamStreamDecoder()
+    decoder.feed(START + block_start(0, {"type": "server_tool_use", "id": "s", "name": "x"}))
+    decoder.feed(delta(0, {"type": "input_json_delta", "partial_json": '{"q": '}))
+    with pytest.raises(UpstreamError):
+        decoder.feed(block_stop(0))
 
 
 def test_error_event_after_deltas_is_raised_by_the_next_call() -> None:
