@@ -1,0 +1,244 @@
+"""Run real coding agents and agent SDKs against a gw on loopback, as a user would.
+
+The clients are pinned in tests/agents/: Codex CLI, Claude Code and Gemini CLI from npm
+(package.json and its lock), which ./scripts/test installs with ``npm ci`` into
+build/agents; the OpenAI Agents SDK in its own venv, build/tools-agents (it cannot share
+gw's dev venv: its websockets pin conflicts with uvicorn[standard]'s). When one is missing
+the tests that need it skip with the reason ./scripts/test printed (GW_AGENTS_UNAVAILABLE);
+in CI (``CI`` set) or with ``GW_REQUIRE_AGENTS=1`` they fail instead.
+
+Each run gets an empty HOME and working directory, stdin from /dev/null, and only the
+environment the client needs. Its proxy variables point at an `EgressTrap`, with loopback
+exempt (NO_PROXY), so a call a client makes anywhere but gw is refused and recorded
+instead of leaving the machine; the tests assert there was none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from e2e.gw_process import GwServer
+from fakes.http_server import HttpRequest, Responder, ServerThread
+
+ROOT = Path(__file__).parents[2]
+NODE_BIN = ROOT / "build" / "agents" / "node_modules" / ".bin"
+AGENTS_PYTHON = ROOT / "build" / "tools-agents" / "bin" / "python"
+SDK_AGENT = ROOT / "tests" / "agents" / "sdk_agent.py"
+RUN_TIMEOUT_S = 150.0  # one client run; the fakes answer at once, so this is a hang
+LOOPBACK = "127.0.0.1,localhost,::1"
+SECRET = "pelican"  # in the file an agent reads; the upstream must get it back
+UPSTREAM_KEY = "sk-upstream-test"
+
+# One route per upstream format, the same names in every agent test (and the README).
+ROUTES = {
+    "openai": ("oai", "openai_compatible", "gpt-a"),
+    "anthropic": ("claude", "anthropic", "claude-sonnet-4-5"),
+    "gemini": ("gem", "gemini", "gemini-2.5-flash"),
+}
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip, or fail where the agents must be there (CI, GW_REQUIRE_AGENTS=1)."""
+    if os.environ.get("CI") or os.environ.get("GW_REQUIRE_AGENTS") == "1":
+        pytest.fail(f"the coding-agent tests need their clients: {reason}")
+    pytest.skip(f"coding-agent tests skipped: {reason}")
+
+
+def require(path: Path) -> Path:
+    """``path`` if it is installed, else `unavailable` with the reason."""
+    if not path.exists():
+        unavailable(
+            os.environ.get("GW_AGENTS_UNAVAILABLE")
+            or f"{path.relative_to(ROOT)} is missing (./scripts/test installs the pinned "
+            "clients of tests/agents/)"
+        )
+    return path
+
+
+def node_client(name: str) -> Path:
+    """The npm-installed CLI ``name`` (codex, claude, gemini)."""
+    return require(NODE_BIN / name)
+
+
+@contextmanager
+def serve_gw(state: Path, **upstreams: str) -> Iterator[GwServer]:
+    """A gw with route ``via-<format>`` to each fake named by format (openai, anthropic,
+    gemini), whose base URL is given."""
+    providers, routes = [], []
+    for kind_name, base_url in upstreams.items():
+        name, kind, model = ROUTES[kind_name]
+        providers.append(
+            f'  - {{name: {name}, kind: {kind}, base_url: "{base_url}", api_key: env:GW_TEST_KEY}}'
+        )
+        routes.append(
+            f"  - {{name: via-{kind_name}, targets: [{{provider: {name}, model: {model}}}]}}"
+        )
+    config = state.parent / "gw.yaml"
+    config.write_text("\n".join(["providers:", *providers, "routes:", *routes, ""]))
+    with GwServer(state, config, env={"GW_TEST_KEY": UPSTREAM_KEY}) as server:
+        yield server
+
+
+class EgressTrap:
+    """A forward proxy that refuses everything and records what was asked: where a client
+    would have gone beyond loopback (``CONNECT host:port``, or an absolute URL)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self._thread = ServerThread(self._handle, "127.0.0.1", 0, name="egress-trap")
+        self.url = ""
+
+    def __enter__(self) -> EgressTrap:
+        self.url = f"http://127.0.0.1:{self._thread.start()}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._thread.stop()
+
+    async def _handle(self, request: HttpRequest, responder: Responder) -> None:
+        self.seen.append(f"{request.method} {request.target}")
+        body = b"gw tests: no network beyond loopback\n"
+        await responder.send(403, [("content-type", "text/plain"), ("connection", "close")], body)
+
+
+@dataclass
+class Run:
+    """One finished client run."""
+
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    egress: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return (
+            f"{Path(self.argv[0]).name} exited {self.returncode}\n"
+            f"--- stdout\n{self.stdout[-6000:]}\n--- stderr\n{self.stderr[-6000:]}\n"
+            f"--- refused egress: {self.egress}"
+        )
+
+    def ok(self) -> Run:
+        """This run, after checking it succeeded and stayed on loopback."""
+        assert self.returncode == 0, self.describe()
+        assert not self.egress, f"the client reached beyond loopback\n{self.describe()}"
+        return self
+
+
+class Sandbox:
+    """An empty HOME and working directory for one client run, and the run itself."""
+
+    def __init__(self, root: Path, trap: EgressTrap) -> None:
+        self.home = root / "home"
+        self.work = root / "work"
+        self.home.mkdir(parents=True)
+        self.work.mkdir()
+        self.trap = trap
+
+    def env(self, extra: dict[str, str]) -> dict[str, str]:
+        node_dir = Path(shutil.which("node") or "/usr/bin/node").parent
+        proxies = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+        return {
+            "PATH": f"{node_dir}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+            "NO_COLOR": "1",
+            **dict.fromkeys(proxies, self.trap.url),
+            **{name.lower(): self.trap.url for name in proxies},
+            "NO_PROXY": LOOPBACK,
+            "no_proxy": LOOPBACK,
+            **extra,
+        }
+
+    def run(self, argv: list[str | Path], env: dict[str, str]) -> Run:
+        args = [str(arg) for arg in argv]
+        before = len(self.trap.seen)
+        try:
+            done = subprocess.run(
+                args,
+                cwd=self.work,
+                env=self.env(env),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=RUN_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as timeout:
+            out = _text(timeout.stdout)
+            err = _text(timeout.stderr)
+            raise AssertionError(
+                f"{args[0]} ran over {RUN_TIMEOUT_S:.0f}s\n--- stdout\n{out}\n--- stderr\n{err}"
+            ) from None
+        return Run(args, done.returncode, done.stdout, done.stderr, self.trap.seen[before:])
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.work / name
+        path.write_text(text)
+        return path
+
+
+def _text(output: str | bytes | None) -> str:
+    if isinstance(output, bytes):
+        return output.decode(errors="replace")
+    return output or ""
+
+
+@pytest.fixture(scope="module")
+def egress_trap() -> Iterator[EgressTrap]:
+    with EgressTrap() as trap:
+        yield trap
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, egress_trap: EgressTrap) -> Sandbox:
+    return Sandbox(tmp_path / "agent", egress_trap)
+
+
+def trace_ids(gw: GwServer) -> set[str]:
+    """The request ids of gw's recent traces (call before a run, for `new_traces`)."""
+    return {row["request_id"] for row in gw.cli_json("traces", "--limit", "500")}
+
+
+def new_traces(gw: GwServer, known: set[str], at_least: int) -> list[dict[str, Any]]:
+    """``gw explain --json`` of each trace not in ``known``, oldest first, once at least
+    ``at_least`` have landed (traces are written off the hot path: polled, bounded)."""
+    deadline = time.monotonic() + 15.0
+    while True:
+        rows = [r for r in gw.cli_json("traces", "--limit", "500") if r["request_id"] not in known]
+        if len(rows) >= at_least or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    return [gw.cli_json("explain", row["request_id"]) for row in reversed(rows)]
+
+
+def summary(traces: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What a failed trace assertion prints: endpoint, status, error, who answered."""
+    return [
+        (t["endpoint"], t["status"], (t.get("error") or {}).get("message"), t["answered_by"])
+        for t in traces
+    ]
+
+
+def jsonl(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of JSON-lines output; other lines are skipped."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return out

@@ -1,0 +1,157 @@
+"""Claude Code (``claude -p``) works through gw: ANTHROPIC_BASE_URL pointed at gw, against
+an Anthropic upstream and an OpenAI-compatible one.
+
+Claude Code's first request is what breaks gateways: adaptive thinking, an effort, context
+management, beta headers, a ``system`` turn inside ``messages``, tools loaded on demand.
+gw must answer it (no 400 in ``gw traces``), and carry a turn in which the model calls one
+of Claude Code's own tools (Read, of a file in the run's directory) and the result goes
+back upstream.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.agent_clients import (
+    SECRET,
+    Run,
+    Sandbox,
+    new_traces,
+    node_client,
+    serve_gw,
+    summary,
+    trace_ids,
+)
+from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
+from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
+from e2e.gw_process import GwServer
+from fakes import anthropic_upstream, openai_upstream
+from fakes.anthropic_upstream import FakeAnthropic
+from fakes.openai_upstream import FakeOpenAI
+
+FINAL = "I read notes.txt for you."
+UPSTREAMS = ["anthropic", "openai"]
+DEFER_LOADING = (
+    "gw refuses Claude Code's tool with defer_loading (400 native_feature_unsupported, three "
+    "times, before Claude Code retries without it): /work/helpers/captures/BLOCKERS.md #1"
+)
+
+
+@pytest.fixture(scope="module")
+def anthropic_fake() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def openai_fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def gw(
+    tmp_path_factory: pytest.TempPathFactory, anthropic_fake: FakeAnthropic, openai_fake: FakeOpenAI
+) -> Iterator[GwServer]:
+    state = tmp_path_factory.mktemp("agents-claude-code") / "state"
+    with serve_gw(state, anthropic=anthropic_fake.base_url, openai=openai_fake.base_url) as server:
+        yield server
+
+
+class Upstream:
+    """The fake behind one route, scripted the same way whatever its format."""
+
+    def __init__(self, name: str, anthropic: FakeAnthropic, openai: FakeOpenAI) -> None:
+        self.route = f"via-{name}"
+        self.fake: FakeAnthropic | FakeOpenAI = anthropic if name == "anthropic" else openai
+        self.fake.clear()
+
+    def answer(self, *turns: str | tuple[str, str]) -> None:
+        """Each turn: a text, or a (tool name, input JSON) call."""
+        wire: Any = anthropic_upstream if isinstance(self.fake, FakeAnthropic) else openai_upstream
+        self.fake.enqueue(
+            *(
+                wire.Behavior(tool_call=turn)
+                if isinstance(turn, tuple)
+                else wire.Behavior(text=turn)
+                for turn in turns
+            )
+        )
+
+    def bodies(self) -> list[Any]:
+        return [request.json for request in self.fake.requests]
+
+
+@pytest.fixture(params=UPSTREAMS)
+def upstream(
+    request: pytest.FixtureRequest, anthropic_fake: FakeAnthropic, openai_fake: FakeOpenAI
+) -> Upstream:
+    return Upstream(request.param, anthropic_fake, openai_fake)
+
+
+def claude_p(sandbox: Sandbox, gw: GwServer, route: str, prompt: str) -> Run:
+    """``claude -p`` with gw as its API, as the README shows."""
+    argv: list[str | Path] = [
+        node_client("claude"),
+        "-p",
+        prompt,
+        "--model",
+        route,
+        "--output-format",
+        "json",
+    ]
+    env = {
+        "ANTHROPIC_BASE_URL": gw.url,
+        "ANTHROPIC_API_KEY": "sk-gw-claude-code",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+    }
+    return sandbox.run(argv, env)
+
+
+def result_of(run: Run) -> dict[str, Any]:
+    """The ``--output-format json`` result object, after checking the run succeeded."""
+    run.ok()
+    result: dict[str, Any] = json.loads(run.stdout)
+    assert result["subtype"] == "success", run.describe()
+    assert result["is_error"] is False, run.describe()
+    return result
+
+
+@pytest.mark.xfail(strict=True, reason=DEFER_LOADING)
+def test_first_request_is_answered(gw: GwServer, upstream: Upstream, sandbox: Sandbox) -> None:
+    upstream.answer("Hello from the fake upstream.")
+    known = trace_ids(gw)
+    result = result_of(claude_p(sandbox, gw, upstream.route, "Say hello."))
+    assert result["result"] == "Hello from the fake upstream."
+    traces = new_traces(gw, known, 1)
+    assert [(t["endpoint"], t["status"]) for t in traces] == [("messages", 200)], summary(traces)
+    assert len(upstream.bodies()) == 1
+
+
+def test_tool_use_turn(gw: GwServer, upstream: Upstream, sandbox: Sandbox) -> None:
+    notes = sandbox.write("notes.txt", f"the secret word is {SECRET}\n")
+    upstream.answer(("Read", json.dumps({"file_path": str(notes)})), FINAL)
+    known = trace_ids(gw)
+    result = result_of(claude_p(sandbox, gw, upstream.route, "What is in notes.txt?"))
+    assert result["result"] == FINAL
+    assert result["num_turns"] == 2
+    assert result["permission_denials"] == []
+    traces = [t for t in new_traces(gw, known, 2) if t["status"] == 200]
+    assert [t["endpoint"] for t in traces] == ["messages", "messages"], summary(traces)
+    first, second = upstream.bodies()
+    if isinstance(upstream.fake, FakeAnthropic):
+        assert "Read" in {tool["name"] for tool in first["tools"]}
+        results = [b for b in second["messages"][-1]["content"] if b["type"] == "tool_result"]
+    else:
+        assert "Read" in {tool["function"]["name"] for tool in first["tools"]}
+        results = [m for m in second["messages"] if m["role"] == "tool"]
+    assert len(results) == 1
+    assert SECRET in json.dumps(results[0]["content"])
