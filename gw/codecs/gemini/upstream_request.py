@@ -131,6 +131,11 @@ class _RequestEncoder:
             body["systemInstruction"] = {"parts": system}
         if request.tools:
             body["tools"] = [{"functionDeclarations": self._declarations(request.tools)}]
+        # Gemini's own tools (googleSearch, codeExecution, urlContext, ...), as the client
+        # sent them; another format's are left out (foreign_field_notes says so).
+        native = [tool.data for tool in request.native_tools if tool.format == "gemini"]
+        if native:
+            body.setdefault("tools", []).extend(native)
         if request.tool_choice is not None:
             body["toolConfig"] = {"functionCallingConfig": _calling_config(request.tool_choice)}
         if request.parallel_tool_calls is False:

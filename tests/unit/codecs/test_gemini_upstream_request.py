@@ -19,6 +19,7 @@ from gw.ir import (
     ChatRequest,
     ImagePart,
     Message,
+    NativeBlock,
     Reasoning,
     ResponseFormat,
     Sampling,
@@ -527,3 +528,16 @@ def test_names_are_noted() -> None:
     )
 
     assert notes == ("messages[0].name: dropped (no Gemini field)",)
+
+
+def test_geminis_own_tools_go_beside_the_functions_and_other_formats_are_left_out() -> None:
+    search = NativeBlock(format="gemini", data={"googleSearch": {}})
+    foreign = NativeBlock(format="anthropic", data={"type": "web_search_20250305"})
+    tool = ToolDefinition(name="f", parameters={"type": "object", "properties": {}})
+    body, _ = encoded(
+        ChatRequest(model="m", messages=(HI,), tools=(tool,), native_tools=(search, foreign))
+    )
+    assert body["tools"][1:] == [{"googleSearch": {}}]
+    assert body["tools"][0]["functionDeclarations"][0]["name"] == "f"
+    alone, _ = encoded(ChatRequest(model="m", messages=(HI,), native_tools=(search,)))
+    assert alone["tools"] == [{"googleSearch": {}}]
