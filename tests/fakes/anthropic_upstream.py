@@ -14,8 +14,11 @@ Anthropic's statuses and headers) from a background thread with its own event lo
 
 Each ``POST /v1/messages`` pops the next scripted ``Behavior``; when the script is empty,
 ``fake.default`` applies. Like Anthropic, a request without ``anthropic-version``, or whose
-body lacks ``model``, ``messages`` or ``max_tokens``, or whose ``cache_control`` marks are
-malformed or more than four, is refused with a 400 before any script is used. Tool input is sent compact in both forms (the JSON object of the answer,
+body lacks ``model``, ``messages`` or ``max_tokens``, whose ``thinking`` or
+``output_config`` is malformed, or whose ``cache_control`` marks are malformed or more than
+four, is refused with a 400 before any script is used. ``Behavior(content=...)`` answers
+with any blocks, server tools' included (``anthropic_server_tools.web_search_content``),
+streamed as Anthropic streams each kind. Tool input is sent compact in both forms (the JSON object of the answer,
 the ``partial_json`` fragments of the stream), so the two join to the same text.
 """
 
@@ -29,6 +32,7 @@ from typing import Any
 
 import msgspec
 
+from .anthropic_server_tools import request_problem, server_tool_uses, stream_pieces
 from .http_server import Responder
 from .scripted import (
     Faults,
@@ -167,12 +171,14 @@ class _Answer:
 
     def usage(self, output_tokens: int) -> dict[str, Any]:
         read, creation = self.behavior.cache
-        return {
+        usage = {
             "input_tokens": self.input_tokens,
             "cache_creation_input_tokens": creation,
             "cache_read_input_tokens": read,
             "output_tokens": output_tokens,
         }
+        searches = server_tool_uses(self.blocks())
+        return usage if searches is None else usage | {"server_tool_use": searches}
 
     def message(self, content: list[dict[str, Any]], *, final: bool) -> dict[str, Any]:
         usage = self.usage(self.output_tokens if final else 1)
@@ -214,29 +220,7 @@ class _Answer:
         content deltas (the ones `drop_after_chunks` and friends count)."""
         frames: list[tuple[bytes, bool]] = []
         for index, block in enumerate(self.blocks()):
-            kind = block["type"]
-            start = {"type": kind}
-            pieces: list[dict[str, Any]] = []
-            if kind == "redacted_thinking":
-                start["data"] = block["data"]
-            elif kind == "thinking":
-                start |= {"thinking": "", "signature": ""}
-                pieces = [
-                    {"type": "thinking_delta", "thinking": p}
-                    for p in split_text(block["thinking"], None)
-                ]
-                pieces.append({"type": "signature_delta", "signature": block["signature"]})
-            elif kind == "text":
-                start["text"] = ""
-                pieces = [{"type": "text_delta", "text": p} for p in self._pieces(block["text"])]
-            else:
-                start |= {"id": block["id"], "name": block["name"], "input": {}}
-                pieces = [{"type": "input_json_delta", "partial_json": ""}]
-                tool_json = _encode(block["input"]).decode()
-                pieces += [
-                    {"type": "input_json_delta", "partial_json": p}
-                    for p in self._pieces(tool_json, tool=True)
-                ]
+            start, pieces = stream_pieces(block, self._split)
             frames.append(
                 (
                     _sse(
@@ -256,11 +240,12 @@ class _Answer:
             )
         return frames
 
-    def _pieces(self, text: str, *, tool: bool = False) -> list[str]:
-        """The deltas of one block: the scripted text or tool input's, else ``text`` split."""
-        if self.behavior.content is None:
+    def _split(self, text: str, tool: bool) -> list[str]:
+        """The deltas of one block: the scripted text or tool input's, else ``text`` split
+        (thinking always per word)."""
+        if self.behavior.content is None and text in (self.text, self.tool_json):
             return self.tool_pieces if tool else self.text_pieces
-        return split_text(text, self.behavior.chunks)
+        return split_text(text, None if self.behavior.content is None else self.behavior.chunks)
 
     def message_start(self) -> bytes:
         return _sse(
@@ -333,7 +318,7 @@ def _invalid(request: ReceivedRequest[str]) -> str | None:
     for key in ("model", "messages", "max_tokens"):
         if key not in body:
             return f"{key}: Field required"
-    return _invalid_cache_marks(list(_cache_marks(body)))
+    return request_problem(body) or _invalid_cache_marks(list(_cache_marks(body)))
 
 
 def _invalid_cache_marks(marks: list[Any]) -> str | None:

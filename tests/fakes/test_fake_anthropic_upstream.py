@@ -11,6 +11,7 @@ import httpx
 import httpx2
 import pytest
 
+from .anthropic_server_tools import SEARCH_ID, web_search_content
 from .anthropic_upstream import (
     DEFAULT_TEXT,
     PROMPT_TOO_LONG,
@@ -271,3 +272,93 @@ def test_refuses_malformed_or_too_many_cache_marks(
         )
     four: list[anthropic.types.MessageParam] = [{"role": "user", "content": [block] * 4}]
     assert client.messages.create(model="m", max_tokens=5, messages=four).content
+
+
+# -- server tools, thinking and structured outputs --------------------------------------
+
+SEARCH_TURN = web_search_content(
+    "capital of France",
+    [("https://example.com/paris", "Paris - Wikipedia")],
+    [("The capital of France is Paris.", 0), (" Anything else?", None)],
+)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_web_search_answer_as_the_sdk_reads_it(
+    client: anthropic.Anthropic, fake: FakeAnthropic, stream: bool
+) -> None:
+    fake.enqueue(Behavior(content=SEARCH_TURN, stop_reason="pause_turn"))
+    ask: Any = {
+        "model": "m",
+        "max_tokens": 100,
+        "messages": MESSAGES,
+        "tools": [{"type": "web_search_20250305", "name": "web_search"}],
+    }
+    if stream:
+        with client.messages.stream(**ask) as events:
+            message = events.get_final_message()
+    else:
+        message = client.messages.create(**ask)
+    assert [block.model_dump(exclude_none=True) for block in message.content] == list(SEARCH_TURN)
+    assert message.stop_reason == "pause_turn"
+    assert message.usage.server_tool_use is not None
+    assert message.usage.server_tool_use.web_search_requests == 1
+
+
+def test_a_streamed_web_search_has_anthropic_s_frames(fake: FakeAnthropic) -> None:
+    fake.enqueue(Behavior(content=SEARCH_TURN))
+    body = {"model": "m", "max_tokens": 100, "messages": MESSAGES, "stream": True}
+    with httpx.Client(base_url=fake.base_url) as http:
+        raw = http.post("/v1/messages", json=body, headers=VERSION).text
+    starts = [d["content_block"] for e, d in sse_events(raw) if e == "content_block_start"]
+    assert starts[1] == {
+        "type": "server_tool_use",
+        "id": SEARCH_ID,
+        "name": "web_search",
+        "input": {},
+    }
+    assert starts[2] == SEARCH_TURN[2]
+    assert starts[3] == {"type": "text", "text": ""}
+    deltas = [d["delta"]["type"] for e, d in sse_events(raw) if e == "content_block_delta"]
+    assert "citations_delta" in deltas
+    assert "input_json_delta" in deltas
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"thinking": {"type": "adaptive"}},
+        {"thinking": {"type": "adaptive", "display": "omitted"}},
+        {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+        {"thinking": {"type": "disabled"}},
+        {"output_config": {"effort": "max", "format": {"type": "json_schema", "schema": {}}}},
+    ],
+)
+def test_takes_every_thinking_type_and_output_config(
+    client: anthropic.Anthropic, fake: FakeAnthropic, fields: Any
+) -> None:
+    client.messages.create(model="m", max_tokens=2000, messages=MESSAGES, **fields)
+    for key, value in fields.items():
+        assert fake.requests[-1].json[key] == value
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"thinking": {"type": "sometimes"}}, "thinking.type"),
+        ({"thinking": {"type": "adaptive", "budget_tokens": 2000}}, "Extra inputs"),
+        ({"thinking": {"type": "enabled", "budget_tokens": 512}}, "budget_tokens"),
+        ({"thinking": {"type": "enabled", "budget_tokens": 4000}}, "max_tokens"),
+        ({"output_config": {"effort": "huge"}}, "output_config.effort"),
+        ({"output_config": {"format": {"type": "json_object"}}}, "output_config.format"),
+        ({"tools": [{"type": "web_search_20250305", "name": "search"}]}, "'web_search'"),
+    ],
+)
+def test_refuses_malformed_thinking_output_config_and_server_tools(
+    fake: FakeAnthropic, fields: Any, message: str
+) -> None:
+    body = {"model": "m", "max_tokens": 2000, "messages": MESSAGES, **fields}
+    with httpx.Client(base_url=fake.base_url) as http:
+        answer = http.post("/v1/messages", json=body, headers=VERSION)
+    assert answer.status_code == 400
+    assert message in answer.json()["error"]["message"]
