@@ -1,0 +1,122 @@
+"""Gemini CLI (``gemini -p``) works through gw: GOOGLE_GEMINI_BASE_URL pointed at gw's
+/v1beta, against a Gemini, an OpenAI-compatible and an Anthropic upstream.
+
+The fake upstream answers a call of the CLI's own ``read_file`` tool, the CLI reads the
+file, sends it back through gw (a ``functionResponse``), and prints the fake's text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.agent_clients import (
+    SECRET,
+    Run,
+    Sandbox,
+    new_traces,
+    node_client,
+    serve_gw,
+    summary,
+    trace_ids,
+)
+from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
+from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
+from e2e.gw_process import GwServer
+from fakes import anthropic_upstream, gemini_upstream, openai_upstream
+from fakes.anthropic_upstream import FakeAnthropic
+from fakes.gemini_upstream import FakeGemini
+from fakes.openai_upstream import FakeOpenAI
+
+FINAL = "I read notes.txt for you."
+READ_CALL = ("read_file", json.dumps({"file_path": "notes.txt"}))
+# The CLI's settings for a run through a gateway: an API key (not the "gateway" auth type
+# GOOGLE_GEMINI_BASE_URL alone selects, which -p refuses), nothing sent to Google.
+SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+}
+
+
+@pytest.fixture(scope="module")
+def fakes() -> Iterator[dict[str, Any]]:
+    with FakeGemini() as gemini, FakeOpenAI() as openai, FakeAnthropic() as anthropic:
+        yield {"gemini": gemini, "openai": openai, "anthropic": anthropic}
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[GwServer]:
+    state = tmp_path_factory.mktemp("agents-gemini-cli") / "state"
+    with serve_gw(state, **{name: fake.base_url for name, fake in fakes.items()}) as server:
+        yield server
+
+
+def gemini_p(sandbox: Sandbox, gw: GwServer, route: str, prompt: str) -> Run:
+    """``gemini -p`` with gw as its API, as the README shows."""
+    settings = sandbox.home / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(SETTINGS))
+    env = {
+        "GOOGLE_GEMINI_BASE_URL": gw.url,
+        "GEMINI_API_KEY": "gm-gw-gemini-cli",
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    }
+    argv: list[str | Path] = [node_client("gemini"), "-p", prompt, "--model", route]
+    return sandbox.run(argv, env)
+
+
+def script(name: str, fake: Any) -> None:
+    """The read_file call, then the final text, in the fake's own format."""
+    fake.clear()
+    if name == "gemini":
+        fake.enqueue(
+            gemini_upstream.Behavior(tool_calls=(READ_CALL,)), gemini_upstream.Behavior(text=FINAL)
+        )
+    elif name == "openai":
+        fake.enqueue(
+            openai_upstream.Behavior(tool_call=READ_CALL), openai_upstream.Behavior(text=FINAL)
+        )
+    else:
+        fake.enqueue(
+            anthropic_upstream.Behavior(tool_call=READ_CALL),
+            anthropic_upstream.Behavior(text=FINAL),
+        )
+
+
+def tool_result(name: str, body: dict[str, Any]) -> Any:
+    """What the second upstream request carries back for the call, in its format."""
+    if name == "gemini":
+        parts = [p for c in body["contents"] for p in c["parts"] if "functionResponse" in p]
+        assert [p["functionResponse"]["name"] for p in parts] == ["read_file"]
+        return parts[0]["functionResponse"]["response"]
+    if name == "openai":
+        results = [m for m in body["messages"] if m["role"] == "tool"]
+        assert len(results) == 1
+        return results[0]["content"]
+    blocks = [b for b in body["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert len(blocks) == 1
+    return blocks[0]["content"]
+
+
+@pytest.mark.parametrize("upstream", ["gemini", "openai", "anthropic"])
+def test_gemini_cli_tool_round_trip(
+    gw: GwServer, fakes: dict[str, Any], sandbox: Sandbox, upstream: str
+) -> None:
+    fake = fakes[upstream]
+    script(upstream, fake)
+    sandbox.write("notes.txt", f"the secret word is {SECRET}\n")
+    known = trace_ids(gw)
+    run = gemini_p(sandbox, gw, f"via-{upstream}", "What is in notes.txt?").ok()
+    assert run.stdout.strip() == FINAL, run.describe()
+    traces = new_traces(gw, known, 2)
+    assert [(t["endpoint"], t["status"]) for t in traces] == [
+        ("gemini.streamGenerateContent", 200)
+    ] * 2, summary(traces)
+    assert len(fake.requests) == 2
+    assert SECRET in json.dumps(tool_result(upstream, fake.requests[1].json))

@@ -1,0 +1,82 @@
+"""The OpenAI Agents SDK works through gw: an Agent with a function tool, its default
+client an ``AsyncOpenAI`` pointed at gw (the default Responses model), run whole and
+streamed, against a chat-completions upstream and an Anthropic one.
+
+The SDK runs in its own venv (build/tools-agents), so tests/agents/sdk_agent.py runs as
+a subprocess; it prints what the run produced as one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from e2e.agent_clients import (
+    AGENTS_PYTHON,
+    SDK_AGENT,
+    SECRET,
+    Sandbox,
+    new_traces,
+    require,
+    serve_gw,
+    summary,
+    trace_ids,
+)
+from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
+from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
+from e2e.gw_process import GwServer
+from fakes import anthropic_upstream, openai_upstream
+from fakes.anthropic_upstream import FakeAnthropic
+from fakes.openai_upstream import FakeOpenAI
+
+FINAL = "The secret word is pelican."
+CALL = ("lookup_word", json.dumps({"topic": "birds"}))
+
+
+@pytest.fixture(scope="module")
+def fakes() -> Iterator[dict[str, Any]]:
+    with FakeOpenAI() as openai, FakeAnthropic() as anthropic:
+        yield {"openai": openai, "anthropic": anthropic}
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[GwServer]:
+    state = tmp_path_factory.mktemp("agents-openai-sdk") / "state"
+    with serve_gw(state, **{name: fake.base_url for name, fake in fakes.items()}) as server:
+        yield server
+
+
+@pytest.mark.parametrize("mode", ["run", "stream"])
+@pytest.mark.parametrize("upstream", ["openai", "anthropic"])
+def test_agent_with_function_tool(
+    gw: GwServer, fakes: dict[str, Any], sandbox: Sandbox, upstream: str, mode: str
+) -> None:
+    fake = fakes[upstream]
+    fake.clear()
+    wire: Any = openai_upstream if upstream == "openai" else anthropic_upstream
+    fake.enqueue(wire.Behavior(tool_call=CALL), wire.Behavior(text=FINAL))
+    known = trace_ids(gw)
+    argv = [require(AGENTS_PYTHON), SDK_AGENT, gw.base_url, f"via-{upstream}", mode]
+    run = sandbox.run(argv, {}).ok()
+    outcome = json.loads(run.stdout.splitlines()[-1])
+    assert outcome == {
+        "final_output": FINAL,
+        "calls": ["birds"],
+        "items": ["tool_call_item", "tool_call_output_item", "message_output_item"],
+    }, run.describe()
+    traces = new_traces(gw, known, 2)
+    assert [(t["endpoint"], t["status"], t["stream"]) for t in traces] == [
+        ("responses", 200, mode == "stream")
+    ] * 2, summary(traces)
+    first, second = (request.json for request in fake.requests)
+    assert first["stream"] is (mode == "stream")
+    if upstream == "openai":
+        results = [m["content"] for m in second["messages"] if m["role"] == "tool"]
+    else:
+        last = second["messages"][-1]["content"]
+        results = [b["content"] for b in last if b["type"] == "tool_result"]
+    assert len(results) == 1
+    assert SECRET in json.dumps(results[0])
