@@ -15,6 +15,7 @@ target, and who is to ``blame``. The server renders errors from these attributes
     │   ├── PermissionDeniedError          permission_denied           403
     │   ├── ModelNotFoundError             model_not_found             404
     │   ├── EndpointNotFoundError          endpoint_not_found          404
+    │   ├── ResponseNotFoundError          response_not_found          404  (/v1/responses/{id})
     │   ├── MethodNotAllowedError          method_not_allowed          405
     │   ├── RequestTimeoutError            request_timeout             408
     │   ├── ConflictError                  conflict                    409  (admin writes)
@@ -131,6 +132,14 @@ class EndpointNotFoundError(ClientError):
     status = 404
 
 
+class ResponseNotFoundError(ClientError):
+    """A Responses id gw holds nothing for: not a background job of this caller's, or a
+    ``previous_response_id`` no ``kind: openai_responses`` upstream answered."""
+
+    code = "response_not_found"
+    status = 404
+
+
 class MethodNotAllowedError(ClientError):
     code = "method_not_allowed"
     status = 405
@@ -213,6 +222,7 @@ ALL_ERRORS: tuple[type[GatewayError], ...] = (
     PermissionDeniedError,
     ModelNotFoundError,
     EndpointNotFoundError,
+    ResponseNotFoundError,
     MethodNotAllowedError,
     RequestTimeoutError,
     RequestTooLargeError,

@@ -80,6 +80,9 @@ class AttemptRecord(RecordStruct, frozen=True, kw_only=True):
     # a default added where the provider requires one (gw/execution/output_limit.py).
     limit_notes: tuple[str, ...] = ()
     hedge: bool = False
+    # The upstream's own id for its answer (a Responses upstream's resp_..., a chat
+    # completion's chatcmpl-...): what a previous_response_id is forwarded as.
+    upstream_response_id: str | None = None
 
 
 class TraceRecord(RecordStruct, frozen=True, kw_only=True):
@@ -109,6 +112,7 @@ class TraceRecord(RecordStruct, frozen=True, kw_only=True):
     usage_source: UsageSource | None = None
     cost_usd: float | None = None
     committed: bool = False
+    background: bool = False  # run by the background worker (POST /v1/responses background)
 
     @property
     def route_header(self) -> str:

@@ -43,6 +43,7 @@ from gw.server.status import RequestCounts, ServerFacts
 from gw.startup.checks import check_otel, checked_start, shipped_catalog
 from gw.startup.plan import ServeError, ServePlan, SnapshotHolder, SystemClock, reachable_as
 from gw.startup.reloading import build_reloader, record_start
+from gw.startup.responses_state import responses_state
 from gw.startup.telemetry import add_otel, gateway_metrics, with_request_log
 from gw.store.serve_lock import ServeLock, StateDirBusyError
 from gw.store.sqlite import SqliteStore
@@ -186,17 +187,22 @@ async def _serve(
         start_text=start_text,
     )
     counts = RequestCounts(telemetry.sink())  # for GET /admin/v1/status
+    gateway = Gateway(
+        engine,
+        counts,
+        clock,
+        health=health,
+        latency=latency,
+        accounts=accounts,
+        limits=await seeded_limiter(store, clock),
+        usage=telemetry.usage,
+    )
+    # What previous_response_id follows, and the background Responses jobs.
+    links, background = responses_state(
+        plan, store, gateway, telemetry=telemetry, snapshots=snapshots, clock=clock
+    )
     services = ServerServices(
-        gateway=Gateway(
-            engine,
-            counts,
-            clock,
-            health=health,
-            latency=latency,
-            accounts=accounts,
-            limits=await seeded_limiter(store, clock),
-            usage=telemetry.usage,
-        ),
+        gateway=gateway,
         snapshot=snapshots.get,
         clock=clock,
         admission=Admission(server_config.max_concurrency, server_config.queue_timeout.seconds),
@@ -208,6 +214,8 @@ async def _serve(
         reloader=reloader,
         ready=store.ping,
         facts=status_facts(plan, store, clock, address, counts, proxies=proxies),
+        background=background,
+        response_links=links,
     )
     services.metrics = gateway_metrics(telemetry, services)  # GET /metrics
     server_file = plan.home / SERVER_FILE_NAME
@@ -226,7 +234,13 @@ async def _serve(
         # Runs inside uvicorn's lifespan shutdown: after SIGTERM, uvicorn re-raises the
         # signal once serve() returns, so cleanup placed after serve() would never run.
         await watch.stop()
-        await asyncio.gather(prober.stop(), pruner.stop(), authenticator.stop())
+        # Running background jobs get the drain time too, then end (traced) before the store.
+        await asyncio.gather(
+            prober.stop(),
+            pruner.stop(),
+            authenticator.stop(),
+            background.worker.stop(server_config.drain_timeout.seconds),
+        )
         await telemetry.stop()  # every queued trace and usage row is written
         await transport.close()
         await store.close()
@@ -242,6 +256,7 @@ async def _serve(
             *telemetry.starts,
             prober.start,
             pruner.start,
+            background.worker.start,
             watch.start,
             announce,
             authenticator.start,

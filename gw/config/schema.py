@@ -268,6 +268,25 @@ class TelemetryConfig(ConfigStruct, frozen=True, kw_only=True):
     otlp: OtlpConfig = OtlpConfig()
 
 
+class BackgroundConfig(ConfigStruct, frozen=True, kw_only=True):
+    """Background Responses (``background: true`` on ``POST /v1/responses``), opt-in: the
+    request is queued in the state database (its content age-encrypted with the vault's
+    identity) and run by a worker, ``concurrency`` at a time. Each tenant may have
+    ``max_queued_per_tenant`` queued or running; a finished job's content is deleted when
+    its result is fetched, or ``retention`` after it finished."""
+
+    enabled: bool = False
+    max_queued_per_tenant: int = 16
+    retention: Duration = Duration(3600.0)
+    concurrency: int = 4
+
+
+class ResponsesConfig(ConfigStruct, frozen=True, kw_only=True):
+    """The Responses API's stateful parts (gw keeps no prompt unless one is enabled)."""
+
+    background: BackgroundConfig = BackgroundConfig()
+
+
 class Config(ConfigStruct, frozen=True, kw_only=True):
     server: ServerConfig = ServerConfig()
     auth: AuthConfig = AuthConfig()
@@ -279,3 +298,4 @@ class Config(ConfigStruct, frozen=True, kw_only=True):
     health: HealthConfig = HealthConfig()
     state: StateConfig = StateConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    responses: ResponsesConfig = ResponsesConfig()

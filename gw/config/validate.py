@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from gw.config.catalog import prices
 from gw.config.schema import (
+    BackgroundConfig,
     Config,
     HealthConfig,
     OtlpConfig,
@@ -54,6 +55,7 @@ def find_problems(config: Config) -> list[Problem]:
         *_health_problems(config.health),
         *_state_problems(config.state),
         *_otlp_problems(config.telemetry.otlp),
+        *_background_problems(config.responses.background),
     ]
 
 
@@ -250,6 +252,16 @@ def _state_problems(state: StateConfig) -> Iterator[Problem]:
     ):
         if span.seconds <= 0:
             yield f"state.{field}", "must be longer than 0s"
+
+
+def _background_problems(background: BackgroundConfig) -> Iterator[Problem]:
+    here = "responses.background"
+    if background.max_queued_per_tenant < 1:
+        yield f"{here}.max_queued_per_tenant", "must be at least 1"
+    if background.concurrency < 1:
+        yield f"{here}.concurrency", "must be at least 1"
+    if background.retention.seconds <= 0:
+        yield f"{here}.retention", "must be longer than 0s"
 
 
 # Headers that carry a credential (an upstream's Authorization or x-api-key, Honeycomb's

@@ -35,6 +35,14 @@ LOCKING_CODES = frozenset({"rate_limited", "upstream_auth_failed"})
 MAX_LOCKS = 1_000
 
 
+class AccountPin(msgspec.Struct, frozen=True, kw_only=True):
+    """Only ``account`` of ``provider`` may serve the request: it holds state the request
+    refers to (a Responses upstream's stored response, for ``previous_response_id``)."""
+
+    provider: str
+    account: str
+
+
 class AccountLock(msgspec.Struct, frozen=True, kw_only=True):
     """``account`` of ``provider`` may not serve ``model`` until ``until`` (monotonic)."""
 

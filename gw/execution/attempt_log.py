@@ -22,6 +22,7 @@ class PendingAttempt(msgspec.Struct, kw_only=True):
     notes: list[str] = msgspec.field(default_factory=list)  # the call's, filled by its adapter
     limit_notes: list[str] = msgspec.field(default_factory=list)  # UpstreamCall.limit_notes
     hedge: bool = False
+    upstream_response_id: str | None = None  # the upstream's id of its answer, once known
 
 
 class AttemptLog:
@@ -85,6 +86,7 @@ class AttemptLog:
             translation_notes=tuple(pending.notes),
             limit_notes=tuple(pending.limit_notes),
             hedge=pending.hedge,
+            upstream_response_id=pending.upstream_response_id,
         )
         self.records.append(record)
         return record

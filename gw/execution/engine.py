@@ -26,7 +26,7 @@ from gw.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
-from gw.execution.accounts import AccountBook
+from gw.execution.accounts import AccountBook, AccountPin
 from gw.execution.attempt_log import AttemptLog, PendingAttempt
 from gw.execution.backoff import backoff_delay
 from gw.execution.calls import chat_calls, embedding_calls, fresh_attempt, limit_notes
@@ -81,6 +81,8 @@ class ExecutionPlan(msgspec.Struct, Generic[RequestT], frozen=True, kw_only=True
     trials: frozenset[str] = frozenset()
     # Snapshot.catalog: each target's max_output_tokens (gw/execution/output_limit.py).
     catalog: Mapping[tuple[str, str], ModelEntry] = msgspec.field(default_factory=dict)
+    # Only this account of its provider may serve (the gateway keeps the chain on it).
+    pin: AccountPin | None = None
 
 
 class ExecutionFailedError(Exception):
@@ -139,6 +141,7 @@ class Engine:
             upstream: Upstream, call: UpstreamCall, pending: PendingAttempt, remaining: float
         ) -> ChatResponse:
             response = await _within(upstream.complete(call), min(per_attempt, remaining))
+            pending.upstream_response_id = response.id or None
             if accept is not None:
                 accept(response)
             return response
@@ -202,6 +205,7 @@ class Engine:
                 await close_quietly(events)
                 raise
             log.mark_first_token(pending)
+            pending.upstream_response_id = _stream_id(head)
             heads[pending.number] = (head, events)
             return pending.number
 
@@ -398,6 +402,10 @@ class Engine:
         self, plan: ExecutionPlan[RequestT], provider: ProviderConfig, target: TargetRef
     ) -> list[ProviderAccount]:
         accounts = plan.accounts.get(provider.name) or provider_accounts(provider)
+        pin = plan.pin
+        if pin is not None and pin.provider == provider.name:
+            # The gateway checked that the account exists in this snapshot.
+            accounts = tuple(a for a in accounts if a.name == pin.account)
         if self._accounts is None:
             return list(accounts[:1])
         return self._accounts.order(provider, accounts, target.model, now=self._clock.monotonic())
@@ -438,6 +446,14 @@ class Engine:
         if delay is None or self._clock.monotonic() + delay >= deadline:
             return None
         return delay
+
+
+def _stream_id(head: Sequence[StreamEvent]) -> str | None:
+    """The upstream's id of a stream's answer, from its start event."""
+    for event in head:
+        if isinstance(event, StreamStart):
+            return event.id or None
+    return None
 
 
 def _finish_cancelled(

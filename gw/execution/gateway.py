@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 import msgspec
 
 from gw.config.snapshot import Snapshot
-from gw.errors import ClientAbortedError, GatewayError
-from gw.execution.accounts import AccountBook
+from gw.errors import ClientAbortedError, GatewayError, InvalidRequestError
+from gw.execution.accounts import AccountBook, AccountPin
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.cost import cost_usd
 from gw.execution.engine import (
@@ -69,6 +69,10 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
     tenant: str | None = None
     key_id: str | None = None
     hints: RoutingHints | None = None  # from request headers; they only narrow routing
+    # Only this provider's account may serve: it holds the response a Responses request
+    # continues (previous_response_id, gw/server/previous_response.py).
+    pin: AccountPin | None = None
+    background: bool = False  # a background Responses job, run by gw/server/background_worker.py
 
 
 class RequestFailedError(Exception):
@@ -243,6 +247,8 @@ class Gateway:
             raise self.reject(
                 ctx, error, requested_model=request.model, stream=_streams(request)
             ) from None
+        if ctx.pin is not None and decision.chain:
+            decision = self._pinned(ctx, request, decision, ctx.pin)
         if ctx.tenant is not None and decision.chain:
             # Before any trial is claimed: a refused request must not hold a breaker's trial.
             try:
@@ -265,8 +271,34 @@ class Gateway:
             accounts=ctx.snapshot.accounts,
             trials=trials,
             catalog=ctx.snapshot.catalog,
+            pin=ctx.pin,
         )
         return decision, plan
+
+    def _pinned(
+        self,
+        ctx: RequestContext,
+        request: ChatRequest | EmbeddingRequest,
+        decision: RouteDecision,
+        pin: AccountPin,
+    ) -> RouteDecision:
+        """The chain kept to the pinned provider's targets (one account serves them all,
+        the engine sees to that); none left is the client's error, named."""
+        chain = tuple(target for target in decision.chain if target.provider == pin.provider)
+        if not chain:
+            error = InvalidRequestError(
+                f"previous_response_id: that response is held by provider {pin.provider} "
+                f"(account {pin.account}), and no target of route {decision.route!r} on it "
+                "can serve this request; send the whole conversation as input instead, or "
+                f"use a route with a target on {pin.provider}",
+                param="previous_response_id",
+            )
+            raise self._failed(ctx, request, decision, error, [])
+        note = (
+            f"previous_response_id: only {pin.provider} (account {pin.account}), which holds "
+            "the previous response"
+        )
+        return msgspec.structs.replace(decision, chain=chain, notes=(*decision.notes, note))
 
     def _admit(self, ctx: RequestContext, decision: RouteDecision) -> None:
         """The tenant's routes and limits, before any upstream call."""
@@ -413,6 +445,7 @@ class Gateway:
             usage_source=usage_source,
             cost_usd=cost_usd(entry, usage),
             committed=committed,
+            background=ctx.background,
         )
         if self._limits is not None:
             tokens = usage.input_tokens + usage.output_tokens if usage else 0

@@ -30,6 +30,7 @@ from gw.server.messages import MESSAGES_PATH, message_handlers, messages_endpoin
 from gw.server.metrics_endpoint import metrics_handlers
 from gw.server.models import model_handlers
 from gw.server.openapi_doc import openapi_handlers
+from gw.server.response_jobs_api import response_job_handlers
 from gw.server.responses import JSON, gw_headers
 from gw.server.responses_api import RESPONSES_PATH, responses_endpoint, responses_handlers
 from gw.server.services import HttpRequest, ServerServices
@@ -68,6 +69,7 @@ def build_app(
         route_handlers=[
             *chat_handlers(chat),
             *responses_handlers(responses),
+            *response_job_handlers(services),
             *embedding_handlers(services),
             *message_handlers(services, messages),
             *gemini_handlers(services),

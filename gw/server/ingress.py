@@ -38,6 +38,12 @@ class ModelRequest(Protocol):
 
 
 DecodedT = TypeVar("DecodedT", bound=ModelRequest)
+# Run after a request is decoded, before it takes an admission slot: the request to run
+# (its context pinned, its body rewritten), or the answer when it is not run now (a
+# background Responses job queued: gw/server/responses_api.py).
+Prepare = Callable[
+    [RequestContext, ChatRequest], Awaitable[tuple[RequestContext, ChatRequest] | Response[Any]]
+]
 
 
 class ClientFormat(Protocol):
@@ -63,12 +69,16 @@ class ClientFormat(Protocol):
 
 
 async def serve_chat(
-    services: ServerServices, client: ClientFormat, request: HttpRequest
+    services: ServerServices,
+    client: ClientFormat,
+    request: HttpRequest,
+    *,
+    prepare: Prepare | None = None,
 ) -> Response[Any]:
     """The whole life of one chat request, in ``client``'s format."""
     ctx = services.begin(request, client.endpoint)
     try:
-        return await _serve(services, client, ctx, request)
+        return await _serve(services, client, ctx, request, prepare)
     except RequestFailedError as failed:
         return client.error_response(failed.error, failed.trace)
 
@@ -111,12 +121,21 @@ async def read_request(
 
 
 async def _serve(
-    services: ServerServices, client: ClientFormat, ctx: RequestContext, request: HttpRequest
+    services: ServerServices,
+    client: ClientFormat,
+    ctx: RequestContext,
+    request: HttpRequest,
+    prepare: Prepare | None,
 ) -> Response[Any]:
     gateway = services.gateway
     chat: ChatRequest | None = None
     try:
         ctx, chat = await read_chat(services, client, ctx, request)
+        if prepare is not None:
+            prepared = await prepare(ctx, chat)
+            if isinstance(prepared, Response):
+                return prepared
+            ctx, chat = prepared
         queued_ms = await services.admission.acquire()
     except GatewayError as error:
         model, stream = (chat.model, chat.stream) if chat else ("", False)

@@ -2,7 +2,10 @@
 
 The request goes through the IR like every other client format (gw/server/ingress.py),
 so any upstream serves it; a ``kind: openai_responses`` upstream gets what the IR does not
-model back verbatim (gw/codecs/openai_responses/).
+model back verbatim (gw/codecs/openai_responses/). Before it runs, a
+``previous_response_id`` pins it to the upstream account holding that response
+(gw/server/previous_response.py), and ``background: true`` queues it instead
+(gw/server/background_jobs.py).
 """
 
 from __future__ import annotations
@@ -16,14 +19,15 @@ from litestar.handlers import HTTPRouteHandler
 from gw.codecs.openai_responses.client_request import decode_responses_request
 from gw.codecs.openai_responses.client_response import encode_responses_response
 from gw.codecs.openai_responses.client_stream import ResponsesStreamEncoder
-from gw.errors import GatewayError
+from gw.errors import GatewayError, InvalidRequestError
 from gw.execution.gateway import RequestContext
 from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord, response_id
 from gw.server.fast_path import Endpoint
 from gw.server.ingress import serve_chat
-from gw.server.responses import openai_error_response
+from gw.server.previous_response import pin_previous
+from gw.server.responses import JSON, gw_headers, openai_error_response
 from gw.server.services import HttpRequest, ServerServices
 
 
@@ -57,15 +61,41 @@ class OpenAIResponsesFormat:
         return openai_error_response(error, trace)
 
 
+class _KeepingBody(OpenAIResponsesFormat):
+    """The format for one request, keeping its body: a background job stores it."""
+
+    body = b""
+
+    def decode(self, body: bytes, headers: Headers) -> ChatRequest:
+        self.body = body
+        return super().decode(body, headers)
+
+
 RESPONSES_PATH = "/v1/responses"
+FORMAT = "openai_responses"
 
 
 def responses_endpoint(services: ServerServices) -> Endpoint:
     """The endpoint function, for Litestar's route and for the fast path (fast_path.py)."""
-    client = OpenAIResponsesFormat()
 
     async def create_response(request: HttpRequest) -> Response[Any]:
-        return await serve_chat(services, client, request)
+        client = _KeepingBody()
+
+        async def prepare(
+            ctx: RequestContext, chat: ChatRequest
+        ) -> tuple[RequestContext, ChatRequest] | Response[Any]:
+            ctx, chat = await pin_previous(ctx, chat, services.response_links)
+            if chat.extensions.get(FORMAT, {}).get("background") is not True:
+                return ctx, chat
+            if services.background is None:
+                raise InvalidRequestError(
+                    "this gateway runs no background responses", param="background"
+                )
+            queued = await services.background.enqueue(ctx, chat, client.body)
+            headers = gw_headers(ctx.request_id, "-", ctx.snapshot.revision)
+            return Response(content=queued, status_code=200, media_type=JSON, headers=headers)
+
+        return await serve_chat(services, client, request, prepare=prepare)
 
     return create_response
 

@@ -17,8 +17,10 @@ from gw.ports import Clock
 from gw.record import kept_client_request_id
 from gw.server.admission import Admission
 from gw.server.auth import Authenticator, Principal, bearer_token, query_api_key
+from gw.server.background_jobs import BackgroundJobs
 from gw.server.dashboard_sessions import DashboardSessions
 from gw.server.ids import new_request_id
+from gw.server.previous_response import ResponseLinks
 from gw.server.status import ServerFacts
 from gw.store.usage import UsageReader
 
@@ -69,6 +71,8 @@ class ServerServices:
         facts: ServerFacts | None = None,
         dashboard: DashboardSessions | None = None,
         metrics: Callable[[str | None], bytes] | None = None,
+        background: BackgroundJobs | None = None,
+        response_links: ResponseLinks | None = None,
     ) -> None:
         self.gateway = gateway
         self.snapshot = snapshot
@@ -87,6 +91,10 @@ class ServerServices:
         self.dashboard = dashboard if dashboard is not None else DashboardSessions(clock)
         # Renders GET /metrics, all of it or one tenant's (gw/telemetry/metrics.py); None: off
         self.metrics = metrics
+        # Background Responses jobs (gw/server/background_jobs.py); None: gw holds none.
+        self.background = background
+        # Where previous_response_id finds its upstream (gw/server/previous_response.py).
+        self.response_links = response_links
 
     async def authenticate(self, request: HttpRequest) -> Principal:
         """Who sent ``request``, from the address the server sees (the socket peer, or the

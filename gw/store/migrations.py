@@ -160,6 +160,37 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "DROP INDEX traces_time",
         ),
     ),
+    Migration(
+        version=6,
+        description="background Responses jobs",
+        statements=(
+            # One row per background Responses request (gw/store/response_jobs.py), keyed
+            # by gw's request id. ``request`` and ``result`` are age-encrypted (the vault's
+            # identity) and set to NULL, with secure_delete, when the result is fetched or
+            # the retention ends; ``content`` says which: held, fetched, expired, discarded.
+            # The rest is metadata: who, which route, status and times.
+            """
+            CREATE TABLE response_jobs (
+                request_id TEXT PRIMARY KEY,
+                tenant TEXT,
+                key_id TEXT,
+                model TEXT NOT NULL,
+                status TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                started_at REAL,
+                finished_at REAL,
+                expires_at REAL,
+                error_code TEXT,
+                error_message TEXT,
+                content TEXT NOT NULL,
+                request BLOB,
+                result BLOB
+            )
+            """,
+            "CREATE INDEX response_jobs_status ON response_jobs (status, created_at)",
+            "CREATE INDEX response_jobs_tenant ON response_jobs (tenant, status)",
+        ),
+    ),
 )
 
 LATEST_VERSION: Final = MIGRATIONS[-1].version

@@ -38,6 +38,7 @@ from gw.store.batch_insert import insert_statements
 from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
 from gw.store.migrations import LATEST_VERSION, SCHEMA_VERSION_TABLE, StoreError, pending_migrations
 from gw.store.private_files import DIR_MODE, make_database_private
+from gw.store.response_jobs import ResponseJobs
 from gw.store.trace_rows import (
     DELETE_OLDEST_TRACES,
     DELETE_TRACES_BEFORE,
@@ -241,6 +242,10 @@ class SqliteStore:
                 f"trace {full_id} cannot be read by this gw ({type(exc).__name__}); it was"
                 " probably written by a different version"
             ) from exc
+
+    def response_jobs(self) -> ResponseJobs:
+        """The background Responses jobs (gw/store/response_jobs.py), on this connection."""
+        return ResponseJobs(self._conn, self._lock, self._transaction)
 
     # -- config revisions -----------------------------------------------------------------
 

@@ -18,6 +18,7 @@ ERROR_TYPES: dict[str, str] = {
     "permission_denied": "permission_error",
     "model_not_found": "not_found_error",
     "endpoint_not_found": "not_found_error",
+    "response_not_found": "not_found_error",
     "method_not_allowed": "invalid_request_error",
     "request_timeout": "invalid_request_error",
     "request_too_large": "invalid_request_error",
