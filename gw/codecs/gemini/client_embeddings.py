@@ -20,14 +20,13 @@ import msgspec
 
 from gw.codecs.fields import (
     JSONObject,
-    as_int,
     as_list,
-    as_object,
     as_str,
     invalid,
     required,
 )
 from gw.codecs.gemini.client_request import decode_json_object
+from gw.codecs.gemini.proto_json import integer, message
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import EmbeddingRequest, EmbeddingResponse
 
@@ -49,7 +48,7 @@ def decode_batch_embed_request(body: bytes, *, model: str) -> EmbeddingRequest:
         raise invalid("requests", "a non-empty array")
     if len(requests) > MAX_BATCH:
         raise invalid("requests", f"an array of at most {MAX_BATCH} requests")
-    items = [as_object(item, f"requests[{i}]") for i, item in enumerate(requests)]
+    items = [message(item, f"requests[{i}]") for i, item in enumerate(requests)]
     return _request(items, "requests", model=model)
 
 
@@ -105,7 +104,7 @@ def _share(shared: dict[str, Any], key: str, value: object, param: str, *, batch
     if value is None:
         return
     if key == "outputDimensionality":
-        value = as_int(value, param)
+        value = integer(value, param)
         if value < 1:
             raise invalid(param, "an integer >= 1")
     else:
@@ -121,12 +120,12 @@ def _share(shared: dict[str, Any], key: str, value: object, param: str, *, batch
 
 
 def _text(value: object, param: str) -> str:
-    content = as_object(value, param)
+    content = message(value, param)
     parts = as_list(required(content, "parts", f"{param}.parts"), f"{param}.parts")
     texts: list[str] = []
     for j, item in enumerate(parts):
         where = f"{param}.parts[{j}]"
-        part = as_object(item, where)
+        part = message(item, where)
         if "text" not in part:
             raise NativeFeatureUnsupportedError(
                 f"`{where}`: gw embeds text parts only", param=where

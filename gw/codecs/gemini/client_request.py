@@ -1,7 +1,9 @@
 """Decode the body google-genai (and Gemini CLI) sends to ``POST /v1beta/models/{model}:
 generateContent`` / ``:streamGenerateContent`` (and ``:countTokens``) into the IR.
 
-The model and whether to stream come from the path, not the body. ``contents`` and
+The model and whether to stream come from the path, not the body. Field names are read in
+camelCase or snake_case, integers as whole floats too, as Google reads them
+(``proto_json``: google-genai sends ``thinking_budget`` and ``"topK": 3.0``). ``contents`` and
 ``systemInstruction`` are read by ``client_contents``, ``tools`` and ``toolConfig`` by
 ``client_tools``. ``generationConfig``:
 
@@ -32,7 +34,6 @@ import msgspec
 
 from gw.codecs.fields import (
     JSONObject,
-    as_int,
     as_list,
     as_number,
     as_object,
@@ -42,6 +43,7 @@ from gw.codecs.fields import (
 from gw.codecs.gemini.client_contents import decode_contents, decode_system
 from gw.codecs.gemini.client_schema import json_schema
 from gw.codecs.gemini.client_tools import decode_tool_config, decode_tools
+from gw.codecs.gemini.proto_json import integer, message
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import ChatRequest, Effort, Reasoning, ResponseFormat, Sampling
 
@@ -86,7 +88,7 @@ def decode_count_tokens_request(body: bytes, *, model: str) -> ChatRequest:
     obj = _object(body)
     inner = obj.get("generateContentRequest")
     if inner is not None:
-        return _decode(as_object(inner, "generateContentRequest"), model=model)
+        return _decode(message(inner, "generateContentRequest"), model=model)
     return _decode(obj, model=model)
 
 
@@ -109,14 +111,14 @@ def _object(body: bytes) -> JSONObject:
         raise InvalidRequestError("the request body nests JSON too deeply") from None
     if not isinstance(raw, dict):
         raise InvalidRequestError("the request body must be a JSON object")
-    return raw
+    return message(raw, "body")
 
 
 def _decode(obj: JSONObject, *, model: str) -> ChatRequest:
     system = decode_system(obj.get("systemInstruction"))
     messages = decode_contents(obj.get("contents"))
     tools, native_tools = decode_tools(obj.get("tools"))
-    config = as_object(obj.get("generationConfig") or {}, "generationConfig")
+    config = message(obj.get("generationConfig") or {}, "generationConfig")
     extensions = {
         key: value for key, value in obj.items() if key not in _CONSUMED and value is not None
     }
@@ -152,11 +154,11 @@ def _sampling(config: JSONObject) -> Sampling:
         value = config.get(key)
         return None if value is None else as_number(value, f"generationConfig.{key}", low, high)
 
-    def integer(key: str) -> int | None:
+    def whole(key: str) -> int | None:
         value = config.get(key)
-        return None if value is None else as_int(value, f"generationConfig.{key}")
+        return None if value is None else integer(value, f"generationConfig.{key}")
 
-    top_k = integer("topK")
+    top_k = whole("topK")
     if top_k is not None and top_k < 1:
         raise invalid("generationConfig.topK", "an integer >= 1")
     return Sampling(
@@ -165,14 +167,14 @@ def _sampling(config: JSONObject) -> Sampling:
         top_k=top_k,
         presence_penalty=number("presencePenalty", -2, 2),
         frequency_penalty=number("frequencyPenalty", -2, 2),
-        seed=integer("seed"),
+        seed=whole("seed"),
     )
 
 
 def _max_tokens(value: object) -> int | None:
     if value is None:
         return None
-    tokens = as_int(value, "generationConfig.maxOutputTokens")
+    tokens = integer(value, "generationConfig.maxOutputTokens")
     if tokens < 1:
         raise invalid("generationConfig.maxOutputTokens", "an integer >= 1")
     return tokens
@@ -188,7 +190,7 @@ def _stop(value: object) -> tuple[str, ...]:
 def _check_candidates(value: object) -> None:
     if value is None:
         return
-    count = as_int(value, "generationConfig.candidateCount")
+    count = integer(value, "generationConfig.candidateCount")
     if count < 1:
         raise invalid("generationConfig.candidateCount", "an integer >= 1")
     if count > 1:
@@ -234,7 +236,7 @@ def _reasoning(value: object) -> tuple[Reasoning | None, JSONObject | None]:
     upstream when it holds what the IR cannot (``includeThoughts``)."""
     if value is None:
         return None, None
-    config = as_object(value, "generationConfig.thinkingConfig")
+    config = message(value, "generationConfig.thinkingConfig")
     param = "generationConfig.thinkingConfig"
     budget = config.get("thinkingBudget")
     level = config.get("thinkingLevel")
@@ -245,7 +247,7 @@ def _reasoning(value: object) -> tuple[Reasoning | None, JSONObject | None]:
         )
     kept = config if "includeThoughts" in config else None
     if budget is not None:
-        tokens = as_int(budget, f"{param}.thinkingBudget")
+        tokens = integer(budget, f"{param}.thinkingBudget")
         if tokens < DYNAMIC_BUDGET:
             raise invalid(f"{param}.thinkingBudget", "an integer >= -1")
         if tokens == DYNAMIC_BUDGET:

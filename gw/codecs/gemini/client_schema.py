@@ -7,7 +7,8 @@ Gemini's ``Schema`` is an OpenAPI 3.0 subset written as a protobuf message:
   too) and becomes JSON Schema's lower-case name; ``TYPE_UNSPECIFIED`` means no type.
 - ``nullable: true`` becomes ``type: [T, "null"]`` (``anyOf`` gets a ``{"type": "null"}``
   branch when there is no single type).
-- The int64 fields (``minItems``, ``maxLength``, ...) may arrive as JSON strings, as
+- Keywords may come in snake_case (``any_of``, ``min_items``: gw/codecs/gemini/proto_json.py);
+  the int64 ones (``minItems``, ``maxLength``, ...) may arrive as JSON strings, as
   protobuf's JSON mapping writes 64-bit integers; they become integers.
 - ``example`` becomes ``examples: [example]``; ``propertyOrdering`` is dropped (the
   ``properties`` object keeps the client's order).
@@ -21,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from gw.codecs.fields import JSONObject, as_list, as_object, invalid
+from gw.codecs.gemini.proto_json import integer, message
 
 _INT64_FIELDS = frozenset(
     {"minItems", "maxItems", "minProperties", "maxProperties", "minLength", "maxLength"}
@@ -31,7 +33,7 @@ _DROPPED = frozenset({"propertyOrdering", "nullable", "type", "example"})
 
 def json_schema(value: object, param: str) -> JSONObject:
     """The JSON Schema form of the Gemini ``Schema`` at ``param``."""
-    schema = as_object(value, param)
+    schema = message(value, param)
     out: JSONObject = {}
     kind = _type(schema.get("type"), f"{param}.type")
     nullable = schema.get("nullable") is True
@@ -79,8 +81,7 @@ def _type(value: object, param: str) -> str | None:
 
 def _int64(value: Any, param: str) -> int:
     """An int64 field: a JSON integer, or its decimal string (protobuf's JSON form)."""
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise invalid(param, "a non-negative integer", value)
-    return value
+    number = integer(value, param)
+    if number < 0:
+        raise invalid(param, "a non-negative integer")
+    return number

@@ -26,6 +26,7 @@ from gw.codecs.fields import (
     required,
 )
 from gw.codecs.gemini.client_schema import json_schema
+from gw.codecs.gemini.proto_json import message
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import NativeBlock, ToolChoice, ToolDefinition
 
@@ -45,7 +46,7 @@ def decode_tools(value: object) -> tuple[tuple[ToolDefinition, ...], tuple[Nativ
     functions: list[ToolDefinition] = []
     native: list[NativeBlock] = []
     for i, item in enumerate(as_list(value, "tools")):
-        tool = as_object(item, f"tools[{i}]")
+        tool = message(item, f"tools[{i}]")
         declarations = tool.get("functionDeclarations")
         if declarations is not None:
             where = f"tools[{i}].functionDeclarations"
@@ -61,7 +62,7 @@ def decode_tools(value: object) -> tuple[tuple[ToolDefinition, ...], tuple[Nativ
 
 
 def _declaration(value: object, param: str) -> ToolDefinition:
-    declaration = as_object(value, param)
+    declaration = message(value, param)
     name = as_str(required(declaration, "name", f"{param}.name"), f"{param}.name")
     if not name:
         raise invalid(f"{param}.name", "a non-empty string")
@@ -100,7 +101,7 @@ def decode_tool_config(value: object, tools: tuple[ToolDefinition, ...]) -> Tool
     """``toolConfig`` as the IR's tool choice; None when it leaves the choice to the model."""
     if value is None:
         return None
-    config = as_object(value, "toolConfig")
+    config = message(value, "toolConfig")
     for key in config:
         if key != "functionCallingConfig":
             raise NativeFeatureUnsupportedError(
@@ -110,7 +111,7 @@ def decode_tool_config(value: object, tools: tuple[ToolDefinition, ...]) -> Tool
     if calling is None:
         return None
     where = "toolConfig.functionCallingConfig"
-    calling = as_object(calling, where)
+    calling = message(calling, where)
     mode = optional_str(calling, "mode", f"{where}.mode") or "MODE_UNSPECIFIED"
     if mode.upper() not in _MODES:
         raise invalid(f"{where}.mode", "one of AUTO, ANY, NONE, VALIDATED")
