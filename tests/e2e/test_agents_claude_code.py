@@ -5,7 +5,7 @@ Claude Code's first request is what breaks gateways: adaptive thinking, an effor
 management, beta headers, a ``system`` turn inside ``messages``, tools loaded on demand.
 gw must answer it (no 400 in ``gw traces``), and carry a turn in which the model calls one
 of Claude Code's own tools (Read, of a file in the run's directory) and the result goes
-back upstream.
+back upstream; and Claude Code's web search, which rides on Anthropic's server tool.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fix
 from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
 from e2e.gw_process import GwServer
 from fakes import anthropic_upstream, openai_upstream
+from fakes.anthropic_server_tools import web_search_content
 from fakes.anthropic_upstream import FakeAnthropic
 from fakes.openai_upstream import FakeOpenAI
 
@@ -94,8 +95,9 @@ def upstream(
     return Upstream(request.param, anthropic_fake, openai_fake)
 
 
-def claude_p(sandbox: Sandbox, gw: GwServer, route: str, prompt: str) -> Run:
-    """``claude -p`` with gw as its API, as the README shows."""
+def claude_p(sandbox: Sandbox, gw: GwServer, route: str, prompt: str, *allowed: str) -> Run:
+    """``claude -p`` with gw as its API, as the README shows; ``allowed``: tools it may
+    use without asking (reading files in its directory needs no permission)."""
     argv: list[str | Path] = [
         node_client("claude"),
         "-p",
@@ -105,6 +107,8 @@ def claude_p(sandbox: Sandbox, gw: GwServer, route: str, prompt: str) -> Run:
         "--output-format",
         "json",
     ]
+    if allowed:
+        argv += ["--allowedTools", ",".join(allowed)]
     env = {
         "ANTHROPIC_BASE_URL": gw.url,
         "ANTHROPIC_API_KEY": "sk-gw-claude-code",
@@ -155,3 +159,36 @@ def test_tool_use_turn(gw: GwServer, upstream: Upstream, sandbox: Sandbox) -> No
         results = [m for m in second["messages"] if m["role"] == "tool"]
     assert len(results) == 1
     assert SECRET in json.dumps(results[0]["content"])
+
+
+def test_web_search_passes_through_to_anthropic(
+    gw: GwServer, anthropic_fake: FakeAnthropic, sandbox: Sandbox
+) -> None:
+    """Claude Code's WebSearch tool asks the model again with Anthropic's server tool
+    (``web_search_20250305``): gw passes it to the Anthropic upstream verbatim and brings
+    its result blocks back, which Claude Code turns into the tool's result."""
+    anthropic_fake.clear()
+    search = web_search_content(
+        "gw llm gateway",
+        [("https://example.com/gw", "gw, a local-first LLM gateway")],
+        [("gw is a local-first LLM gateway.", 0)],
+    )
+    anthropic_fake.enqueue(
+        anthropic_upstream.Behavior(
+            tool_call=("WebSearch", json.dumps({"query": "gw llm gateway"}))
+        ),
+        anthropic_upstream.Behavior(content=search),
+        anthropic_upstream.Behavior(text=FINAL),
+    )
+    known = trace_ids(gw)
+    run = claude_p(sandbox, gw, "via-anthropic", "Search the web for gw.", "WebSearch")
+    assert result_of(run)["result"] == FINAL
+    main, searched, last = (request.json for request in anthropic_fake.requests)
+    assert "WebSearch" in {tool["name"] for tool in main["tools"]}
+    assert [tool["type"] for tool in searched["tools"]] == ["web_search_20250305"]
+    assert searched["tools"][0]["name"] == "web_search"
+    results = [b for b in last["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert len(results) == 1
+    assert "https://example.com/gw" in json.dumps(results[0]["content"])
+    traces = [t for t in new_traces(gw, known, 3) if t["status"] == 200]
+    assert len(traces) == 3, summary(traces)
