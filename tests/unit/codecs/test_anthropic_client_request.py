@@ -115,7 +115,9 @@ def test_adaptive_thinking_is_adaptive_reasoning() -> None:
     assert request.extensions == {}
 
 
-@pytest.mark.parametrize(("effort", "level"), [("low", "low"), ("xhigh", "xhigh"), ("max", "xhigh")])
+@pytest.mark.parametrize(
+    ("effort", "level"), [("low", "low"), ("xhigh", "xhigh"), ("max", "xhigh")]
+)
 def test_the_output_config_effort_is_the_reasoning_s_and_stays_for_anthropic(
     effort: str, level: str
 ) -> None:

@@ -116,7 +116,13 @@ def test_server_tool_blocks_and_cited_text_are_kept_verbatim_in_order() -> None:
             ],
         },
         {"type": "text", "text": "It is Paris.", "citations": [citation]},
-        {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "ask", "server_name": "d", "input": {}},
+        {
+            "type": "mcp_tool_use",
+            "id": "mcptoolu_1",
+            "name": "ask",
+            "server_name": "d",
+            "input": {},
+        },
     ]
     response = decode_upstream_response(message(content=content, stop_reason="pause_turn"))
     assert response.text == "I'll search.It is Paris."
