@@ -2,8 +2,10 @@
 
 Custom tools (``type`` absent or ``custom``) carry ``name``, ``description``,
 ``input_schema`` (the IR's ``parameters``) and ``strict``. ``cache_control`` becomes the
-tool's ``CacheMark``; ``eager_input_streaming`` is a hint and is dropped; ``defer_loading``,
-``allowed_callers`` and ``input_examples`` change what the model sees and are refused.
+tool's ``CacheMark``; ``eager_input_streaming`` is a hint and is dropped;
+``allowed_callers`` and ``input_examples`` change what the model sees and are refused. A
+custom tool with ``defer_loading`` (found through Anthropic's tool search, as Claude Code
+does with many MCP tools) only Anthropic can offer: it is kept like the tools below.
 
 Anthropic-defined tools (any other ``type``: ``web_search_*``, ``web_fetch_*``,
 ``code_execution_*``, ``bash_*``, ``text_editor_*``, ``computer_*``, ``memory_*``,
@@ -55,6 +57,9 @@ def decode_tools(value: object) -> tuple[tuple[ToolDefinition, ...], tuple[Nativ
         if kind is not None and as_str(kind, f"{param}.type") != "custom":
             name = _native_tool_name(obj, kind, param)
             native.append(NativeBlock(format="anthropic", data=obj))
+        elif optional_bool(obj, "defer_loading", f"{param}.defer_loading"):
+            name = as_str(required(obj, "name", f"{param}.name"), f"{param}.name")
+            native.append(NativeBlock(format="anthropic", data=obj))
         else:
             tool = _tool(obj, param)
             tools.append(tool)
@@ -96,8 +101,6 @@ def _tool(obj: JSONObject, param: str) -> ToolDefinition:
 
 def _refuse_tool_features(obj: JSONObject, param: str) -> None:
     refused: str | None = None
-    if optional_bool(obj, "defer_loading", f"{param}.defer_loading"):
-        refused = "defer_loading"
     callers = obj.get("allowed_callers")
     if callers is not None and as_list(callers, f"{param}.allowed_callers") != ["direct"]:
         refused = "allowed_callers"

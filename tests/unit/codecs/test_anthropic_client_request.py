@@ -696,6 +696,18 @@ def test_anthropic_defined_tools_are_kept_verbatim_as_native_tools(tool: Any) ->
     assert request.native_tools == (NativeBlock(format="anthropic", data=tool),)
 
 
+def test_a_deferred_tool_is_kept_for_anthropic_s_tool_search() -> None:
+    deferred = {**WEATHER, "name": "get_time", "defer_loading": True}
+    search = {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}
+    request = decode(tools=[WEATHER, search, deferred])
+    assert [t.name for t in request.tools] == ["get_weather"]
+    assert request.native_tools == (
+        NativeBlock(format="anthropic", data=search),
+        NativeBlock(format="anthropic", data=deferred),
+    )
+    rejects(body(tools=[{**WEATHER, "defer_loading": "yes"}]), "tools[0].defer_loading")
+
+
 def test_a_tool_choice_may_name_a_server_tool() -> None:
     search = {"type": "web_search_20250305", "name": "web_search"}
     request = decode(tools=[search], tool_choice={"type": "tool", "name": "web_search"})
@@ -722,7 +734,6 @@ def test_server_tool_blocks_in_an_assistant_turn_are_kept_in_order() -> None:
 @pytest.mark.parametrize(
     ("extra", "param"),
     [
-        ({"defer_loading": True}, "tools[0].defer_loading"),
         ({"allowed_callers": ["code_execution_20250825"]}, "tools[0].allowed_callers"),
         ({"input_examples": [{"city": "Paris"}]}, "tools[0].input_examples"),
     ],
