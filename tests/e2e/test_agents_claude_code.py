@@ -43,6 +43,12 @@ DEFER_LOADING = (
 )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _installed() -> None:
+    """Skip (or fail, in CI) before starting gw when the client is missing."""
+    node_client("claude")
+
+
 @pytest.fixture(scope="module")
 def anthropic_fake() -> Iterator[FakeAnthropic]:
     with FakeAnthropic() as fake:

@@ -39,6 +39,12 @@ FINAL = "I read notes.txt for you."
 SHELL_CALL = ("exec_command", json.dumps({"cmd": "cat notes.txt"}))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _installed() -> None:
+    """Skip (or fail, in CI) before starting gw when the client is missing."""
+    node_client("codex")
+
+
 @pytest.fixture(scope="module")
 def openai_fake() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as fake:

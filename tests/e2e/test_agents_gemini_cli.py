@@ -44,6 +44,12 @@ SETTINGS = {
 }
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _installed() -> None:
+    """Skip (or fail, in CI) before starting gw when the client is missing."""
+    node_client("gemini")
+
+
 @pytest.fixture(scope="module")
 def fakes() -> Iterator[dict[str, Any]]:
     with FakeGemini() as gemini, FakeOpenAI() as openai, FakeAnthropic() as anthropic:

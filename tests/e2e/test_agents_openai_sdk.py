@@ -36,6 +36,12 @@ FINAL = "The secret word is pelican."
 CALL = ("lookup_word", json.dumps({"topic": "birds"}))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _installed() -> None:
+    """Skip (or fail, in CI) before starting gw when the client is missing."""
+    require(AGENTS_PYTHON)
+
+
 @pytest.fixture(scope="module")
 def fakes() -> Iterator[dict[str, Any]]:
     with FakeOpenAI() as openai, FakeAnthropic() as anthropic:
