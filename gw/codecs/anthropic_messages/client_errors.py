@@ -30,6 +30,7 @@ ERROR_TYPES: dict[str, str] = {
     "permission_denied": "permission_error",
     "model_not_found": "not_found_error",
     "endpoint_not_found": "not_found_error",
+    "response_not_found": "not_found_error",
     "method_not_allowed": "invalid_request_error",
     # 408 is the client being slow to send; Anthropic's timeout_error is its own 504.
     "request_timeout": "invalid_request_error",
