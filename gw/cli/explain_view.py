@@ -257,6 +257,8 @@ def _endpoint(trace: TraceRecord) -> str:
     shown = [format_] if format_ != trace.endpoint else []
     if trace.stream:
         shown.append("stream")
+    if trace.background:
+        shown.append("background job")
     return trace.endpoint + (f"  ({', '.join(shown)})" if shown else "")
 
 

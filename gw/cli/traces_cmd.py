@@ -9,14 +9,16 @@ from typing import Annotated
 
 import typer
 
+from gw.cli.background_view import job_json, job_text
 from gw.cli.console import fail, print_json, stdout
 from gw.cli.explain_view import explain_renderables
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
 from gw.cli.traces_follow import emit_json, emit_line, follow, wait_for_store
 from gw.cli.traces_view import traces_json, traces_table
 from gw.environment import database_path
-from gw.record import TraceRecord
+from gw.record import TraceRecord, request_id_of
 from gw.store import SqliteStore, StoreError
+from gw.store.response_jobs import Job
 from gw.store.sqlite import MIN_PREFIX, AmbiguousRequestIdError
 from gw.telemetry.explain import explain_json
 
@@ -29,10 +31,14 @@ async def _read_traces(path: Path, limit: int, client_request_id: str | None) ->
         await store.close()
 
 
-async def _read_trace(path: Path, request_id: str) -> TraceRecord | None:
+async def _read_trace(path: Path, request_id: str) -> tuple[TraceRecord | None, Job | None]:
+    """The trace, and the background Responses job of that request if it was one (a
+    queued job has no trace yet)."""
     store = await SqliteStore.open(path)
     try:
-        return await store.get_trace(request_id)
+        trace = await store.get_trace(request_id)
+        exact = trace.request_id if trace is not None else request_id_of(request_id)
+        return trace, await store.response_jobs().get(exact)
     finally:
         await store.close()
 
@@ -88,7 +94,8 @@ def explain_command(
     request_id: Annotated[
         str,
         typer.Argument(
-            help="A request id (x-gw-request-id; msg_... from /v1/messages), or a prefix."
+            help="A request id (x-gw-request-id; msg_... from /v1/messages, resp_... from"
+            " /v1/responses), or a prefix."
         ),
     ],
     state_dir: StateDirOption = None,
@@ -97,11 +104,17 @@ def explain_command(
     """Show why a request went where it went, and what happened on the way."""
     path = database_path(resolve_home(state_dir))
     try:
-        trace = asyncio.run(_read_trace(path, request_id)) if path.exists() else None
+        trace, job = asyncio.run(_read_trace(path, request_id)) if path.exists() else (None, None)
     except AmbiguousRequestIdError as error:
         fail(str(error))
     except (StoreError, sqlite3.Error, OSError) as error:
         fail(f"cannot read {path}: {error}")
+    if trace is None and job is not None:  # queued or running: no trace yet
+        if as_json:
+            print_json({"request_id": job.request_id, "background_job": job_json(job)})
+        else:
+            stdout.print(job_text(job))
+        return
     if trace is None:
         short = (
             ""
@@ -111,7 +124,12 @@ def explain_command(
         )
         fail(f"no request {request_id!r}{short} in {path}; `gw traces` lists recent ones")
     if as_json:
-        print_json(explain_json(trace))
+        shown = explain_json(trace)
+        if job is not None:
+            shown["background_job"] = job_json(job)
+        print_json(shown)
         return
     for renderable in explain_renderables(trace):
         stdout.print(renderable)
+    if job is not None:
+        stdout.print(job_text(job))

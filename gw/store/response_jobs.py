@@ -8,18 +8,19 @@ job's end runs out (``expired``), or at once when there is nothing to hand out
 (``discarded``: failed, cancelled). What stays is metadata: who, which route, status,
 times, gw's error code and message (never the upstream's words, never the prompt).
 
-Clearing content must leave nothing on disk: the UPDATE runs with ``secure_delete`` on
-(SQLite overwrites the freed bytes with zeros, overflow pages included), and a
-``wal_checkpoint(TRUNCATE)`` then empties the write-ahead log, whose older frames still
-held the page images with the content. Everything here runs on the state store's own
+Clearing content must leave nothing on disk. Every write to the table runs with
+``secure_delete`` on (SQLite overwrites freed bytes with zeros, overflow pages included; it
+rewrites a whole row on any change, so a status update frees pages that held content
+too), and after content is cleared a ``wal_checkpoint(TRUNCATE)`` empties the write-ahead
+log, whose older frames still held page images with it. Everything here runs on the state store's own
 connection and lock (``SqliteStore.response_jobs``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Final, Literal
 
 import aiosqlite
@@ -144,7 +145,7 @@ class ResponseJobs:
 
     async def claim(self, *, now: float) -> tuple[Job, bytes] | None:
         """The oldest queued job, now ``in_progress``, with its sealed request."""
-        async with self._transaction():
+        async with self._transaction(), self._secure_delete():
             rows = await self._conn.execute_fetchall(
                 f"SELECT {_COLUMNS}, request FROM response_jobs WHERE status = 'queued'"  # noqa: S608
                 " ORDER BY created_at, request_id LIMIT 1"
@@ -152,7 +153,7 @@ class ResponseJobs:
             row = next(iter(rows), None)
             if row is None:
                 return None
-            await self._conn.execute(
+            await self._conn.execute(  # secure: the row, content included, is rewritten
                 "UPDATE response_jobs SET status = 'in_progress', started_at = ?"
                 " WHERE request_id = ?",
                 (now, row[0]),
@@ -210,15 +211,12 @@ class ResponseJobs:
             row = next(iter(rows), None)
             if row is None:
                 return None
-            await self._secure(True)
-            try:
+            async with self._secure_delete():
                 await self._conn.execute(
                     "UPDATE response_jobs SET content = ?, request = NULL, result = NULL"
                     " WHERE request_id = ?",
                     ("fetched", request_id),
                 )
-            finally:
-                await self._secure(False)
         await self._truncate_wal()
         return bytes(row[0])
 
@@ -265,22 +263,28 @@ class ResponseJobs:
         return await self._count(sql, params, clears=clears) > 0
 
     async def _count(self, sql: str, params: Sequence[object], *, clears: bool = True) -> int:
-        async with self._transaction():
-            if clears:
-                await self._secure(True)
-            try:
-                cursor = await self._conn.execute(sql, params)
-                changed = cursor.rowcount
-            finally:
-                if clears:
-                    await self._secure(False)
+        """Run one write; every write to this table runs with ``secure_delete``: SQLite
+        rewrites a whole row on any change, so even a status update frees the pages that
+        held the content. ``clears``: content went, so the log is emptied after."""
+        async with self._transaction(), self._secure_delete():
+            cursor = await self._conn.execute(sql, params)
+            changed = cursor.rowcount
         if clears and changed:
             await self._truncate_wal()
         return changed
 
-    async def _secure(self, on: bool) -> None:
-        # A PRAGMA takes no bound parameters; the value is one of two constants.
-        await self._conn.execute(f"PRAGMA secure_delete = {'ON' if on else 'OFF'}")
+    @asynccontextmanager
+    async def _secure_delete(self) -> AsyncIterator[None]:
+        """Freed bytes overwritten with zeros for the statements inside; the connection's
+        own setting (a build default: on in Debian's SQLite, off in others) after."""
+        rows = await self._conn.execute_fetchall("PRAGMA secure_delete")
+        before = int(next(iter(rows))[0])
+        await self._conn.execute("PRAGMA secure_delete = 1")
+        try:
+            yield
+        finally:
+            # A PRAGMA takes no bound parameters; ``before`` is an int SQLite gave.
+            await self._conn.execute(f"PRAGMA secure_delete = {before}")
 
     async def _truncate_wal(self) -> None:
         """Copy the log into the database and empty it, so no older page image with the

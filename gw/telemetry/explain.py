@@ -28,6 +28,7 @@ def explain_json(trace: TraceRecord) -> dict[str, object]:
         "endpoint": trace.endpoint,
         "requested_model": trace.requested_model,
         "stream": trace.stream,
+        "background": trace.background,
         "status": trace.status,
         "error": (
             None
@@ -108,4 +109,5 @@ def attempt_json(attempt: AttemptRecord) -> dict[str, object]:
         "translation_notes": list(attempt.translation_notes),
         "limit_notes": list(attempt.limit_notes),
         "hedge": attempt.hedge,
+        "upstream_response_id": attempt.upstream_response_id,
     }

@@ -51,7 +51,7 @@ const CLIENT_FORMATS = {
 
 function endpointText(trace) {
   const format = CLIENT_FORMATS[trace.endpoint] || (trace.endpoint.startsWith("gemini.") ? "Gemini" : null);
-  const shown = [format, trace.stream ? "stream" : null].filter(Boolean);
+  const shown = [format, trace.stream ? "stream" : null, trace.background ? "background job" : null].filter(Boolean);
   return shown.length ? `${trace.endpoint} (${shown.join(", ")})` : trace.endpoint;
 }
 
