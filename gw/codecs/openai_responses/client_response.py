@@ -41,6 +41,8 @@ _ENDINGS: dict[FinishReason, tuple[str, str | None]] = {
     "length": ("incomplete", "max_output_tokens"),
     "content_filter": ("incomplete", "content_filter"),
     "error": ("failed", None),
+    # A provider paused a long turn (Anthropic's pause_turn): the answer so far is whole.
+    "pause": ("completed", None),
 }
 
 JSONObject = dict[str, Any]
@@ -66,7 +68,7 @@ def usage_object(usage: Usage) -> JSONObject:
 
 def ending(reason: FinishReason) -> tuple[str, str | None]:
     """The response ``status`` and ``incomplete_details.reason`` for an IR finish."""
-    return _ENDINGS.get(reason, ("completed", None))
+    return _ENDINGS[reason]
 
 
 def response_object(
