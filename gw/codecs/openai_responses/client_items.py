@@ -32,6 +32,7 @@ from gw.codecs.fields import (
     optional_str,
     required,
 )
+from gw.codecs.openai_responses.namespaces import flat_name
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import (
     ContentPart,
@@ -229,9 +230,11 @@ _PART_DECODERS: dict[str, Callable[[JSONObject, str], ContentPart]] = {
 
 
 def _function_call(item: JSONObject, param: str) -> ToolCall:
+    name = as_str(required(item, "name", f"{param}.name"), f"{param}.name")
+    namespace = optional_str(item, "namespace", f"{param}.namespace")
     return ToolCall(
         id=as_str(required(item, "call_id", f"{param}.call_id"), f"{param}.call_id"),
-        name=as_str(required(item, "name", f"{param}.name"), f"{param}.name"),
+        name=name if namespace is None else flat_name(namespace, name),
         arguments=as_str(required(item, "arguments", f"{param}.arguments"), f"{param}.arguments"),
     )
 

@@ -30,6 +30,7 @@ from gw.codecs.fields import (
     required,
 )
 from gw.codecs.openai_responses.client_items import decode_input
+from gw.codecs.openai_responses.namespaces import namespaced_functions
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import (
     ChatRequest,
@@ -144,38 +145,45 @@ def _messages(obj: JSONObject) -> tuple[Message, ...]:
 
 
 def _tools(value: object) -> tuple[tuple[ToolDefinition, ...], tuple[NativeBlock, ...]]:
+    """Function tools for the IR; the rest stay native. A ``namespace``'s functions are
+    offered under joined names too (namespaces.py), so any upstream can call them."""
     if value is None:
         return (), ()
-    tools: list[ToolDefinition] = []
+    functions: list[tuple[str, JSONObject]] = []
     native: list[NativeBlock] = []
-    names: set[str] = set()
     for i, raw in enumerate(as_list(value, "tools")):
         param = f"tools[{i}]"
         obj = as_object(raw, param)
         kind = as_str(required(obj, "type", f"{param}.type"), f"{param}.type")
-        if kind != "function":
-            native.append(NativeBlock(format=FORMAT, data=obj))
+        if kind == "function":
+            functions.append((param, obj))
             continue
-        name = as_str(required(obj, "name", f"{param}.name"), f"{param}.name")
-        if not name:
-            raise invalid(f"{param}.name", "a non-empty string")
-        if name in names:
+        native.append(NativeBlock(format=FORMAT, data=obj))
+        if kind == "namespace":
+            inner = namespaced_functions(obj)
+            functions += [(f"{param}.tools[{j}]", tool) for j, tool in enumerate(inner)]
+    tools = [_function(obj, param) for param, obj in functions]
+    names: set[str] = set()
+    for tool, (param, _) in zip(tools, functions, strict=True):
+        if tool.name in names:
             raise InvalidRequestError(
                 f"`{param}.name`: tool names must be unique", param=f"{param}.name"
             )
-        names.add(name)
-        parameters = obj.get("parameters")
-        tools.append(
-            ToolDefinition(
-                name=name,
-                description=optional_str(obj, "description", f"{param}.description"),
-                parameters=None
-                if parameters is None
-                else as_object(parameters, f"{param}.parameters"),
-                strict=optional_bool(obj, "strict", f"{param}.strict"),
-            )
-        )
+        names.add(tool.name)
     return tuple(tools), tuple(native)
+
+
+def _function(obj: JSONObject, param: str) -> ToolDefinition:
+    name = as_str(required(obj, "name", f"{param}.name"), f"{param}.name")
+    if not name:
+        raise invalid(f"{param}.name", "a non-empty string")
+    parameters = obj.get("parameters")
+    return ToolDefinition(
+        name=name,
+        description=optional_str(obj, "description", f"{param}.description"),
+        parameters=None if parameters is None else as_object(parameters, f"{param}.parameters"),
+        strict=optional_bool(obj, "strict", f"{param}.strict"),
+    )
 
 
 def _tool_choice(value: object, extensions: JSONObject) -> ToolChoice | None:

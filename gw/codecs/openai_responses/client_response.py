@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from gw.codecs.openai_responses.namespaces import declared, split_name
 from gw.ir import (
     ChatRequest,
     ChatResponse,
@@ -115,8 +116,11 @@ def response_object(
     return body
 
 
-def output_items(response: ChatResponse, response_id: str) -> list[JSONObject]:
-    """The answer's output items, in the order the model produced them when known."""
+def output_items(
+    response: ChatResponse, response_id: str, namespaces: frozenset[str] = frozenset()
+) -> list[JSONObject]:
+    """The answer's output items, in the order the model produced them when known;
+    ``namespaces``: the request's (a call to a joined name goes back split)."""
     blocks: tuple[TextPart | ThinkingPart | NativeBlock | ToolCall, ...]
     if response.blocks:
         blocks = response.blocks
@@ -131,7 +135,7 @@ def output_items(response: ChatResponse, response_id: str) -> list[JSONObject]:
         elif isinstance(block, ThinkingPart):
             items.append(reasoning_item(item_id("rs", response_id, index), block.text))
         elif isinstance(block, ToolCall):
-            items.append(function_call_item(item_id("fc", response_id, index), block))
+            items.append(function_call_item(item_id("fc", response_id, index), block, namespaces))
         elif block.format == FORMAT:
             items.append(block.data)
     if response.refusal:
@@ -166,15 +170,25 @@ def reasoning_item(item: str, summary: str) -> JSONObject:
     return {"id": item, "type": "reasoning", "summary": parts}
 
 
-def function_call_item(item: str, call: ToolCall, *, status: str = "completed") -> JSONObject:
-    return {
+def function_call_item(
+    item: str,
+    call: ToolCall,
+    namespaces: frozenset[str] = frozenset(),
+    *,
+    status: str = "completed",
+) -> JSONObject:
+    namespace, name = split_name(call.name, namespaces)
+    body: JSONObject = {
         "id": item,
         "type": "function_call",
         "status": status,
         "call_id": call.id,
-        "name": call.name,
+        "name": name,
         "arguments": call.arguments,
     }
+    if namespace is not None:
+        body["namespace"] = namespace
+    return body
 
 
 def encode_responses_response(
@@ -188,7 +202,7 @@ def encode_responses_response(
         created_at=created_at,
         model=response.model or request.model,
         status=status,
-        output=output_items(response, response_id),
+        output=output_items(response, response_id, declared(request)),
         usage=response.usage,
         incomplete_reason=reason,
     )
@@ -238,6 +252,8 @@ def _tool_choice(request: ChatRequest) -> Any:
 
 
 def _tools(request: ChatRequest) -> list[JSONObject]:
+    """The tools as the client sent them: a namespace's functions inside it, once."""
+    namespaces = declared(request)
     tools: list[JSONObject] = [
         {
             "type": "function",
@@ -247,6 +263,7 @@ def _tools(request: ChatRequest) -> list[JSONObject]:
             "strict": tool.strict,
         }
         for tool in request.tools
+        if split_name(tool.name, namespaces)[0] is None
     ]
     tools.extend(tool.data for tool in request.native_tools if tool.format == FORMAT)
     return tools

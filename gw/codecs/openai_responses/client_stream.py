@@ -37,6 +37,7 @@ from gw.codecs.openai_responses.client_response import (
     response_object,
     text_part,
 )
+from gw.codecs.openai_responses.namespaces import declared
 from gw.ir import (
     ChatRequest,
     ErrorEvent,
@@ -84,6 +85,7 @@ class ResponsesStreamEncoder:
         self, *, request: ChatRequest, response_id: str, model: str, created_at: int
     ) -> None:
         self._request = request
+        self._namespaces = declared(request)
         self._response_id = response_id
         self._model = model
         self._created_at = created_at
@@ -190,7 +192,9 @@ class ResponsesStreamEncoder:
             )
             self._calls[event.index] = call
             self._output.append(None)
-            added = function_call_item(call.item, self._tool(call), status="in_progress")
+            added = function_call_item(
+                call.item, self._tool(call), self._namespaces, status="in_progress"
+            )
             frames += self._event("response.output_item.added", output_index=index, item=added)
         if not event.arguments:
             return frames
@@ -278,7 +282,8 @@ class ResponsesStreamEncoder:
                 name=call.name,
                 arguments=arguments,
             )
-            frames += self._finish_item(call.index, function_call_item(call.item, self._tool(call)))
+            item = function_call_item(call.item, self._tool(call), self._namespaces)
+            frames += self._finish_item(call.index, item)
         self._calls.clear()
         return frames
 

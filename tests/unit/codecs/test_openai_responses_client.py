@@ -417,3 +417,69 @@ def test_a_failure_after_the_first_byte_ends_with_the_error_events() -> None:
     assert failed["status"] == "failed"
     assert failed["error"] == {"code": "server_error", "message": "boom"}
     assert "response.completed" not in kinds(frames)
+
+
+# -- Codex's namespace tools -----------------------------------------------------------
+
+NAMESPACE = {
+    "type": "namespace",
+    "name": "multi_agent_v1",
+    "description": "sub-agents",
+    "tools": [
+        {
+            "type": "function",
+            "name": "spawn_agent",
+            "parameters": {"type": "object"},
+            "strict": False,
+        }
+    ],
+}
+
+
+def test_a_namespaces_functions_are_offered_under_joined_names_and_the_namespace_kept() -> None:
+    request = decode(
+        {
+            "model": "m",
+            "input": [
+                {
+                    "type": "function_call",
+                    "call_id": "c1",
+                    "name": "spawn_agent",
+                    "namespace": "multi_agent_v1",
+                    "arguments": "{}",
+                },
+                {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+            ],
+            "tools": [{"type": "function", "name": "exec_command"}, NAMESPACE],
+        }
+    )
+    assert [tool.name for tool in request.tools] == ["exec_command", "multi_agent_v1__spawn_agent"]
+    assert request.native_tools == (NativeBlock(format="openai_responses", data=NAMESPACE),)
+    assistant = request.messages[0]
+    assert isinstance(assistant, AssistantMessage)
+    assert assistant.tool_calls[0].name == "multi_agent_v1__spawn_agent"
+
+
+def test_a_call_to_a_joined_name_goes_back_split_whole_and_streamed() -> None:
+    request = decode(
+        {"model": "m", "input": "go", "tools": [NAMESPACE, {"type": "function", "name": "a__b"}]}
+    )
+    call = ToolCall(id="c9", name="multi_agent_v1__spawn_agent", arguments="{}")
+    own = ToolCall(id="c8", name="a__b", arguments="{}")  # not a declared namespace
+    body = encode(
+        ChatResponse(id="x", model="m", tool_calls=(call, own), finish_reason="tool_calls"), request
+    )
+    assert [(item["name"], item.get("namespace")) for item in body["output"]] == [
+        ("spawn_agent", "multi_agent_v1"),
+        ("a__b", None),
+    ]
+    assert [tool["type"] for tool in body["tools"]] == ["function", "namespace"]  # echoed once
+    frames = stream(
+        [
+            ToolCallDelta(index=0, id="c9", name=call.name, arguments="{}"),
+            Finish(reason="tool_calls"),
+        ],
+        request,
+    )
+    done = [frame["item"] for frame in frames if frame["type"] == "response.output_item.done"]
+    assert (done[0]["name"], done[0]["namespace"]) == ("spawn_agent", "multi_agent_v1")
