@@ -24,7 +24,13 @@ from gw.codecs.openai_responses.client_background import (
 )
 from gw.codecs.openai_responses.client_request import decode_responses_request
 from gw.config.schema import BackgroundConfig
-from gw.errors import GatewayError, InvalidRequestError, RateLimitedError, ResponseNotFoundError
+from gw.errors import (
+    GatewayError,
+    InternalError,
+    InvalidRequestError,
+    RateLimitedError,
+    ResponseNotFoundError,
+)
 from gw.execution.gateway import RequestContext
 from gw.ir import ChatRequest
 from gw.ports import Clock
@@ -34,6 +40,7 @@ from gw.server.auth import Principal
 from gw.server.background_worker import BackgroundWorker
 from gw.store.response_jobs import WAITING, Job, ResponseJobs
 from gw.vault.content_seal import ContentSeal
+from gw.vault.errors import VaultError
 
 JSONBody = bytes
 _ENCODER = msgspec.json.Encoder()
@@ -91,7 +98,7 @@ class BackgroundJobs:
         else:
             sealed = await self._jobs.take_result(job.request_id)
             if sealed is not None:
-                return await asyncio.to_thread(self._seal.open, sealed)
+                return await self._open(sealed)
         return self._object(job, None)
 
     async def cancel(self, principal: Principal, given: str) -> JSONBody:
@@ -130,7 +137,7 @@ class BackgroundJobs:
         items = []
         content = await self._jobs.content(job.request_id)
         if content is not None and content.request is not None:
-            body = await asyncio.to_thread(self._seal.open, content.request)
+            body = await self._open(content.request)
             items = input_items(_DECODER.decode(body), response_id(job.request_id))
         return _ENCODER.encode(items_page(items, after=after, limit=limit, order=order))
 
@@ -154,11 +161,18 @@ class BackgroundJobs:
         content = await self._jobs.content(job.request_id)
         if content is None or content.request is None:
             return None
-        body = await asyncio.to_thread(self._seal.open, content.request)
+        body = await self._open(content.request)
         try:
             return decode_responses_request(body)
         except GatewayError:  # it was decoded when it was queued; a newer gw may differ
             return None
+
+    async def _open(self, sealed: bytes) -> bytes:
+        """Stored content, opened; a 500 saying why when the vault identity cannot."""
+        try:
+            return await asyncio.to_thread(self._seal.open, sealed)
+        except VaultError as error:
+            raise InternalError(f"gw cannot open this background response: {error}") from None
 
     def _object(self, job: Job, request: ChatRequest | None) -> JSONBody:
         error = None

@@ -12,8 +12,8 @@ Clearing content must leave nothing on disk. Every write to the table runs with
 ``secure_delete`` on (SQLite overwrites freed bytes with zeros, overflow pages included; it
 rewrites a whole row on any change, so a status update frees pages that held content
 too), and after content is cleared a ``wal_checkpoint(TRUNCATE)`` empties the write-ahead
-log, whose older frames still held page images with it. Everything here runs on the state store's own
-connection and lock (``SqliteStore.response_jobs``).
+log, whose older frames still held page images with it. Everything here runs on the
+state store's own connection and lock (``SqliteStore.response_jobs``).
 """
 
 from __future__ import annotations

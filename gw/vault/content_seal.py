@@ -33,6 +33,7 @@ class ContentSeal:
         environ: Mapping[str, str],
         keyring: Callable[[], OsKeyring] = OsKeyring.detect,
     ) -> None:
+        self._home = home
         self._chain = IdentityChain(home, environ, keyring)
         self._identity: Identity | None = None
         self._where = ""
@@ -43,7 +44,10 @@ class ContentSeal:
         one exists but cannot be read."""
         with self._lock:
             if self._identity is None:
-                located = self._chain.locate() or self._chain.create()
+                located = self._chain.locate()
+                if located is None:
+                    self._home.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    located = self._chain.create()
                 self._identity, self._where = located.identity, located.where
             return self._identity
 
