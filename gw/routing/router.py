@@ -224,9 +224,10 @@ def no_candidate_error(decision: RouteDecision, *, input_param: str = "messages"
     if "native_tools" in reasons and reasons <= {"native_tools", "missing_capability"}:
         return NativeFeatureUnsupportedError(
             f"no target of {decision.route!r} can serve this request: it uses tools that only "
-            f"one kind of provider runs; add a target of that kind to the route (an "
-            f"Anthropic target, kind: anthropic, for Anthropic's server tools such as web "
-            f"search), or leave those tools out: {listing}",
+            "one kind of provider runs; add a target of that kind to the route (kind: "
+            "anthropic for Anthropic's server tools, kind: openai_responses for OpenAI's "
+            "built-in tools, kind: gemini for Gemini's), offer them beside a function tool, "
+            f"or leave them out: {listing}",
             param="tools",
         )
     if rejected and reasons == {"missing_capability"}:

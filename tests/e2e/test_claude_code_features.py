@@ -191,7 +191,7 @@ def test_web_search_on_a_route_without_anthropic_is_refused_naming_it(
     body: Any = caught.value.body
     assert body["gw"]["code"] == "native_feature_unsupported"
     assert "web_search" in body["error"]["message"]
-    assert "Anthropic target" in body["error"]["message"]
+    assert "kind: anthropic for Anthropic's server tools" in body["error"]["message"]
     assert len(oai.requests) == before, "no upstream was called"
 
 

@@ -173,3 +173,10 @@ def test_settings_are_echoed_and_kept_keys_are_noted_for_another_format(
     notes = trace["attempts"][0]["translation_notes"]
     assert any("metadata" in note and "not sent" in note for note in notes), notes
     assert any("web_search" in note for note in notes), notes
+
+
+def test_only_built_in_tools_need_a_responses_upstream(sdk: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as refused:
+        sdk.responses.create(model="to-openai", input="news?", tools=[{"type": "web_search"}])
+    assert refused.value.code == "native_feature_unsupported"
+    assert "web_search" in refused.value.message

@@ -61,7 +61,7 @@ def test_with_no_target_left_the_error_names_the_tool_and_what_to_add() -> None:
     assert isinstance(error, NativeFeatureUnsupportedError)
     assert error.status == 400
     assert "web_search_20250305" in error.message
-    assert "Anthropic target" in error.message
+    assert "kind: anthropic for Anthropic's server tools" in error.message
 
 
 def test_server_tools_beside_function_tools_narrow_nothing() -> None:
