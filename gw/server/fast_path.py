@@ -52,9 +52,10 @@ class FastPath:
                 if endpoint is not None and not _from_a_browser(scope):
                     await self._serve(endpoint, scope, receive, send)
                     return
-            elif method == "OPTIONS" and scope["path"].startswith("/v1/"):
+            elif method == "OPTIONS" and scope["path"].startswith(("/v1/", "/v1beta/")):
                 # Litestar answers OPTIONS (and CORS preflights) itself, without the
-                # x-gw-* headers every /v1 response carries (DESIGN.md): added here.
+                # x-gw-* headers every /v1 (and Gemini /v1beta) response carries
+                # (DESIGN.md): added here.
                 send = _adding(send, self._gw_headers)
             elif method == "HEAD":
                 # HEAD is answered wherever GET is (Litestar routes GET only: a HEAD got

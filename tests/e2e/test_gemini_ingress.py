@@ -446,3 +446,11 @@ def test_the_raw_sse_frames_are_googles(gw: GwServer) -> None:
     assert array.headers["content-type"].startswith("application/json")
     chunks = json.loads(array.content)
     assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
+
+
+def test_options_has_the_gw_headers_too(gw: GwServer) -> None:
+    with gw.client() as http:
+        answer = http.options("/v1beta/models/to-mock:generateContent")
+    assert answer.status_code == 204
+    assert answer.headers["x-gw-request-id"].startswith("req_")
+    assert answer.headers["x-gw-route"] == "-"
