@@ -25,6 +25,12 @@ def foreign_field_notes(request: ChatRequest, upstream_format: str) -> list[str]
             f"this upstream is {upstream_format})"
         )
     notes.extend(native_block_notes(request, upstream_format))
+    deferred = [tool.name for tool in request.tools if tool.defer_loading]
+    if deferred and upstream_format != "anthropic":
+        notes.append(
+            f"{len(deferred)} tools with defer_loading: offered up front (tool search is "
+            f"Anthropic's; this upstream is {upstream_format})"
+        )
     foreign_tools = sorted(
         {_kind(tool) for tool in request.native_tools if tool.format != upstream_format}
     )
@@ -58,6 +64,6 @@ def native_block_notes(request: ChatRequest, upstream_format: str) -> list[str]:
 
 
 def _kind(block: NativeBlock) -> str:
-    kind = block.data.get("type")
+    kind = block.data.get("type") or block.data.get("name")
     # Only a type name is quoted: notes reach traces, and any other text may be a prompt's.
     return kind if isinstance(kind, str) and is_type_name(kind) else f"a block ({block.format})"

@@ -17,6 +17,9 @@ class ToolDefinition(IRStruct, frozen=True, kw_only=True):
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
     cache: CacheMark | None = None
+    # Anthropic's tool search: the model finds the tool when it needs it rather than
+    # seeing it up front (Claude Code's MCP tools). Other formats offer it up front.
+    defer_loading: bool = False
 
 
 class ToolChoice(IRStruct, frozen=True, kw_only=True):

@@ -5,7 +5,8 @@ Custom tools (``type`` absent or ``custom``) carry ``name``, ``description``,
 tool's ``CacheMark``; ``eager_input_streaming`` is a hint and is dropped;
 ``allowed_callers`` and ``input_examples`` change what the model sees and are refused. A
 custom tool with ``defer_loading`` (found through Anthropic's tool search, as Claude Code
-does with many MCP tools) only Anthropic can offer: it is kept like the tools below.
+does with many MCP tools) is a tool like any other, marked: Anthropic defers it, other
+formats offer it up front (and the attempt says so).
 
 Anthropic-defined tools (any other ``type``: ``web_search_*``, ``web_fetch_*``,
 ``code_execution_*``, ``bash_*``, ``text_editor_*``, ``computer_*``, ``memory_*``,
@@ -57,9 +58,6 @@ def decode_tools(value: object) -> tuple[tuple[ToolDefinition, ...], tuple[Nativ
         if kind is not None and as_str(kind, f"{param}.type") != "custom":
             name = _native_tool_name(obj, kind, param)
             native.append(NativeBlock(format="anthropic", data=obj))
-        elif optional_bool(obj, "defer_loading", f"{param}.defer_loading"):
-            name = as_str(required(obj, "name", f"{param}.name"), f"{param}.name")
-            native.append(NativeBlock(format="anthropic", data=obj))
         else:
             tool = _tool(obj, param)
             tools.append(tool)
@@ -96,6 +94,7 @@ def _tool(obj: JSONObject, param: str) -> ToolDefinition:
         ),
         strict=optional_bool(obj, "strict", f"{param}.strict"),
         cache=decode_cache_mark(obj, param),
+        defer_loading=bool(optional_bool(obj, "defer_loading", f"{param}.defer_loading")),
     )
 
 

@@ -149,6 +149,8 @@ def _tool(tool: ToolDefinition) -> JSONObject:
         out["strict"] = tool.strict
     if tool.cache is not None:
         out["cache_control"] = encode_cache_mark(tool.cache)
+    if tool.defer_loading:
+        out["defer_loading"] = True
     return out
 
 

@@ -696,15 +696,15 @@ def test_anthropic_defined_tools_are_kept_verbatim_as_native_tools(tool: Any) ->
     assert request.native_tools == (NativeBlock(format="anthropic", data=tool),)
 
 
-def test_a_deferred_tool_is_kept_for_anthropic_s_tool_search() -> None:
+def test_a_deferred_tool_is_a_tool_marked_for_anthropic_s_tool_search() -> None:
     deferred = {**WEATHER, "name": "get_time", "defer_loading": True}
     search = {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}
     request = decode(tools=[WEATHER, search, deferred])
-    assert [t.name for t in request.tools] == ["get_weather"]
-    assert request.native_tools == (
-        NativeBlock(format="anthropic", data=search),
-        NativeBlock(format="anthropic", data=deferred),
-    )
+    assert [(t.name, t.defer_loading) for t in request.tools] == [
+        ("get_weather", False),
+        ("get_time", True),
+    ]
+    assert request.native_tools == (NativeBlock(format="anthropic", data=search),)
     rejects(body(tools=[{**WEATHER, "defer_loading": "yes"}]), "tools[0].defer_loading")
 
 

@@ -242,7 +242,7 @@ def test_tools_and_choice() -> None:
                     name="f", description="d", parameters={"type": "object"}, strict=True
                 ),
                 ToolDefinition(name="g"),
-                ToolDefinition(name="h", parameters={}),
+                ToolDefinition(name="h", parameters={}, defer_loading=True),
             ),
             tool_choice=ToolChoice(mode="tool", name="g"),
         )
@@ -250,7 +250,7 @@ def test_tools_and_choice() -> None:
     assert body["tools"] == [
         {"name": "f", "description": "d", "input_schema": {"type": "object"}, "strict": True},
         {"name": "g", "input_schema": {"type": "object", "properties": {}}},
-        {"name": "h", "input_schema": {"type": "object", "properties": {}}},
+        {"name": "h", "input_schema": {"type": "object", "properties": {}}, "defer_loading": True},
     ]
     assert body["tool_choice"] == {"type": "tool", "name": "g"}
 

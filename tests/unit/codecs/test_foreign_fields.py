@@ -9,6 +9,7 @@ from gw.ir import (
     ChatRequest,
     NativeBlock,
     TextPart,
+    ToolDefinition,
     ToolMessage,
     UserMessage,
 )
@@ -61,3 +62,13 @@ def test_another_formats_blocks_and_tools_are_named_as_not_sent() -> None:
         "anthropic)",
     ]
     assert foreign_field_notes(asked, "openai_responses") == []
+
+
+def test_deferred_tools_are_offered_up_front_by_other_formats() -> None:
+    deferred = ToolDefinition(name="mcp__docs__search", defer_loading=True)
+    asked = request(tools=(deferred, ToolDefinition(name="f")))
+    assert foreign_field_notes(asked, "openai") == [
+        "1 tools with defer_loading: offered up front (tool search is Anthropic's; this "
+        "upstream is openai)"
+    ]
+    assert foreign_field_notes(asked, "anthropic") == []
