@@ -13,6 +13,7 @@
                                           //   or models.list, http (refused before a handler)
       "requested_model": "chat",          // what the client put in "model"
       "stream": false,
+      "background": false,                // run as a background Responses job
       "status": 200,
       "error": null,                      // or {"code": "upstream_error", "message": "..."}
       "revision": 3,
@@ -52,7 +53,8 @@
          "translation_notes": [],         // what that format could not carry exactly
          "limit_notes": [],               // max_tokens clamped to the model's ceiling, or
                                           //   the default a provider requires, added
-         "hedge": false}                  // started by hedging, alongside the first target
+         "hedge": false,                  // started by hedging, alongside the first target
+         "upstream_response_id": null}    // the upstream's own id of its answer
       ],
       "usage": {"input_tokens": 12, "output_tokens": 34, "cached_input_tokens": 0,
                 "reasoning_tokens": 0, "source": "provider"},   // or "estimate"; null if none
@@ -230,6 +232,7 @@ CLIENT_FORMATS = {
 EMBEDDING_FORMATS = {
     "openai": "OpenAI embeddings",
     "openai_compatible": "OpenAI embeddings",
+    "openai_responses": "OpenAI embeddings",
     "azure_openai": "OpenAI embeddings (Azure)",
     "gemini": "Gemini batchEmbedContents",
     "mock": "mock (IR)",
@@ -237,6 +240,7 @@ EMBEDDING_FORMATS = {
 UPSTREAM_FORMATS = {
     "openai": "OpenAI chat",
     "openai_compatible": "OpenAI chat",
+    "openai_responses": "OpenAI Responses",
     "azure_openai": "OpenAI chat (Azure)",
     "anthropic": "Anthropic messages",
     "gemini": "Gemini generateContent",

@@ -25,6 +25,9 @@ _ERRORS = {
 }
 _ADMIN: list[dict[str, list[str]]] = [{"bearer": []}]
 _NAME = [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]
+_RESPONSE_ID = [
+    {"name": "response_id", "in": "path", "required": True, "schema": {"type": "string"}}
+]
 _IF_MATCH = [{"name": "If-Match", "in": "header", "required": False, "schema": {"type": "integer"}}]
 
 
@@ -68,6 +71,17 @@ DOCUMENT: dict[str, Any] = {
         },
         "/v1/embeddings": {"post": _op("OpenAI Embeddings", "data", requestBody=_JSON_BODY)},
         "/v1/messages": {"post": _op("Anthropic Messages", "data", requestBody=_JSON_BODY)},
+        "/v1/responses": {"post": _op("OpenAI Responses", "data", requestBody=_JSON_BODY)},
+        "/v1/responses/{response_id}": {
+            "get": _op("A background response", "data", parameters=_RESPONSE_ID),
+            "delete": _op("Delete a background response", "data", parameters=_RESPONSE_ID),
+        },
+        "/v1/responses/{response_id}/cancel": {
+            "post": _op("Cancel a background response", "data", parameters=_RESPONSE_ID)
+        },
+        "/v1/responses/{response_id}/input_items": {
+            "get": _op("A background response's input items", "data", parameters=_RESPONSE_ID)
+        },
         "/v1/models": {"get": _op("The models clients may ask for", "data")},
         "/v1/models/{model_id}": {"get": _op("One model clients may ask for", "data")},
         "/livez": {"get": _op("Alive", "probes")},

@@ -150,6 +150,7 @@ EXPLAIN_KEYS = {
     "endpoint",
     "requested_model",
     "stream",
+    "background",
     "status",
     "error",
     "revision",
@@ -188,6 +189,7 @@ CANDIDATE_KEYS = {
 }
 ATTEMPT_KEYS = {
     "hedge",
+    "upstream_response_id",
     "number",
     "provider",
     "model",
