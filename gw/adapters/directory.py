@@ -9,12 +9,11 @@ from gw.adapters.gemini import GeminiUpstream
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.mock import MockUpstream
 from gw.adapters.openai import AzureOpenAIUpstream, OpenAIUpstream
+from gw.adapters.openai_responses import OpenAIResponsesUpstream
 from gw.adapters.secrets import SecretResolver
 from gw.adapters.unsupported import UnsupportedUpstream
-from gw.config.schema import MockOptions, ProviderConfig
+from gw.config.schema import MockOptions, ProviderConfig, ProviderKind
 from gw.ports import Upstream
-
-OPENAI_KINDS = frozenset({"openai", "openai_compatible"})
 
 
 class AdapterDirectory:
@@ -27,24 +26,25 @@ class AdapterDirectory:
         vault: Mapping[str, str] | None = None,
     ) -> None:
         self._secrets = SecretResolver(environ, vault)
-        self._openai = OpenAIUpstream(transport, self._secrets)
-        self._azure = AzureOpenAIUpstream(transport, self._secrets)
-        self._anthropic = AnthropicUpstream(transport, self._secrets)
-        self._gemini = GeminiUpstream(transport, self._secrets)
+        openai = OpenAIUpstream(transport, self._secrets)
+        # The adapters of every kind but the mock: stateless, shared by all providers.
+        self._by_kind: dict[ProviderKind, Upstream] = {
+            "openai": openai,
+            "openai_compatible": openai,
+            "openai_responses": OpenAIResponsesUpstream(transport, self._secrets),
+            "azure_openai": AzureOpenAIUpstream(transport, self._secrets),
+            "anthropic": AnthropicUpstream(transport, self._secrets),
+            "gemini": GeminiUpstream(transport, self._secrets),
+        }
         self._mocks: dict[tuple[str, MockOptions | None], MockUpstream] = {}
 
     def use_vault(self, vault: Mapping[str, str]) -> None:
         self._secrets.use_vault(vault)
 
     def upstream_for(self, provider: ProviderConfig) -> Upstream:
-        if provider.kind in OPENAI_KINDS:
-            return self._openai
-        if provider.kind == "azure_openai":
-            return self._azure
-        if provider.kind == "anthropic":
-            return self._anthropic
-        if provider.kind == "gemini":
-            return self._gemini
+        upstream = self._by_kind.get(provider.kind)
+        if upstream is not None:
+            return upstream
         if provider.kind == "mock":
             key = (provider.name, provider.mock)
             mock = self._mocks.get(key)

@@ -16,7 +16,8 @@ class UnsupportedUpstream:
     def _error(self, call: UpstreamCall | EmbeddingCall) -> UpstreamError:
         return UpstreamError(
             f"provider {call.provider.name}: kind {self._kind} is not served by this version "
-            "of gw yet (served: openai, openai_compatible, azure_openai, anthropic, gemini, mock)",
+            "of gw yet (served: openai, openai_compatible, openai_responses, azure_openai, "
+            "anthropic, gemini, mock)",
             blame="gateway",
         )
 

@@ -37,6 +37,7 @@ OPERATIONS: Final = {"chat.completions": "chat", "messages": "chat", "embeddings
 # OpenAI-compatible host, the mock) are named by their configured provider name.
 PROVIDER_NAMES: Final = {
     "openai": "openai",
+    "openai_responses": "openai",
     "anthropic": "anthropic",
     "gemini": "gcp.gemini",
     "azure_openai": "azure.ai.openai",
@@ -45,6 +46,7 @@ PROVIDER_NAMES: Final = {
 # checks they agree).
 DEFAULT_BASE_URLS: Final = {
     "openai": OPENAI_BASE_URL,
+    "openai_responses": OPENAI_BASE_URL,
     "anthropic": "https://api.anthropic.com",
     "gemini": "https://generativelanguage.googleapis.com",
 }

@@ -43,6 +43,7 @@ def test_the_shipped_catalog_covers_each_hosted_provider_kind() -> None:
         assert "reasoning" in SHIPPED["gemini"][model].capabilities
     assert SHIPPED["gemini"]["gemini-embedding-001"].capabilities == ("embeddings",)
     assert SHIPPED["azure_openai"] == SHIPPED["openai"]
+    assert SHIPPED["openai_responses"] == SHIPPED["openai"]
 
 
 def test_every_shipped_entry_is_complete_and_sane() -> None:

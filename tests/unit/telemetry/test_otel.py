@@ -414,6 +414,7 @@ providers:
 def test_default_hosts_match_the_adapters() -> None:
     assert DEFAULT_BASE_URLS == {
         "openai": OPENAI_BASE_URL,
+        "openai_responses": OPENAI_BASE_URL,
         "anthropic": ANTHROPIC_BASE_URL,
         "gemini": GEMINI_BASE_URL,
     }
