@@ -29,6 +29,7 @@ from typing import Any, NoReturn
 import pytest
 
 from e2e.gw_process import GwServer
+from fakes import anthropic_upstream, gemini_upstream, openai_upstream
 from fakes.http_server import HttpRequest, Responder, ServerThread
 
 ROOT = Path(__file__).parents[2]
@@ -242,3 +243,47 @@ def jsonl(text: str) -> list[dict[str, Any]]:
             except json.JSONDecodeError:
                 continue
     return out
+
+
+# -- the fakes, scripted and read alike whatever their format ----------------------------
+
+WIRES: dict[str, Any] = {
+    "openai": openai_upstream,
+    "anthropic": anthropic_upstream,
+    "gemini": gemini_upstream,
+}
+
+
+def behavior(upstream: str, turn: str | tuple[str, str]) -> Any:
+    """The fake's scripted answer for one turn: a text, or a (tool name, arguments JSON)
+    call, in ``upstream``'s format (openai, anthropic, gemini)."""
+    wire = WIRES[upstream]
+    if not isinstance(turn, tuple):
+        return wire.Behavior(text=turn)
+    if upstream == "gemini":
+        return wire.Behavior(tool_calls=(turn,))
+    return wire.Behavior(tool_call=turn)
+
+
+def offered_tools(upstream: str, body: dict[str, Any]) -> set[str]:
+    """The names of the function tools a request offered, in ``upstream``'s format."""
+    if upstream == "openai":
+        return {tool["function"]["name"] for tool in body["tools"]}
+    if upstream == "anthropic":
+        return {tool["name"] for tool in body["tools"] if "name" in tool}
+    return {f["name"] for tool in body["tools"] for f in tool.get("functionDeclarations", ())}
+
+
+def tool_results(upstream: str, body: dict[str, Any]) -> list[Any]:
+    """The content of each tool result a request carries, in ``upstream``'s format."""
+    if upstream == "openai":
+        return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    if upstream == "anthropic":
+        last = body["messages"][-1]["content"]
+        return [b["content"] for b in last if b["type"] == "tool_result"]
+    return [
+        part["functionResponse"]["response"]
+        for turn in body["contents"]
+        for part in turn["parts"]
+        if "functionResponse" in part
+    ]

@@ -1,5 +1,5 @@
 """Claude Code (``claude -p``) works through gw: ANTHROPIC_BASE_URL pointed at gw, against
-an Anthropic upstream and an OpenAI-compatible one.
+an Anthropic upstream, an OpenAI-compatible one and a Gemini one.
 
 Claude Code's first request is what breaks gateways: adaptive thinking, an effort, context
 management, beta headers, a ``system`` turn inside ``messages``, tools loaded on demand.
@@ -21,22 +21,26 @@ from e2e.agent_clients import (
     SECRET,
     Run,
     Sandbox,
+    behavior,
     new_traces,
     node_client,
+    offered_tools,
     serve_gw,
     summary,
+    tool_results,
     trace_ids,
 )
 from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
 from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
 from e2e.gw_process import GwServer
-from fakes import anthropic_upstream, openai_upstream
+from fakes import anthropic_upstream
 from fakes.anthropic_server_tools import web_search_content
 from fakes.anthropic_upstream import FakeAnthropic
+from fakes.gemini_upstream import FakeGemini
 from fakes.openai_upstream import FakeOpenAI
 
 FINAL = "I read notes.txt for you."
-UPSTREAMS = ["anthropic", "openai"]
+UPSTREAMS = ["anthropic", "openai", "gemini"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -58,43 +62,45 @@ def openai_fake() -> Iterator[FakeOpenAI]:
 
 
 @pytest.fixture(scope="module")
-def gw(
-    tmp_path_factory: pytest.TempPathFactory, anthropic_fake: FakeAnthropic, openai_fake: FakeOpenAI
-) -> Iterator[GwServer]:
+def gemini_fake() -> Iterator[FakeGemini]:
+    with FakeGemini() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def fakes(
+    anthropic_fake: FakeAnthropic, openai_fake: FakeOpenAI, gemini_fake: FakeGemini
+) -> dict[str, Any]:
+    return {"anthropic": anthropic_fake, "openai": openai_fake, "gemini": gemini_fake}
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[GwServer]:
     state = tmp_path_factory.mktemp("agents-claude-code") / "state"
-    with serve_gw(state, anthropic=anthropic_fake.base_url, openai=openai_fake.base_url) as server:
+    with serve_gw(state, **{name: fake.base_url for name, fake in fakes.items()}) as server:
         yield server
 
 
 class Upstream:
     """The fake behind one route, scripted the same way whatever its format."""
 
-    def __init__(self, name: str, anthropic: FakeAnthropic, openai: FakeOpenAI) -> None:
+    def __init__(self, name: str, fakes: dict[str, Any]) -> None:
+        self.name = name
         self.route = f"via-{name}"
-        self.fake: FakeAnthropic | FakeOpenAI = anthropic if name == "anthropic" else openai
+        self.fake = fakes[name]
         self.fake.clear()
 
     def answer(self, *turns: str | tuple[str, str]) -> None:
         """Each turn: a text, or a (tool name, input JSON) call."""
-        wire: Any = anthropic_upstream if isinstance(self.fake, FakeAnthropic) else openai_upstream
-        self.fake.enqueue(
-            *(
-                wire.Behavior(tool_call=turn)
-                if isinstance(turn, tuple)
-                else wire.Behavior(text=turn)
-                for turn in turns
-            )
-        )
+        self.fake.enqueue(*(behavior(self.name, turn) for turn in turns))
 
     def bodies(self) -> list[Any]:
         return [request.json for request in self.fake.requests]
 
 
 @pytest.fixture(params=UPSTREAMS)
-def upstream(
-    request: pytest.FixtureRequest, anthropic_fake: FakeAnthropic, openai_fake: FakeOpenAI
-) -> Upstream:
-    return Upstream(request.param, anthropic_fake, openai_fake)
+def upstream(request: pytest.FixtureRequest, fakes: dict[str, Any]) -> Upstream:
+    return Upstream(request.param, fakes)
 
 
 def claude_p(sandbox: Sandbox, gw: GwServer, route: str, prompt: str, *allowed: str) -> Run:
@@ -152,14 +158,10 @@ def test_tool_use_turn(gw: GwServer, upstream: Upstream, sandbox: Sandbox) -> No
     traces = [t for t in new_traces(gw, known, 2) if t["status"] == 200]
     assert [t["endpoint"] for t in traces] == ["messages", "messages"], summary(traces)
     first, second = upstream.bodies()
-    if isinstance(upstream.fake, FakeAnthropic):
-        assert "Read" in {tool["name"] for tool in first["tools"]}
-        results = [b for b in second["messages"][-1]["content"] if b["type"] == "tool_result"]
-    else:
-        assert "Read" in {tool["function"]["name"] for tool in first["tools"]}
-        results = [m for m in second["messages"] if m["role"] == "tool"]
+    assert "Read" in offered_tools(upstream.name, first)
+    results = tool_results(upstream.name, second)
     assert len(results) == 1
-    assert SECRET in json.dumps(results[0]["content"])
+    assert SECRET in json.dumps(results[0])
 
 
 def test_web_search_passes_through_to_anthropic(

@@ -1,5 +1,5 @@
 """Codex CLI (``codex exec``) works through gw: a custom model provider pointed at gw's
-/v1/responses, against a chat-completions upstream and an Anthropic one.
+/v1/responses, against a chat-completions upstream, an Anthropic one and a Gemini one.
 
 The fake upstream answers a call of Codex's own shell tool (``exec_command``), Codex runs
 it in its read-only sandbox, sends the output back through gw, and ends with the fake's
@@ -31,8 +31,9 @@ from e2e.agent_clients import (
 from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
 from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
 from e2e.gw_process import GwServer
-from fakes import anthropic_upstream, openai_upstream
+from fakes import anthropic_upstream, gemini_upstream, openai_upstream
 from fakes.anthropic_upstream import FakeAnthropic
+from fakes.gemini_upstream import FakeGemini
 from fakes.openai_upstream import FakeOpenAI
 
 FINAL = "I read notes.txt for you."
@@ -58,11 +59,25 @@ def anthropic_fake() -> Iterator[FakeAnthropic]:
 
 
 @pytest.fixture(scope="module")
+def gemini_fake() -> Iterator[FakeGemini]:
+    with FakeGemini() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
 def gw(
-    tmp_path_factory: pytest.TempPathFactory, openai_fake: FakeOpenAI, anthropic_fake: FakeAnthropic
+    tmp_path_factory: pytest.TempPathFactory,
+    openai_fake: FakeOpenAI,
+    anthropic_fake: FakeAnthropic,
+    gemini_fake: FakeGemini,
 ) -> Iterator[GwServer]:
     state = tmp_path_factory.mktemp("agents-codex") / "state"
-    with serve_gw(state, openai=openai_fake.base_url, anthropic=anthropic_fake.base_url) as server:
+    with serve_gw(
+        state,
+        openai=openai_fake.base_url,
+        anthropic=anthropic_fake.base_url,
+        gemini=gemini_fake.base_url,
+    ) as server:
         yield server
 
 
@@ -134,7 +149,10 @@ def test_codex_exec_tool_round_trip_to_chat_upstream(
     run = codex_exec(sandbox, gw, "via-openai", "What is in notes.txt?")
     check_round_trip(run, gw, known, "oai")
     first, second = (r.json for r in openai_fake.requests)
-    assert "exec_command" in {t["function"]["name"] for t in first["tools"]}
+    offered = {t["function"]["name"] for t in first["tools"]}
+    assert "exec_command" in offered
+    # Its sub-agent tools come in a namespace: offered under joined names.
+    assert "multi_agent_v1__spawn_agent" in offered, offered
     assert first["stream"] is True
     results = [m for m in second["messages"] if m["role"] == "tool"]
     assert len(results) == 1
@@ -161,3 +179,28 @@ def test_codex_exec_tool_round_trip_to_anthropic_upstream(
     results = [b for b in last_turn["content"] if b["type"] == "tool_result"]
     assert len(results) == 1
     assert SECRET in json.dumps(results[0]["content"])
+
+
+def test_codex_exec_tool_round_trip_to_gemini_upstream(
+    gw: GwServer, gemini_fake: FakeGemini, sandbox: Sandbox
+) -> None:
+    gemini_fake.clear()
+    sandbox.write("notes.txt", f"the secret word is {SECRET}\n")
+    gemini_fake.enqueue(
+        gemini_upstream.Behavior(tool_calls=(SHELL_CALL,)), gemini_upstream.Behavior(text=FINAL)
+    )
+    known = trace_ids(gw)
+    run = codex_exec(sandbox, gw, "via-gemini", "What is in notes.txt?")
+    check_round_trip(run, gw, known, "gem")
+    first, second = (r.json for r in gemini_fake.requests)
+    declared = {f["name"] for f in first["tools"][0]["functionDeclarations"]}
+    assert "exec_command" in declared
+    answers = [
+        part["functionResponse"]
+        for turn in second["contents"]
+        for part in turn["parts"]
+        if "functionResponse" in part
+    ]
+    assert len(answers) == 1
+    assert answers[0]["name"] == "exec_command"
+    assert SECRET in json.dumps(answers[0]["response"])

@@ -1,6 +1,6 @@
 """The OpenAI Agents SDK works through gw: an Agent with a function tool, its default
 client an ``AsyncOpenAI`` pointed at gw (the default Responses model), run whole and
-streamed, against a chat-completions upstream and an Anthropic one.
+streamed, against a chat-completions upstream, an Anthropic one and a Gemini one.
 
 The SDK runs in its own venv (build/tools-agents), so tests/agents/sdk_agent.py runs as
 a subprocess; it prints what the run produced as one JSON line.
@@ -19,17 +19,19 @@ from e2e.agent_clients import (
     SDK_AGENT,
     SECRET,
     Sandbox,
+    behavior,
     new_traces,
     require,
     serve_gw,
     summary,
+    tool_results,
     trace_ids,
 )
 from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
 from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
 from e2e.gw_process import GwServer
-from fakes import anthropic_upstream, openai_upstream
 from fakes.anthropic_upstream import FakeAnthropic
+from fakes.gemini_upstream import FakeGemini
 from fakes.openai_upstream import FakeOpenAI
 
 FINAL = "The secret word is pelican."
@@ -44,8 +46,8 @@ def _installed() -> None:
 
 @pytest.fixture(scope="module")
 def fakes() -> Iterator[dict[str, Any]]:
-    with FakeOpenAI() as openai, FakeAnthropic() as anthropic:
-        yield {"openai": openai, "anthropic": anthropic}
+    with FakeOpenAI() as openai, FakeAnthropic() as anthropic, FakeGemini() as gemini:
+        yield {"openai": openai, "anthropic": anthropic, "gemini": gemini}
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +58,13 @@ def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Itera
 
 
 @pytest.mark.parametrize("mode", ["run", "stream"])
-@pytest.mark.parametrize("upstream", ["openai", "anthropic"])
+@pytest.mark.parametrize("upstream", ["openai", "anthropic", "gemini"])
 def test_agent_with_function_tool(
     gw: GwServer, fakes: dict[str, Any], sandbox: Sandbox, upstream: str, mode: str
 ) -> None:
     fake = fakes[upstream]
     fake.clear()
-    wire: Any = openai_upstream if upstream == "openai" else anthropic_upstream
-    fake.enqueue(wire.Behavior(tool_call=CALL), wire.Behavior(text=FINAL))
+    fake.enqueue(behavior(upstream, CALL), behavior(upstream, FINAL))
     known = trace_ids(gw)
     argv = [require(AGENTS_PYTHON), SDK_AGENT, gw.base_url, f"via-{upstream}", mode]
     run = sandbox.run(argv, {}).ok()
@@ -77,12 +78,12 @@ def test_agent_with_function_tool(
     assert [(t["endpoint"], t["status"], t["stream"]) for t in traces] == [
         ("responses", 200, mode == "stream")
     ] * 2, summary(traces)
-    first, second = (request.json for request in fake.requests)
-    assert first["stream"] is (mode == "stream")
-    if upstream == "openai":
-        results = [m["content"] for m in second["messages"] if m["role"] == "tool"]
+    sent = fake.requests
+    if upstream == "gemini":  # Gemini streams at its own path
+        assert ("streamGenerateContent" in sent[0].path) is (mode == "stream")
     else:
-        last = second["messages"][-1]["content"]
-        results = [b["content"] for b in last if b["type"] == "tool_result"]
+        assert sent[0].json["stream"] is (mode == "stream")
+    second = sent[1].json
+    results = tool_results(upstream, second)
     assert len(results) == 1
     assert SECRET in json.dumps(results[0])

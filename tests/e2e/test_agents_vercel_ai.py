@@ -1,7 +1,7 @@
 """The Vercel AI SDK's default OpenAI provider works through gw: ``openai(model)`` speaks
 the Responses API. A tool round trip with ``generateText`` (the SDK runs the tool and
-sends its result back) and a ``streamText``, against a chat-completions upstream and an
-Anthropic one.
+sends its result back) and a ``streamText``, against a chat-completions upstream, an
+Anthropic one and a Gemini one.
 
 The SDK is pinned in tests/agents/package.json (installed by ./scripts/test into
 build/agents); tests/agents/vercel_ai.mjs runs under node and prints one JSON line.
@@ -20,17 +20,19 @@ from e2e.agent_clients import (
     ROOT,
     SECRET,
     Sandbox,
+    behavior,
     new_traces,
     require,
     serve_gw,
     summary,
+    tool_results,
     trace_ids,
 )
 from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
 from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
 from e2e.gw_process import GwServer
-from fakes import anthropic_upstream, openai_upstream
 from fakes.anthropic_upstream import FakeAnthropic
+from fakes.gemini_upstream import FakeGemini
 from fakes.openai_upstream import FakeOpenAI
 
 NODE_MODULES = NODE_BIN.parent
@@ -48,8 +50,8 @@ def _installed() -> None:
 
 @pytest.fixture(scope="module")
 def fakes() -> Iterator[dict[str, Any]]:
-    with FakeOpenAI() as openai, FakeAnthropic() as anthropic:
-        yield {"openai": openai, "anthropic": anthropic}
+    with FakeOpenAI() as openai, FakeAnthropic() as anthropic, FakeGemini() as gemini:
+        yield {"openai": openai, "anthropic": anthropic, "gemini": gemini}
 
 
 @pytest.fixture(scope="module")
@@ -59,16 +61,13 @@ def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Itera
         yield server
 
 
-@pytest.mark.parametrize("upstream", ["openai", "anthropic"])
+@pytest.mark.parametrize("upstream", ["openai", "anthropic", "gemini"])
 def test_default_provider_tool_round_trip_and_stream(
     gw: GwServer, fakes: dict[str, Any], sandbox: Sandbox, upstream: str
 ) -> None:
     fake = fakes[upstream]
     fake.clear()
-    wire: Any = openai_upstream if upstream == "openai" else anthropic_upstream
-    fake.enqueue(
-        wire.Behavior(tool_call=CALL), wire.Behavior(text=FINAL), wire.Behavior(text=HELLO)
-    )
+    fake.enqueue(behavior(upstream, CALL), behavior(upstream, FINAL), behavior(upstream, HELLO))
     known = trace_ids(gw)
     run = sandbox.run(["node", SCRIPT, NODE_MODULES, gw.base_url, f"via-{upstream}"], {}).ok()
     outcome = json.loads(run.stdout.splitlines()[-1])
@@ -85,10 +84,6 @@ def test_default_provider_tool_round_trip_and_stream(
         ("responses", 200, True),
     ], summary(traces)
     second = fake.requests[1].json
-    if upstream == "openai":
-        results = [m["content"] for m in second["messages"] if m["role"] == "tool"]
-    else:
-        last = second["messages"][-1]["content"]
-        results = [b["content"] for b in last if b["type"] == "tool_result"]
+    results = tool_results(upstream, second)
     assert len(results) == 1
     assert SECRET in json.dumps(results[0])
