@@ -28,7 +28,7 @@ from contract.upstream_harness import (
     streamed_arguments,
     streamed_text,
 )
-from fakes import anthropic_upstream, gemini_upstream
+from fakes import anthropic_upstream, gemini_upstream, responses_upstream
 from fakes.openai_upstream import Behavior, FakeOpenAI
 
 Failure = Literal["server_error", "rate_limited"]
@@ -156,10 +156,41 @@ class GeminiCase:
         self.fake.enqueue(*[behavior] * times)
 
 
-@pytest.fixture(params=["mock", "openai", "anthropic", "gemini"])
+class ResponsesCase:
+    """Steers a ``FakeResponses`` (OpenAI's Responses API) of its own, for one test."""
+
+    rate_limit_retry_after: float | None = 2.0
+    embeds_token_ids = reports_embedding_usage = True
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.fake = responses_upstream.FakeResponses().start()
+        request.addfinalizer(self.fake.stop)
+        self.provider = ProviderConfig(
+            name="responses-contract",
+            kind="openai_responses",
+            base_url=self.fake.base_url,
+            api_key=f"env:{KEY_VARIABLE}",
+        )
+
+    def failing(self, failure: Failure, *, times: int = 1) -> ProviderConfig:
+        behavior = (
+            responses_upstream.Behavior(status=500)
+            if failure == "server_error"
+            else responses_upstream.Behavior(status=429, headers={"retry-after": "2"})
+        )
+        self.fake.enqueue(*[behavior] * times)
+        return self.provider
+
+    def calling_tool(self, name: str, arguments: str, *, times: int = 1) -> None:
+        self.fake.enqueue(*[responses_upstream.Behavior(tool_call=(name, arguments))] * times)
+
+
+@pytest.fixture(params=["mock", "openai", "anthropic", "gemini", "openai_responses"])
 def case(request: pytest.FixtureRequest) -> AdapterCase:
     if request.param == "mock":
         return MockCase()
+    if request.param == "openai_responses":
+        return ResponsesCase(request)
     if request.param == "anthropic":
         return AnthropicCase(request)
     if request.param == "gemini":
@@ -270,13 +301,15 @@ def _assert_mapped(case: AdapterCase, failure: Failure, error: GatewayError) -> 
 
 # --- embeddings ----------------------------------------------------------------------------
 # The adapters that implement ``embed``; an adapter joins by adding its case here.
-EMBEDDING_CASES = ["mock", "openai", "gemini"]
+EMBEDDING_CASES = ["mock", "openai", "gemini", "openai_responses"]
 
 
 @pytest.fixture(params=EMBEDDING_CASES)
 def embedder(request: pytest.FixtureRequest) -> AdapterCase:
     if request.param == "mock":
         return MockCase()
+    if request.param == "openai_responses":
+        return ResponsesCase(request)
     if request.param == "gemini":
         return GeminiCase(request)
     return OpenAICase(request.getfixturevalue("fake"))
