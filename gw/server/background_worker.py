@@ -213,8 +213,8 @@ class BackgroundWorker:
             background=True,
         )
         try:
-            chat = msgspec.structs.replace(decode_responses_request(body), stream=False)
-            ctx, chat = await pin_previous(ctx, chat, self._links)
+            asked = msgspec.structs.replace(decode_responses_request(body), stream=False)
+            ctx, chat = await pin_previous(ctx, asked, self._links)
         except GatewayError as error:
             self._gateway.reject(ctx, error, requested_model=job.model, stream=False)
             return JobOutcome(status="failed", error=(error.code, error.message))
@@ -223,8 +223,8 @@ class BackgroundWorker:
         except RequestFailedError as failed:
             return JobOutcome(status="failed", error=(failed.error.code, failed.error.message))
         answer = completed.response
-        encoded = encode_responses_response(
-            answer, chat, response_id=response_id(job.request_id), created_at=int(job.created_at)
+        encoded = encode_responses_response(  # echoing the client's ids, not the upstream's
+            answer, asked, response_id=response_id(job.request_id), created_at=int(job.created_at)
         )
         return JobOutcome(
             status=_STATUSES.get(ending(answer.finish_reason)[0], "completed"), result=encoded

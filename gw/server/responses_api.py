@@ -62,13 +62,27 @@ class OpenAIResponsesFormat:
 
 
 class _KeepingBody(OpenAIResponsesFormat):
-    """The format for one request, keeping its body: a background job stores it."""
+    """The format for one request, keeping its body (a background job stores it) and the
+    request as decoded: the answer echoes that one, since the request that runs may carry
+    the upstream's previous_response_id in place of the client's."""
 
     body = b""
+    decoded: ChatRequest | None = None
 
     def decode(self, body: bytes, headers: Headers) -> ChatRequest:
         self.body = body
-        return super().decode(body, headers)
+        self.decoded = super().decode(body, headers)
+        return self.decoded
+
+    def encode_response(
+        self, response: ChatResponse, ctx: RequestContext, chat: ChatRequest
+    ) -> bytes:
+        return super().encode_response(response, ctx, self.decoded or chat)
+
+    def stream_encoder(
+        self, session: StreamSession, ctx: RequestContext, chat: ChatRequest
+    ) -> ResponsesStreamEncoder:
+        return super().stream_encoder(session, ctx, self.decoded or chat)
 
 
 RESPONSES_PATH = "/v1/responses"
