@@ -18,16 +18,17 @@ from e2e.agent_clients import (
     SECRET,
     Run,
     Sandbox,
+    behavior,
     new_traces,
     node_client,
     serve_gw,
     summary,
+    tool_results,
     trace_ids,
 )
 from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
 from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
 from e2e.gw_process import GwServer
-from fakes import anthropic_upstream, gemini_upstream, openai_upstream
 from fakes.anthropic_upstream import FakeAnthropic
 from fakes.gemini_upstream import FakeGemini
 from fakes.openai_upstream import FakeOpenAI
@@ -77,45 +78,13 @@ def gemini_p(sandbox: Sandbox, gw: GwServer, route: str, prompt: str) -> Run:
     return sandbox.run(argv, env)
 
 
-def script(name: str, fake: Any) -> None:
-    """The read_file call, then the final text, in the fake's own format."""
-    fake.clear()
-    if name == "gemini":
-        fake.enqueue(
-            gemini_upstream.Behavior(tool_calls=(READ_CALL,)), gemini_upstream.Behavior(text=FINAL)
-        )
-    elif name == "openai":
-        fake.enqueue(
-            openai_upstream.Behavior(tool_call=READ_CALL), openai_upstream.Behavior(text=FINAL)
-        )
-    else:
-        fake.enqueue(
-            anthropic_upstream.Behavior(tool_call=READ_CALL),
-            anthropic_upstream.Behavior(text=FINAL),
-        )
-
-
-def tool_result(name: str, body: dict[str, Any]) -> Any:
-    """What the second upstream request carries back for the call, in its format."""
-    if name == "gemini":
-        parts = [p for c in body["contents"] for p in c["parts"] if "functionResponse" in p]
-        assert [p["functionResponse"]["name"] for p in parts] == ["read_file"]
-        return parts[0]["functionResponse"]["response"]
-    if name == "openai":
-        results = [m for m in body["messages"] if m["role"] == "tool"]
-        assert len(results) == 1
-        return results[0]["content"]
-    blocks = [b for b in body["messages"][-1]["content"] if b["type"] == "tool_result"]
-    assert len(blocks) == 1
-    return blocks[0]["content"]
-
-
 @pytest.mark.parametrize("upstream", ["gemini", "openai", "anthropic"])
 def test_gemini_cli_tool_round_trip(
     gw: GwServer, fakes: dict[str, Any], sandbox: Sandbox, upstream: str
 ) -> None:
     fake = fakes[upstream]
-    script(upstream, fake)
+    fake.clear()
+    fake.enqueue(behavior(upstream, READ_CALL), behavior(upstream, FINAL))
     sandbox.write("notes.txt", f"the secret word is {SECRET}\n")
     known = trace_ids(gw)
     run = gemini_p(sandbox, gw, f"via-{upstream}", "What is in notes.txt?").ok()
@@ -125,4 +94,6 @@ def test_gemini_cli_tool_round_trip(
         ("gemini.streamGenerateContent", 200)
     ] * 2, summary(traces)
     assert len(fake.requests) == 2
-    assert SECRET in json.dumps(tool_result(upstream, fake.requests[1].json))
+    results = tool_results(upstream, fake.requests[1].json)
+    assert len(results) == 1
+    assert SECRET in json.dumps(results[0])
