@@ -318,3 +318,19 @@ def test_after_a_kill_the_queued_job_runs_and_the_cut_one_says_it_failed(
         on_disk = disk(second_life.state_dir)
         assert b"MARKER-CUT" not in on_disk
         assert b"MARKER-WAIT" not in on_disk
+
+
+def test_a_job_still_running_when_gw_is_stopped_fails_saying_so(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    config = write_config(tmp_path, fake, background() + "server: {drain_timeout: 1s}\n")
+    fake.enqueue(SLOW)
+    with GwServer(tmp_path / "state", config) as first_life:
+        running = sdk(first_life).responses.create(model="to-openai", input="hi", background=True)
+        wait_until(lambda: fake.count == 1, "the job's upstream call")
+        assert first_life.stop() == 0  # SIGTERM: the job gets drain_timeout, then fails
+    with GwServer(tmp_path / "state", config) as second_life:
+        stopped = sdk(second_life).responses.retrieve(running.id)
+    assert stopped.status == "failed"
+    assert stopped.error is not None
+    assert "shut down" in stopped.error.message
