@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.concepts import Concept
+from conformance.checks import Concept
 from gw.ir import ChatRequest
 
 # (body, headers, stream from the path) -> the IR request, as the ingress decodes it.

@@ -6,18 +6,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance import concepts as c
+from conformance import conversation as talk
+from conformance import markers as m
 from conformance.case import Case, Client
 from gw.codecs.anthropic_messages.client_request import decode_messages_request
 from gw.ir import ChatRequest
 
 HI: dict[str, Any] = {"role": "user", "content": "hi"}
-TOOL = {"name": c.TOOL, "description": "Weather", "input_schema": c.PARAMETERS}
+TOOL = {"name": m.TOOL, "description": "Weather", "input_schema": m.PARAMETERS}
 WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
 CALLED = {
     "role": "assistant",
-    "content": [{"type": "tool_use", "id": c.CALL_ID, "name": c.TOOL, "input": {"city": "Paris"}}],
+    "content": [{"type": "tool_use", "id": m.CALL_ID, "name": m.TOOL, "input": {"city": "Paris"}}],
 }
-PNG = {"type": "base64", "media_type": "image/png", "data": c.IMAGE_DATA}
+PNG = {"type": "base64", "media_type": "image/png", "data": m.IMAGE_DATA}
 ADAPTIVE = {"type": "adaptive"}
 
 
@@ -33,8 +35,8 @@ def _say(*blocks: dict[str, Any]) -> dict[str, Any]:
 
 def _answered(*content: dict[str, Any], **result: Any) -> dict[str, Any]:
     """A tool call, then its result (``content`` blocks, or text) with ``result``'s keys."""
-    block = {"type": "tool_result", "tool_use_id": c.CALL_ID, **result}
-    block["content"] = list(content) if content else c.RESULT_TEXT
+    block = {"type": "tool_result", "tool_use_id": m.CALL_ID, **result}
+    block["content"] = list(content) if content else m.RESULT_TEXT
     return {"tools": [TOOL], "messages": [HI, CALLED, {"role": "user", "content": [block]}]}
 
 
@@ -57,25 +59,25 @@ SERVER_TOOL_USE = {
 SEARCH_RESULT = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_7f3", "content": []}
 
 CASES = (
-    Case("`system` (string)", {"system": c.SYSTEM_TEXT}, c.SYSTEM),
+    Case("`system` (string)", {"system": m.SYSTEM_TEXT}, talk.SYSTEM),
     Case(
         "`system[].cache_control`",
         {
             "system": [
-                {"type": "text", "text": c.SYSTEM_TEXT, "cache_control": {"type": "ephemeral"}}
+                {"type": "text", "text": m.SYSTEM_TEXT, "cache_control": {"type": "ephemeral"}}
             ]
         },
         c.CACHE_MARK,
     ),
     Case(
         "`content[]: text`",
-        _say({"type": "text", "text": c.USER_TEXT}),
-        c.said(c.USER_TEXT, role="user"),
+        _say({"type": "text", "text": m.USER_TEXT}),
+        talk.said(m.USER_TEXT, role="user"),
     ),
     Case(
         "`content[]: text` (assistant turn)",
-        {"messages": [HI, {"role": "assistant", "content": c.ASSISTANT_TEXT}, HI]},
-        c.said(c.ASSISTANT_TEXT, role="assistant"),
+        {"messages": [HI, {"role": "assistant", "content": m.ASSISTANT_TEXT}, HI]},
+        talk.said(m.ASSISTANT_TEXT, role="assistant"),
     ),
     Case(
         "`content[].cache_control`",
@@ -88,49 +90,49 @@ CASES = (
         ),
         c.CACHE_MARK,
     ),
-    Case("`content[]: image` (base64)", _say({"type": "image", "source": PNG}), c.IMAGE_INLINE),
+    Case("`content[]: image` (base64)", _say({"type": "image", "source": PNG}), talk.IMAGE_INLINE),
     Case(
         "`content[]: image` (url)",
-        _say({"type": "image", "source": {"type": "url", "url": c.IMAGE_URL}}),
-        c.IMAGE_BY_URL,
+        _say({"type": "image", "source": {"type": "url", "url": m.IMAGE_URL}}),
+        talk.IMAGE_BY_URL,
     ),
     Case(
         "`content[]: document` (base64 PDF)",
         _say(
             {
                 "type": "document",
-                "source": {"type": "base64", "media_type": "application/pdf", "data": c.PDF_DATA},
+                "source": {"type": "base64", "media_type": "application/pdf", "data": m.PDF_DATA},
             }
         ),
-        c.FILE_INLINE,
+        talk.FILE_INLINE,
     ),
     Case(
         "`content[]: document` (url)",
-        _say({"type": "document", "source": {"type": "url", "url": c.PDF_URL}}),
-        c.FILE_BY_URL,
+        _say({"type": "document", "source": {"type": "url", "url": m.PDF_URL}}),
+        talk.FILE_BY_URL,
     ),
-    Case("`content[]: tool_use`", _answered(), c.TOOL_CALL),
-    Case("`content[]: tool_result`", _answered(), c.TOOL_RESULT),
-    Case("`tool_result.is_error`", _answered(is_error=True), c.TOOL_RESULT_ERROR),
+    Case("`content[]: tool_use`", _answered(), talk.TOOL_CALL),
+    Case("`content[]: tool_result`", _answered(), talk.TOOL_RESULT),
+    Case("`tool_result.is_error`", _answered(is_error=True), talk.TOOL_RESULT_ERROR),
     Case(
         "`tool_result` with an image",
         _answered({"type": "image", "source": PNG}),
-        c.TOOL_RESULT_IMAGE,
+        talk.TOOL_RESULT_IMAGE,
     ),
     Case(
         "`content[]: thinking` (signed, earlier turn)",
-        _earlier({"type": "thinking", "thinking": "hmm", "signature": c.SIGNATURE}),
-        c.THINKING_SIGNED,
+        _earlier({"type": "thinking", "thinking": "hmm", "signature": m.SIGNATURE}),
+        talk.THINKING_SIGNED,
     ),
     Case(
         "`content[]: redacted_thinking`",
-        _earlier({"type": "redacted_thinking", "data": c.REDACTED}),
-        c.THINKING_REDACTED,
+        _earlier({"type": "redacted_thinking", "data": m.REDACTED}),
+        talk.THINKING_REDACTED,
     ),
     Case(
         "`content[]: server_tool_use`, `web_search_tool_result`",
         _earlier(SERVER_TOOL_USE, SEARCH_RESULT),
-        c.native_block("anthropic", "server_tool_use"),
+        talk.native_block("anthropic", "server_tool_use"),
     ),
     Case(
         "`thinking: enabled` (budget_tokens)",
@@ -151,7 +153,7 @@ CASES = (
     ),
     Case(
         "`output_config.format`",
-        {"output_config": {"format": {"type": "json_schema", "schema": c.SCHEMA}}},
+        {"output_config": {"format": {"type": "json_schema", "schema": m.SCHEMA}}},
         c.JSON_SCHEMA,
     ),
     Case("`tools[]` (custom)", _tools(), c.FUNCTION_TOOL),
@@ -174,7 +176,7 @@ CASES = (
     Case("`tool_choice: auto`", _tools(tool_choice={"type": "auto"}), c.CHOICE_AUTO),
     Case("`tool_choice: any`", _tools(tool_choice={"type": "any"}), c.CHOICE_REQUIRED),
     Case(
-        "`tool_choice: tool`", _tools(tool_choice={"type": "tool", "name": c.TOOL}), c.CHOICE_NAMED
+        "`tool_choice: tool`", _tools(tool_choice={"type": "tool", "name": m.TOOL}), c.CHOICE_NAMED
     ),
     Case("`tool_choice: none`", _tools(tool_choice={"type": "none"}), c.CHOICE_NONE),
     Case(
@@ -182,12 +184,12 @@ CASES = (
         _tools(tool_choice={"type": "auto", "disable_parallel_tool_use": True}),
         c.NO_PARALLEL_CALLS,
     ),
-    Case("`stop_sequences`", {"stop_sequences": [c.STOP]}, c.STOP_SEQUENCES),
+    Case("`stop_sequences`", {"stop_sequences": [m.STOP]}, c.STOP_SEQUENCES),
     Case("`temperature`", {"temperature": 0.37}, c.TEMPERATURE),
     Case("`top_p`", {"top_p": 0.73}, c.TOP_P),
     Case("`top_k`", {"top_k": 7}, c.TOP_K),
     Case("`max_tokens`", {"max_tokens": c.MAX_TOKENS_VALUE}, c.MAX_TOKENS),
-    Case("`metadata.user_id`", {"metadata": {"user_id": c.USER_ID}}, c.USER),
+    Case("`metadata.user_id`", {"metadata": {"user_id": m.USER_ID}}, c.USER),
     Case(
         "`cache_control` (top level)",
         {"cache_control": {"type": "ephemeral"}},

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance import concepts as c
+from conformance import conversation as talk
+from conformance import markers as m
 from conformance.case import Case, Client
 from gw.codecs.gemini.client_request import decode_generate_request
 from gw.ir import ChatRequest
@@ -14,10 +16,10 @@ from gw.ir import ChatRequest
 HI: dict[str, Any] = {"role": "user", "parts": [{"text": "hi"}]}
 FUNCTIONS = {
     "functionDeclarations": [
-        {"name": c.TOOL, "description": "Weather", "parametersJsonSchema": c.PARAMETERS}
+        {"name": m.TOOL, "description": "Weather", "parametersJsonSchema": m.PARAMETERS}
     ]
 }
-CALL = {"role": "model", "parts": [{"functionCall": {"name": c.TOOL, "args": {"city": "Paris"}}}]}
+CALL = {"role": "model", "parts": [{"functionCall": {"name": m.TOOL, "args": {"city": "Paris"}}}]}
 FILE_URI = "https://generativelanguage.googleapis.com/v1beta/files/paper-7f3"
 GEMINI_SCHEMA = {
     "type": "OBJECT",
@@ -38,7 +40,7 @@ def _say(*parts: dict[str, Any]) -> dict[str, Any]:
 def _answered(response: dict[str, Any]) -> dict[str, Any]:
     result = {
         "role": "user",
-        "parts": [{"functionResponse": {"name": c.TOOL, "response": response}}],
+        "parts": [{"functionResponse": {"name": m.TOOL, "response": response}}],
     }
     return {"tools": [FUNCTIONS], "contents": [HI, CALL, result]}
 
@@ -63,30 +65,34 @@ def _thinking(**config: Any) -> dict[str, Any]:
 
 CASES = (
     Case(
-        "`contents[].parts[]: text`", _say({"text": c.USER_TEXT}), c.said(c.USER_TEXT, role="user")
+        "`contents[].parts[]: text`",
+        _say({"text": m.USER_TEXT}),
+        talk.said(m.USER_TEXT, role="user"),
     ),
     Case(
         "`contents[].parts[]: text` (model turn)",
-        {"contents": [HI, {"role": "model", "parts": [{"text": c.ASSISTANT_TEXT}]}, HI]},
-        c.said(c.ASSISTANT_TEXT, role="assistant"),
+        {"contents": [HI, {"role": "model", "parts": [{"text": m.ASSISTANT_TEXT}]}, HI]},
+        talk.said(m.ASSISTANT_TEXT, role="assistant"),
     ),
     Case(
-        "`systemInstruction`", {"systemInstruction": {"parts": [{"text": c.SYSTEM_TEXT}]}}, c.SYSTEM
+        "`systemInstruction`",
+        {"systemInstruction": {"parts": [{"text": m.SYSTEM_TEXT}]}},
+        talk.SYSTEM,
     ),
     Case(
         "`inlineData` (image)",
         _say(
-            {"text": "what is it"}, {"inlineData": {"mimeType": "image/png", "data": c.IMAGE_DATA}}
+            {"text": "what is it"}, {"inlineData": {"mimeType": "image/png", "data": m.IMAGE_DATA}}
         ),
-        c.IMAGE_INLINE,
+        talk.IMAGE_INLINE,
     ),
     Case(
         "`inlineData` (PDF)",
         _say(
             {"text": "summarise"},
-            {"inlineData": {"mimeType": "application/pdf", "data": c.PDF_DATA}},
+            {"inlineData": {"mimeType": "application/pdf", "data": m.PDF_DATA}},
         ),
-        c.FILE_INLINE,
+        talk.FILE_INLINE,
     ),
     Case(
         "`fileData` (Files API URI)",
@@ -94,20 +100,22 @@ CASES = (
             {"text": "summarise"},
             {"fileData": {"mimeType": "application/pdf", "fileUri": FILE_URI}},
         ),
-        c.file_by_url(FILE_URI),
+        talk.file_by_url(FILE_URI),
     ),
-    Case("`functionCall`", _answered({"output": c.RESULT_TEXT}), c.TOOL_CALL),
-    Case("`functionResponse`", _answered({"output": c.RESULT_TEXT}), c.TOOL_RESULT),
-    Case("`functionResponse` (`error`)", _answered({"error": c.RESULT_TEXT}), c.TOOL_RESULT_ERROR),
+    Case("`functionCall`", _answered({"output": m.RESULT_TEXT}), talk.TOOL_CALL),
+    Case("`functionResponse`", _answered({"output": m.RESULT_TEXT}), talk.TOOL_RESULT),
+    Case(
+        "`functionResponse` (`error`)", _answered({"error": m.RESULT_TEXT}), talk.TOOL_RESULT_ERROR
+    ),
     Case(
         "`thought` parts (signed)",
-        _earlier({"text": "hmm", "thought": True, "thoughtSignature": c.SIGNATURE}),
-        c.THINKING_SIGNED,
+        _earlier({"text": "hmm", "thought": True, "thoughtSignature": m.SIGNATURE}),
+        talk.THINKING_SIGNED,
     ),
     Case(
         "`thought` parts (unsigned)",
-        _earlier({"text": c.THOUGHT_TEXT, "thought": True}),
-        c.THOUGHT_UNSIGNED,
+        _earlier({"text": m.THOUGHT_TEXT, "thought": True}),
+        talk.THOUGHT_UNSIGNED,
     ),
     Case(
         "`thoughtSignature` on a `functionCall`",
@@ -119,18 +127,18 @@ CASES = (
                     "role": "model",
                     "parts": [
                         {
-                            "functionCall": {"name": c.TOOL, "args": {}},
-                            "thoughtSignature": c.SIGNATURE,
+                            "functionCall": {"name": m.TOOL, "args": {}},
+                            "thoughtSignature": m.SIGNATURE,
                         }
                     ],
                 },
                 {
                     "role": "user",
-                    "parts": [{"functionResponse": {"name": c.TOOL, "response": {"output": "ok"}}}],
+                    "parts": [{"functionResponse": {"name": m.TOOL, "response": {"output": "ok"}}}],
                 },
             ],
         },
-        c.THINKING_SIGNED,
+        talk.THINKING_SIGNED,
     ),
     Case(
         "`executableCode`, `codeExecutionResult`",
@@ -138,7 +146,7 @@ CASES = (
             {"executableCode": {"language": "PYTHON", "code": "print(1)"}},
             {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1"}},
         ),
-        c.native_block("gemini", "executableCode"),
+        talk.native_block("gemini", "executableCode"),
     ),
     Case("`tools[].functionDeclarations`", {"tools": [FUNCTIONS]}, c.FUNCTION_TOOL),
     Case(
@@ -160,7 +168,7 @@ CASES = (
     Case("`toolConfig` mode `ANY`", _calling(mode="ANY"), c.CHOICE_REQUIRED),
     Case(
         "`toolConfig` mode `ANY`, one `allowedFunctionNames`",
-        _calling(mode="ANY", allowedFunctionNames=[c.TOOL]),
+        _calling(mode="ANY", allowedFunctionNames=[m.TOOL]),
         c.CHOICE_NAMED,
     ),
     Case("`toolConfig` mode `NONE`", _calling(mode="NONE"), c.CHOICE_NONE),
@@ -173,7 +181,7 @@ CASES = (
         _config(maxOutputTokens=c.MAX_TOKENS_VALUE),
         c.MAX_TOKENS,
     ),
-    Case("`generationConfig.stopSequences`", _config(stopSequences=[c.STOP]), c.STOP_SEQUENCES),
+    Case("`generationConfig.stopSequences`", _config(stopSequences=[m.STOP]), c.STOP_SEQUENCES),
     Case("`generationConfig.seed`", _config(seed=4242), c.SEED),
     Case("`generationConfig.presencePenalty`", _config(presencePenalty=0.35), c.PRESENCE_PENALTY),
     Case(
@@ -196,7 +204,7 @@ CASES = (
     ),
     Case(
         "`generationConfig.responseJsonSchema`",
-        _config(responseMimeType="application/json", responseJsonSchema=c.SCHEMA),
+        _config(responseMimeType="application/json", responseJsonSchema=m.SCHEMA),
         c.JSON_SCHEMA,
     ),
     Case("`thinkingConfig.thinkingBudget`", _thinking(thinkingBudget=2048), c.REASONING),

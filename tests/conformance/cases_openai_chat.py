@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance import concepts as c
+from conformance import conversation as talk
+from conformance import markers as m
 from conformance.case import Case, Client
 from gw.codecs.openai_chat.client_request import decode_chat_request
 from gw.ir import ChatRequest
@@ -14,7 +16,7 @@ HI: dict[str, Any] = {"role": "user", "content": "hi"}
 TOOLS = [
     {
         "type": "function",
-        "function": {"name": c.TOOL, "description": "Weather", "parameters": c.PARAMETERS},
+        "function": {"name": m.TOOL, "description": "Weather", "parameters": m.PARAMETERS},
     }
 ]
 CALLED = {
@@ -22,13 +24,13 @@ CALLED = {
     "content": None,
     "tool_calls": [
         {
-            "id": c.CALL_ID,
+            "id": m.CALL_ID,
             "type": "function",
-            "function": {"name": c.TOOL, "arguments": '{"city": "Paris"}'},
+            "function": {"name": m.TOOL, "arguments": '{"city": "Paris"}'},
         }
     ],
 }
-ANSWERED = {"role": "tool", "tool_call_id": c.CALL_ID, "content": c.RESULT_TEXT}
+ANSWERED = {"role": "tool", "tool_call_id": m.CALL_ID, "content": m.RESULT_TEXT}
 
 
 def _decode(body: bytes, headers: Mapping[str, str], stream: bool) -> ChatRequest:
@@ -44,52 +46,52 @@ def _tools(**body: Any) -> dict[str, Any]:
     return {"tools": TOOLS, **body}
 
 
-IMAGE = {"type": "image_url", "image_url": {"url": c.IMAGE_URL}}
-DATA_URL = f"data:image/png;base64,{c.IMAGE_DATA}"
+IMAGE = {"type": "image_url", "image_url": {"url": m.IMAGE_URL}}
+DATA_URL = f"data:image/png;base64,{m.IMAGE_DATA}"
 
 CASES = (
     Case(
         "`messages[].role: system`",
-        {"messages": [{"role": "system", "content": c.SYSTEM_TEXT}, HI]},
-        c.SYSTEM,
+        {"messages": [{"role": "system", "content": m.SYSTEM_TEXT}, HI]},
+        talk.SYSTEM,
     ),
     Case(
         "`messages[].role: developer`",
-        {"messages": [{"role": "developer", "content": c.SYSTEM_TEXT}, HI]},
-        c.SYSTEM,
+        {"messages": [{"role": "developer", "content": m.SYSTEM_TEXT}, HI]},
+        talk.SYSTEM,
     ),
     Case(
         "`messages[].role: user`",
-        {"messages": [{"role": "user", "content": c.USER_TEXT}]},
-        c.said(c.USER_TEXT, role="user"),
+        {"messages": [{"role": "user", "content": m.USER_TEXT}]},
+        talk.said(m.USER_TEXT, role="user"),
     ),
     Case(
         "`messages[].role: assistant`",
-        {"messages": [HI, {"role": "assistant", "content": c.ASSISTANT_TEXT}, HI]},
-        c.said(c.ASSISTANT_TEXT, role="assistant"),
+        {"messages": [HI, {"role": "assistant", "content": m.ASSISTANT_TEXT}, HI]},
+        talk.said(m.ASSISTANT_TEXT, role="assistant"),
     ),
-    Case("`messages[].tool_calls`", _tools(messages=[HI, CALLED, ANSWERED]), c.TOOL_CALL),
-    Case("`messages[].role: tool`", _tools(messages=[HI, CALLED, ANSWERED]), c.TOOL_RESULT),
-    Case("`messages[].name`", {"messages": [{**HI, "name": c.MESSAGE_NAME}]}, c.MESSAGE_NAMED),
+    Case("`messages[].tool_calls`", _tools(messages=[HI, CALLED, ANSWERED]), talk.TOOL_CALL),
+    Case("`messages[].role: tool`", _tools(messages=[HI, CALLED, ANSWERED]), talk.TOOL_RESULT),
+    Case("`messages[].name`", {"messages": [{**HI, "name": m.MESSAGE_NAME}]}, talk.MESSAGE_NAMED),
     Case(
         "`content[]: text` (several parts)",
-        _say({"type": "text", "text": c.USER_TEXT}, {"type": "text", "text": c.OTHER_TEXT}),
-        c.said(c.OTHER_TEXT, role="user"),
+        _say({"type": "text", "text": m.USER_TEXT}, {"type": "text", "text": m.OTHER_TEXT}),
+        talk.said(m.OTHER_TEXT, role="user"),
     ),
     Case(
         "`content[]: image_url` (https)",
         _say({"type": "text", "text": "what is it"}, IMAGE),
-        c.IMAGE_BY_URL,
+        talk.IMAGE_BY_URL,
     ),
     Case(
         "`content[]: image_url` (data: URL)",
         _say({"type": "image_url", "image_url": {"url": DATA_URL}}),
-        c.IMAGE_INLINE,
+        talk.IMAGE_INLINE,
     ),
     Case(
         "`content[].image_url.detail`",
         _say({"type": "image_url", "image_url": {"url": DATA_URL, "detail": "low"}}),
-        c.IMAGE_DETAIL,
+        talk.IMAGE_DETAIL,
     ),
     Case(
         "`content[]: file` (file_data)",
@@ -97,12 +99,12 @@ CASES = (
             {
                 "type": "file",
                 "file": {
-                    "filename": c.FILENAME,
-                    "file_data": f"data:application/pdf;base64,{c.PDF_DATA}",
+                    "filename": m.FILENAME,
+                    "file_data": f"data:application/pdf;base64,{m.PDF_DATA}",
                 },
             }
         ),
-        c.FILE_INLINE,
+        talk.FILE_INLINE,
     ),
     Case(
         "`content[]: input_audio`",
@@ -121,7 +123,7 @@ CASES = (
             "tools": [
                 {
                     "type": "function",
-                    "function": {"name": c.TOOL, "parameters": c.PARAMETERS, "strict": True},
+                    "function": {"name": m.TOOL, "parameters": m.PARAMETERS, "strict": True},
                 }
             ]
         },
@@ -132,7 +134,7 @@ CASES = (
     Case("`tool_choice: required`", _tools(tool_choice="required"), c.CHOICE_REQUIRED),
     Case(
         "`tool_choice: {function}`",
-        _tools(tool_choice={"type": "function", "function": {"name": c.TOOL}}),
+        _tools(tool_choice={"type": "function", "function": {"name": m.TOOL}}),
         c.CHOICE_NAMED,
     ),
     Case("`parallel_tool_calls: false`", _tools(parallel_tool_calls=False), c.NO_PARALLEL_CALLS),
@@ -146,7 +148,7 @@ CASES = (
         {
             "response_format": {
                 "type": "json_schema",
-                "json_schema": {"name": "answer", "schema": c.SCHEMA, "strict": True},
+                "json_schema": {"name": "answer", "schema": m.SCHEMA, "strict": True},
             }
         },
         c.JSON_SCHEMA,
@@ -156,7 +158,7 @@ CASES = (
         {
             "response_format": {
                 "type": "json_schema",
-                "json_schema": {"name": "answer", "description": "answer-7f3", "schema": c.SCHEMA},
+                "json_schema": {"name": "answer", "description": "answer-7f3", "schema": m.SCHEMA},
             }
         },
         c.SCHEMA_DESCRIPTION,
@@ -166,11 +168,11 @@ CASES = (
     Case("`frequency_penalty`", {"frequency_penalty": 0.25}, c.FREQUENCY_PENALTY),
     Case("`presence_penalty`", {"presence_penalty": 0.35}, c.PRESENCE_PENALTY),
     Case("`seed`", {"seed": 4242}, c.SEED),
-    Case("`stop`", {"stop": [c.STOP]}, c.STOP_SEQUENCES),
+    Case("`stop`", {"stop": [m.STOP]}, c.STOP_SEQUENCES),
     Case("`max_tokens`", {"max_tokens": c.MAX_TOKENS_VALUE}, c.MAX_TOKENS),
     Case("`max_completion_tokens`", {"max_completion_tokens": c.MAX_TOKENS_VALUE}, c.MAX_TOKENS),
     Case("`reasoning_effort`", {"reasoning_effort": "high"}, c.REASONING),
-    Case("`user`", {"user": c.USER_ID}, c.USER),
+    Case("`user`", {"user": m.USER_ID}, c.USER),
     Case("`metadata`", {"metadata": {"app": "demo"}}, c.passthrough("openai_chat", "metadata")),
     Case("`logit_bias`", {"logit_bias": {"1234": 5}}, c.passthrough("openai_chat", "logit_bias")),
     Case("`service_tier`", {"service_tier": "flex"}, c.passthrough("openai_chat", "service_tier")),

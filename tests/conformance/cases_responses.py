@@ -6,19 +6,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance import concepts as c
+from conformance import conversation as talk
+from conformance import markers as m
 from conformance.case import Case, Client
 from gw.codecs.openai_responses.client_request import decode_responses_request
 from gw.ir import ChatRequest
 
-TOOL = {"type": "function", "name": c.TOOL, "description": "Weather", "parameters": c.PARAMETERS}
+TOOL = {"type": "function", "name": m.TOOL, "description": "Weather", "parameters": m.PARAMETERS}
 WEB_SEARCH = {"type": "web_search"}
 CALL = {
     "type": "function_call",
-    "call_id": c.CALL_ID,
-    "name": c.TOOL,
+    "call_id": m.CALL_ID,
+    "name": m.TOOL,
     "arguments": '{"city": "Paris"}',
 }
-OUTPUT = {"type": "function_call_output", "call_id": c.CALL_ID, "output": c.RESULT_TEXT}
+OUTPUT = {"type": "function_call_output", "call_id": m.CALL_ID, "output": m.RESULT_TEXT}
 REASONING_ITEM = {
     "type": "reasoning",
     "id": "rs_7f3",
@@ -67,26 +69,26 @@ def _file(**fields: Any) -> dict[str, Any]:
     return _say({"type": "input_text", "text": "summarise"}, {"type": "input_file", **fields})
 
 
-DATA_URL = f"data:image/png;base64,{c.IMAGE_DATA}"
-PDF_DATA_URL = f"data:application/pdf;base64,{c.PDF_DATA}"
+DATA_URL = f"data:image/png;base64,{m.IMAGE_DATA}"
+PDF_DATA_URL = f"data:application/pdf;base64,{m.PDF_DATA}"
 
 CASES = (
-    Case("`input` (string)", {"input": c.USER_TEXT}, c.said(c.USER_TEXT, role="user")),
+    Case("`input` (string)", {"input": m.USER_TEXT}, talk.said(m.USER_TEXT, role="user")),
     Case(
         "`input[]: message` (user, `input_text`)",
-        _say({"type": "input_text", "text": c.USER_TEXT}),
-        c.said(c.USER_TEXT, role="user"),
+        _say({"type": "input_text", "text": m.USER_TEXT}),
+        talk.said(m.USER_TEXT, role="user"),
     ),
-    Case("`instructions`", {"instructions": c.SYSTEM_TEXT}, c.SYSTEM),
+    Case("`instructions`", {"instructions": m.SYSTEM_TEXT}, talk.SYSTEM),
     Case(
         "`input[]: message` (developer)",
         {
             "input": [
-                {"role": "developer", "content": c.SYSTEM_TEXT},
+                {"role": "developer", "content": m.SYSTEM_TEXT},
                 {"role": "user", "content": "hi"},
             ]
         },
-        c.SYSTEM,
+        talk.SYSTEM,
     ),
     Case(
         "`input[]: message` (assistant, `output_text`)",
@@ -94,10 +96,10 @@ CASES = (
             {
                 "type": "message",
                 "role": "assistant",
-                "content": [{"type": "output_text", "text": c.ASSISTANT_TEXT}],
+                "content": [{"type": "output_text", "text": m.ASSISTANT_TEXT}],
             }
         ),
-        c.said(c.ASSISTANT_TEXT, role="assistant"),
+        talk.said(m.ASSISTANT_TEXT, role="assistant"),
     ),
     Case(
         "`input_text.cache_control`",
@@ -106,46 +108,46 @@ CASES = (
     ),
     Case(
         "`input_image` (https)",
-        _say({"type": "input_image", "image_url": c.IMAGE_URL}),
-        c.IMAGE_BY_URL,
+        _say({"type": "input_image", "image_url": m.IMAGE_URL}),
+        talk.IMAGE_BY_URL,
     ),
     Case(
         "`input_image` (data: URL)",
         _say({"type": "input_image", "image_url": DATA_URL}),
-        c.IMAGE_INLINE,
+        talk.IMAGE_INLINE,
     ),
     Case(
         "`input_image.detail`",
         _say({"type": "input_image", "image_url": DATA_URL, "detail": "low"}),
-        c.IMAGE_DETAIL,
+        talk.IMAGE_DETAIL,
     ),
-    Case("`input_file` (file_data)", _file(file_data=PDF_DATA_URL), c.FILE_INLINE),
-    Case("`input_file` (file_url)", _file(file_url=c.PDF_URL), c.FILE_BY_URL),
-    Case("`input_file` (file_id)", _file(file_id=c.FILE_ID), c.FILE_BY_ID),
+    Case("`input_file` (file_data)", _file(file_data=PDF_DATA_URL), talk.FILE_INLINE),
+    Case("`input_file` (file_url)", _file(file_url=m.PDF_URL), talk.FILE_BY_URL),
+    Case("`input_file` (file_id)", _file(file_id=m.FILE_ID), talk.FILE_BY_ID),
     Case(
         "`input_file.filename`",
-        _file(file_data=PDF_DATA_URL, filename=c.FILENAME),
-        c.FILENAME_GIVEN,
+        _file(file_data=PDF_DATA_URL, filename=m.FILENAME),
+        talk.FILENAME_GIVEN,
     ),
     Case(
         "`input[]: function_call`",
         _tools(input=[{"role": "user", "content": "hi"}, CALL, OUTPUT]),
-        c.TOOL_CALL,
+        talk.TOOL_CALL,
     ),
     Case(
         "`input[]: function_call_output`",
         _tools(input=[{"role": "user", "content": "hi"}, CALL, OUTPUT]),
-        c.TOOL_RESULT,
+        talk.TOOL_RESULT,
     ),
     Case(
         "`input[]: reasoning`",
         _earlier(REASONING_ITEM),
-        c.native_block("openai_responses", "reasoning"),
+        talk.native_block("openai_responses", "reasoning"),
     ),
     Case(
         "`input[]: web_search_call`",
         _earlier(SEARCH_CALL),
-        c.native_block("openai_responses", "web_search_call"),
+        talk.native_block("openai_responses", "web_search_call"),
     ),
     Case("`tools[]: function`", _tools(), c.FUNCTION_TOOL),
     Case("`tools[].strict`", {"tools": [{**TOOL, "strict": True}]}, c.TOOL_STRICT),
@@ -164,7 +166,7 @@ CASES = (
     Case("`tool_choice: required`", _tools(tool_choice="required"), c.CHOICE_REQUIRED),
     Case(
         "`tool_choice: {function}`",
-        _tools(tool_choice={"type": "function", "name": c.TOOL}),
+        _tools(tool_choice={"type": "function", "name": m.TOOL}),
         c.CHOICE_NAMED,
     ),
     Case(
@@ -183,7 +185,7 @@ CASES = (
                 "format": {
                     "type": "json_schema",
                     "name": "answer",
-                    "schema": c.SCHEMA,
+                    "schema": m.SCHEMA,
                     "strict": True,
                 }
             }
@@ -200,7 +202,7 @@ CASES = (
     Case("`max_output_tokens`", {"max_output_tokens": c.MAX_TOKENS_VALUE}, c.MAX_TOKENS),
     Case("`temperature`", {"temperature": 0.37}, c.TEMPERATURE),
     Case("`top_p`", {"top_p": 0.73}, c.TOP_P),
-    Case("`user`", {"user": c.USER_ID}, c.USER),
+    Case("`user`", {"user": m.USER_ID}, c.USER),
     Case(
         "`metadata`", {"metadata": {"app": "demo"}}, c.passthrough("openai_responses", "metadata")
     ),

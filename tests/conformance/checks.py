@@ -9,12 +9,24 @@ below a path (a text, a base64 payload, an id), for the conversation's content.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from conformance.upstreams import Sent
 
 Check = Callable[[Sent], bool]
+
+
+@dataclass(frozen=True)
+class Concept:
+    """What a client field means once in the IR: one check per upstream format that has a
+    place for it (a format missing here can only note, refuse or drop it), and the words a
+    lossy-translation note naming it contains."""
+
+    checks: Mapping[str, Check]  # upstream format -> does the body carry it
+    terms: tuple[str, ...]  # words a note naming it contains (any one, any case)
+
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+|\*)\]")
 _PRESENT = object()

@@ -146,7 +146,7 @@ class Encoders:
 
     def pending(self, upstream: Upstream) -> str | None:
         """Why ``upstream`` cannot be judged yet, or None when it can."""
-        if importlib.util.find_spec(upstream.encoder_module) is None:
+        if not _exists(upstream.encoder_module):
             return f"{upstream.encoder_module} is not in gw yet"
         if isinstance(self._directory.upstream_for(_provider(upstream)), UnsupportedUpstream):
             return f"gw's adapters do not serve kind {upstream.kind} yet"
@@ -178,6 +178,13 @@ class Encoders:
             encoded.error = error
         encoded.notes = [*call.notes, *call.limit_notes]
         return encoded
+
+
+def _exists(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its package is missing too
+        return False
 
 
 def _provider(upstream: Upstream) -> ProviderConfig:

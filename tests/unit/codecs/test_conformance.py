@@ -12,6 +12,7 @@ import pytest
 from conformance.known_losses import KNOWN_LOSSES
 from conformance.render import COMMAND, render
 from conformance.table import Table, build_table
+from conformance.upstreams import Encoders, Upstream
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "conformance.md"
 
@@ -71,3 +72,18 @@ def test_the_published_table_says_what_the_code_does(table: Table) -> None:
         DOC.write_text(text, encoding="utf-8")
     published = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
     assert published == text, f"docs/conformance.md is out of date; regenerate it: {COMMAND}"
+
+
+def test_a_format_whose_encoder_is_missing_is_shown_pending() -> None:
+    """A column for an encoder still being written is marked, not judged, and is judged
+    as soon as its module is in gw (and the adapter directory serves its kind)."""
+    future = Upstream("future", "Future API", "openai", None, "gw.codecs.future.upstream_request")
+    encoders = Encoders()
+    try:
+        why = encoders.pending(future)
+    finally:
+        encoders.close()
+    assert why == "gw.codecs.future.upstream_request is not in gw yet"
+    text = render(Table(rows=(), pending={"openai_responses": why}))
+    assert "| OpenAI Responses (pending) |" in text
+    assert f"*(pending)* OpenAI Responses (pending): {why}." in text
