@@ -158,6 +158,7 @@ CASES = (
     ),
     Case("`tools[]` (custom)", _tools(), c.FUNCTION_TOOL),
     Case("`tools[].strict`", {"tools": [{**TOOL, "strict": True}]}, c.TOOL_STRICT),
+    Case("`tools[].defer_loading`", {"tools": [{**TOOL, "defer_loading": True}]}, c.DEFER_LOADING),
     Case(
         "`tools[].cache_control`",
         {"tools": [{**TOOL, "cache_control": {"type": "ephemeral"}}]},

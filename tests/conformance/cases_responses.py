@@ -152,6 +152,22 @@ CASES = (
     Case("`tools[]: function`", _tools(), c.FUNCTION_TOOL),
     Case("`tools[].strict`", {"tools": [{**TOOL, "strict": True}]}, c.TOOL_STRICT),
     Case(
+        "`tools[]: namespace` (Codex's sub-agents)",
+        {
+            "tools": [
+                {
+                    "type": "namespace",
+                    "name": "multi_agent_v1",
+                    "description": "Sub-agents",
+                    "tools": [
+                        {"type": "function", "name": "spawn_agent", "parameters": m.PARAMETERS}
+                    ],
+                }
+            ]
+        },
+        c.NAMESPACED,
+    ),
+    Case(
         "`tools[]: web_search` (alone)",
         {"tools": [WEB_SEARCH]},
         c.native_tool("openai_responses", "web_search"),

@@ -28,14 +28,33 @@ from conformance.markers import (
     USER_ID,
 )
 
-FUNCTION_TOOL = Concept(
+
+def function_tool(name: str) -> Concept:
+    """A function tool offered under ``name``."""
+    return Concept(
+        checks={
+            "openai_chat": at("tools[*].function.name", name),
+            "anthropic": at("tools[*].name", name),
+            "gemini": at("tools[*].functionDeclarations[*].name", name),
+            "openai_responses": where("tools[*]", type="function", name=name),
+        },
+        terms=("tools",),
+    )
+
+
+FUNCTION_TOOL = function_tool(TOOL)
+# A Responses namespace tool (Codex's sub-agent functions): its functions under joined
+# names everywhere; a Responses upstream may get the namespace itself instead.
+_JOINED = "multi_agent_v1__spawn_agent"
+NAMESPACED = Concept(
     checks={
-        "openai_chat": at("tools[*].function.name", TOOL),
-        "anthropic": at("tools[*].name", TOOL),
-        "gemini": at("tools[*].functionDeclarations[*].name", TOOL),
-        "openai_responses": where("tools[*]", type="function", name=TOOL),
+        **function_tool(_JOINED).checks,
+        "openai_responses": either(
+            where("tools[*]", type="function", name=_JOINED),
+            where("tools[*]", type="namespace", name="multi_agent_v1"),
+        ),
     },
-    terms=("tools",),
+    terms=("namespace", "tools"),
 )
 TOOL_STRICT = Concept(
     checks={
@@ -52,6 +71,10 @@ CACHE_MARK = Concept(
         )
     },
     terms=("cache_control",),
+)
+DEFER_LOADING = Concept(
+    checks={"anthropic": at("tools[*].defer_loading", True)},
+    terms=("defer_loading",),
 )
 TOOL_CACHE_MARK = Concept(
     checks={"anthropic": at("tools[*].cache_control")},
