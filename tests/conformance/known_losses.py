@@ -20,13 +20,6 @@ class Loss:
 LOSSES: tuple[Loss, ...] = (
     Loss(
         "openai_chat",
-        "`messages[].name`",
-        ("openai_responses",),
-        "BUG: the Responses encoder leaves a message's name out without a note "
-        "(gw/codecs/openai_responses/upstream_items.py; Anthropic and Gemini note it)",
-    ),
-    Loss(
-        "openai_chat",
         "`response_format.json_schema.description`",
         ("anthropic", "gemini"),
         "BUG (minor): the schema's description has no place in Anthropic's output_config.format "
@@ -65,7 +58,7 @@ LOSSES: tuple[Loss, ...] = (
     Loss(
         "gemini",
         "`thinkingConfig.thinkingBudget: 0` (off)",
-        ("openai_chat", "openai_responses"),
+        ("openai_chat",),
         'BUG: thinking turned off is sent as reasoning_effort "low" (budget 0 falls in the '
         "lowest EFFORT_BY_BUDGET step), which asks for reasoning instead of none",
     ),

@@ -14,6 +14,8 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from google import genai
+from google.genai import types
 
 from e2e.gw_process import GwServer
 from fakes.openai_upstream import DEFAULT_TEXT as BACKUP_TEXT
@@ -259,6 +261,22 @@ def test_anthropic_stream_with_thinking(claude: anthropic.Anthropic, fake: FakeR
     assert [block.text for block in final.content if block.type == "text"] == ["It is sunny."]
     assert final.stop_reason == "end_turn"
     assert sent(fake)["reasoning"] == {"effort": "low"}
+
+
+# ---- Gemini clients -----------------------------------------------------------------------
+
+
+def test_google_genai_text_whole_and_streamed(gw: GwServer, fake: FakeResponses) -> None:
+    options = types.HttpOptions(base_url=gw.url, retry_options=types.HttpRetryOptions(attempts=1))
+    sdk = genai.Client(api_key="x", http_options=options)
+    config = types.GenerateContentConfig(system_instruction="Be brief.", max_output_tokens=50)
+    answer = sdk.models.generate_content(model="resp", contents="Say hello", config=config)
+    assert answer.text == DEFAULT_TEXT
+    pieces = sdk.models.generate_content_stream(model="resp", contents="Say hello", config=config)
+    assert "".join(piece.text or "" for piece in pieces) == DEFAULT_TEXT
+    for request in fake.responses_requests:
+        assert request.json["instructions"] == "Be brief."
+        assert request.json["max_output_tokens"] == 50
 
 
 # ---- failures ----------------------------------------------------------------------------

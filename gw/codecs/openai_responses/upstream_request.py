@@ -102,6 +102,11 @@ def lossy_notes(request: ChatRequest) -> list[str]:
     notes = (
         [f"{', '.join(unsent)}: not sent (the {UPSTREAM_NAME} format has none)"] if unsent else []
     )
+    notes.extend(
+        f"messages[{position}].name: not sent (the {UPSTREAM_NAME} format has no message names)"
+        for position, message in enumerate(request.messages)
+        if getattr(message, "name", None) is not None
+    )
     if any(
         isinstance(message, AssistantMessage)
         and any(isinstance(block, ThinkingPart) for block in assistant_blocks(message))
@@ -119,8 +124,9 @@ def lossy_notes(request: ChatRequest) -> list[str]:
 
 
 def reasoning_effort(reasoning: Reasoning) -> str | None:
-    """The effort asked, or one for a thinking budget or adaptive thinking (Anthropic
-    clients); None when the client asked only for a summary."""
+    """The effort asked, or one for a thinking budget or adaptive thinking (Anthropic and
+    Gemini clients; a budget of 0, thinking turned off, is ``none``); None when the client
+    asked only for a summary."""
     if reasoning.effort is not None:
         return reasoning.effort
     if reasoning.adaptive:
@@ -128,6 +134,8 @@ def reasoning_effort(reasoning: Reasoning) -> str | None:
     budget = reasoning.budget_tokens
     if budget is None:
         return None
+    if budget == 0:
+        return "none"
     return next((level for limit, level in EFFORT_BY_BUDGET if budget <= limit), "high")
 
 

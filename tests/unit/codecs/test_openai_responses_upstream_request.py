@@ -145,6 +145,7 @@ def test_settings_map_to_their_responses_fields() -> None:
         (Reasoning(adaptive=True), {"effort": "medium"}),
         (Reasoning(budget_tokens=1024), {"effort": "low"}),
         (Reasoning(budget_tokens=32000), {"effort": "high"}),
+        (Reasoning(budget_tokens=0), {"effort": "none"}),  # thinking off (Gemini clients)
     ],
 )
 def test_reasoning(reasoning: Reasoning, sent: dict[str, str]) -> None:
@@ -253,7 +254,7 @@ def test_what_the_format_cannot_carry_is_noted() -> None:
     request = ChatRequest(
         model="m",
         messages=(
-            UserMessage(content=(TextPart(text="x", cache=CacheMark()),)),
+            UserMessage(content=(TextPart(text="x", cache=CacheMark()),), name="ann"),
             AssistantMessage(
                 content=(
                     ThinkingPart(text="hmm", signature="sig"),
@@ -277,6 +278,9 @@ def test_what_the_format_cannot_carry_is_noted() -> None:
     assert notes[0] == (
         "sampling.top_k, sampling.seed, stop sequences: not sent (the OpenAI Responses format "
         "has none)"
+    )
+    assert notes[1] == (
+        "messages[0].name: not sent (the OpenAI Responses format has no message names)"
     )
     assert any("thinking blocks" in note for note in notes)
     assert any("is_error" in note for note in notes)
