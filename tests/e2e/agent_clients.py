@@ -73,9 +73,10 @@ def node_client(name: str) -> Path:
 
 
 @contextmanager
-def serve_gw(state: Path, **upstreams: str) -> Iterator[GwServer]:
+def serve_gw(state: Path, *, keys_mode: bool = False, **upstreams: str) -> Iterator[GwServer]:
     """A gw with route ``via-<format>`` to each fake named by format (openai, anthropic,
-    gemini), whose base URL is given."""
+    gemini), whose base URL is given. ``keys_mode``: with tenant ``agents`` and
+    ``auth.mode: keys``, so every client must send a key (`create_key`)."""
     providers, routes = [], []
     for kind_name, base_url in upstreams.items():
         name, kind, model = ROUTES[kind_name]
@@ -85,10 +86,21 @@ def serve_gw(state: Path, **upstreams: str) -> Iterator[GwServer]:
         routes.append(
             f"  - {{name: via-{kind_name}, targets: [{{provider: {name}, model: {model}}}]}}"
         )
+    lines = ["providers:", *providers, "routes:", *routes]
+    if keys_mode:
+        lines += ["tenants: [{name: agents}]", "auth: {mode: keys}"]
     config = state.parent / "gw.yaml"
-    config.write_text("\n".join(["providers:", *providers, "routes:", *routes, ""]))
+    config.write_text("\n".join([*lines, ""]))
     with GwServer(state, config, env={"GW_TEST_KEY": UPSTREAM_KEY}) as server:
         yield server
+
+
+def create_key(gw: GwServer) -> str:
+    """A new API key of tenant ``agents``, as `gw keys create` prints it once."""
+    assert gw.config is not None
+    made = gw.cli_json("keys", "create", "--tenant", "agents", "--config", str(gw.config))
+    key: str = made["key"]
+    return key
 
 
 class EgressTrap:

@@ -19,9 +19,11 @@ import pytest
 
 from e2e.agent_clients import (
     SECRET,
+    EgressTrap,
     Run,
     Sandbox,
     behavior,
+    create_key,
     new_traces,
     node_client,
     offered_tools,
@@ -103,9 +105,17 @@ def upstream(request: pytest.FixtureRequest, fakes: dict[str, Any]) -> Upstream:
     return Upstream(request.param, fakes)
 
 
-def claude_p(sandbox: Sandbox, gw: GwServer, route: str, prompt: str, *allowed: str) -> Run:
+def claude_p(
+    sandbox: Sandbox,
+    gw: GwServer,
+    route: str,
+    prompt: str,
+    *allowed: str,
+    key: str = "sk-gw-claude-code",
+) -> Run:
     """``claude -p`` with gw as its API, as the README shows; ``allowed``: tools it may
-    use without asking (reading files in its directory needs no permission)."""
+    use without asking (reading files in its directory needs no permission); ``key``: the
+    gw key it sends (x-api-key)."""
     argv: list[str | Path] = [
         node_client("claude"),
         "-p",
@@ -119,11 +129,14 @@ def claude_p(sandbox: Sandbox, gw: GwServer, route: str, prompt: str, *allowed: 
         argv += ["--allowedTools", ",".join(allowed)]
     env = {
         "ANTHROPIC_BASE_URL": gw.url,
-        "ANTHROPIC_API_KEY": "sk-gw-claude-code",
+        "ANTHROPIC_API_KEY": key,
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_TELEMETRY": "1",
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_ERROR_REPORTING": "1",
+        # No retries: a refused request (a wrong key: 401) would be retried with backoff
+        # for minutes, and a gw error must fail the test, not be papered over.
+        "CLAUDE_CODE_MAX_RETRIES": "0",
     }
     return sandbox.run(argv, env)
 
@@ -196,3 +209,42 @@ def test_web_search_passes_through_to_anthropic(
     assert "https://example.com/gw" in json.dumps(results[0]["content"])
     traces = [t for t in new_traces(gw, known, 3) if t["status"] == 200]
     assert len(traces) == 3, summary(traces)
+
+
+# -- keys mode: the client's own way of sending a key reaches gw's auth ----------------
+
+
+@pytest.fixture(scope="module")
+def keys_gw(tmp_path_factory: pytest.TempPathFactory, anthropic_fake: Any) -> Iterator[GwServer]:
+    state = tmp_path_factory.mktemp("agents-claude-code-keys") / "state"
+    with serve_gw(state, keys_mode=True, anthropic=anthropic_fake.base_url) as server:
+        yield server
+
+
+def test_keys_mode_takes_its_key_and_refuses_a_wrong_one(
+    keys_gw: GwServer, anthropic_fake: Any, tmp_path: Path, egress_trap: EgressTrap
+) -> None:
+    anthropic_fake.clear()
+    anthropic_fake.enqueue(behavior("anthropic", "Hello from gw."))
+    known = trace_ids(keys_gw)
+    key = create_key(keys_gw)
+    good = claude_p(
+        Sandbox(tmp_path / "good", egress_trap), keys_gw, "via-anthropic", "Say hello.", key=key
+    )
+    assert result_of(good)["result"] == "Hello from gw."
+    [trace] = new_traces(keys_gw, known, 1)
+    assert (trace["status"], trace["tenant"]) == (200, "agents"), summary([trace])
+    known.add(trace["request_id"])
+    bad = claude_p(
+        Sandbox(tmp_path / "bad", egress_trap),
+        keys_gw,
+        "via-anthropic",
+        "Say hello.",
+        key="sk-not-a-gw-key",
+    )
+    assert bad.returncode != 0, bad.describe()
+    refused = new_traces(keys_gw, known, 1)
+    assert {(t["status"], (t["error"] or {}).get("code")) for t in refused} == {
+        (401, "authentication_failed")
+    }, summary(refused)
+    assert len(anthropic_fake.requests) == 1  # the refused one never reached the upstream

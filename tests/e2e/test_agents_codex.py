@@ -19,8 +19,11 @@ import pytest
 
 from e2e.agent_clients import (
     SECRET,
+    EgressTrap,
     Run,
     Sandbox,
+    behavior,
+    create_key,
     jsonl,
     new_traces,
     node_client,
@@ -81,7 +84,9 @@ def gw(
         yield server
 
 
-def codex_exec(sandbox: Sandbox, gw: GwServer, route: str, prompt: str) -> Run:
+def codex_exec(
+    sandbox: Sandbox, gw: GwServer, route: str, prompt: str, key: str = "sk-gw-codex"
+) -> Run:
     """``codex exec`` with gw as a custom provider, as the README shows (plus the
     switches that keep a test run on loopback: no analytics, no plugin sync)."""
     codex_home = sandbox.home / ".codex"
@@ -110,7 +115,7 @@ def codex_exec(sandbox: Sandbox, gw: GwServer, route: str, prompt: str) -> Run:
         route,
         prompt,
     ]
-    return sandbox.run(argv, {"CODEX_HOME": str(codex_home), "GW_API_KEY": "sk-gw-codex"})
+    return sandbox.run(argv, {"CODEX_HOME": str(codex_home), "GW_API_KEY": key})
 
 
 def events_of(run: Run, kind: str) -> list[dict[str, Any]]:
@@ -204,3 +209,44 @@ def test_codex_exec_tool_round_trip_to_gemini_upstream(
     assert len(answers) == 1
     assert answers[0]["name"] == "exec_command"
     assert SECRET in json.dumps(answers[0]["response"])
+
+
+# -- keys mode: the client's own way of sending a key reaches gw's auth ----------------
+
+
+@pytest.fixture(scope="module")
+def keys_gw(tmp_path_factory: pytest.TempPathFactory, openai_fake: Any) -> Iterator[GwServer]:
+    state = tmp_path_factory.mktemp("agents-codex-keys") / "state"
+    with serve_gw(state, keys_mode=True, openai=openai_fake.base_url) as server:
+        yield server
+
+
+def test_keys_mode_takes_its_key_and_refuses_a_wrong_one(
+    keys_gw: GwServer, openai_fake: Any, tmp_path: Path, egress_trap: EgressTrap
+) -> None:
+    openai_fake.clear()
+    openai_fake.enqueue(behavior("openai", "Hello from gw."))
+    known = trace_ids(keys_gw)
+    key = create_key(keys_gw)
+    good = codex_exec(
+        Sandbox(tmp_path / "good", egress_trap), keys_gw, "via-openai", "Say hello.", key=key
+    )
+    assert [m["text"] for m in events_of(good.ok(), "agent_message")] == ["Hello from gw."], (
+        good.describe()
+    )
+    [trace] = new_traces(keys_gw, known, 1)
+    assert (trace["status"], trace["tenant"]) == (200, "agents"), summary([trace])
+    known.add(trace["request_id"])
+    bad = codex_exec(
+        Sandbox(tmp_path / "bad", egress_trap),
+        keys_gw,
+        "via-openai",
+        "Say hello.",
+        key="sk-not-a-gw-key",
+    )
+    assert bad.returncode != 0, bad.describe()
+    refused = new_traces(keys_gw, known, 1)
+    assert {(t["status"], (t["error"] or {}).get("code")) for t in refused} == {
+        (401, "authentication_failed")
+    }, summary(refused)
+    assert len(openai_fake.requests) == 1  # the refused one never reached the upstream

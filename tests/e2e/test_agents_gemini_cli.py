@@ -16,9 +16,11 @@ import pytest
 
 from e2e.agent_clients import (
     SECRET,
+    EgressTrap,
     Run,
     Sandbox,
     behavior,
+    create_key,
     new_traces,
     node_client,
     serve_gw,
@@ -64,14 +66,16 @@ def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Itera
         yield server
 
 
-def gemini_p(sandbox: Sandbox, gw: GwServer, route: str, prompt: str) -> Run:
+def gemini_p(
+    sandbox: Sandbox, gw: GwServer, route: str, prompt: str, key: str = "gm-gw-gemini-cli"
+) -> Run:
     """``gemini -p`` with gw as its API, as the README shows."""
     settings = sandbox.home / ".gemini" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps(SETTINGS))
     env = {
         "GOOGLE_GEMINI_BASE_URL": gw.url,
-        "GEMINI_API_KEY": "gm-gw-gemini-cli",
+        "GEMINI_API_KEY": key,
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
     }
     argv: list[str | Path] = [node_client("gemini"), "-p", prompt, "--model", route]
@@ -97,3 +101,47 @@ def test_gemini_cli_tool_round_trip(
     results = tool_results(upstream, fake.requests[1].json)
     assert len(results) == 1
     assert SECRET in json.dumps(results[0])
+
+
+# -- keys mode: the client's own way of sending a key reaches gw's auth ----------------
+
+
+@pytest.fixture(scope="module")
+def gemini_fake(fakes: dict[str, Any]) -> Any:
+    return fakes["gemini"]
+
+
+@pytest.fixture(scope="module")
+def keys_gw(tmp_path_factory: pytest.TempPathFactory, gemini_fake: Any) -> Iterator[GwServer]:
+    state = tmp_path_factory.mktemp("agents-gemini-cli-keys") / "state"
+    with serve_gw(state, keys_mode=True, gemini=gemini_fake.base_url) as server:
+        yield server
+
+
+def test_keys_mode_takes_its_key_and_refuses_a_wrong_one(
+    keys_gw: GwServer, gemini_fake: Any, tmp_path: Path, egress_trap: EgressTrap
+) -> None:
+    gemini_fake.clear()
+    gemini_fake.enqueue(behavior("gemini", "Hello from gw."))
+    known = trace_ids(keys_gw)
+    key = create_key(keys_gw)
+    good = gemini_p(
+        Sandbox(tmp_path / "good", egress_trap), keys_gw, "via-gemini", "Say hello.", key=key
+    )
+    assert good.ok().stdout.strip() == "Hello from gw.", good.describe()
+    [trace] = new_traces(keys_gw, known, 1)
+    assert (trace["status"], trace["tenant"]) == (200, "agents"), summary([trace])
+    known.add(trace["request_id"])
+    bad = gemini_p(
+        Sandbox(tmp_path / "bad", egress_trap),
+        keys_gw,
+        "via-gemini",
+        "Say hello.",
+        key="sk-not-a-gw-key",
+    )
+    assert bad.returncode != 0, bad.describe()
+    refused = new_traces(keys_gw, known, 1)
+    assert {(t["status"], (t["error"] or {}).get("code")) for t in refused} == {
+        (401, "authentication_failed")
+    }, summary(refused)
+    assert len(gemini_fake.requests) == 1  # the refused one never reached the upstream
