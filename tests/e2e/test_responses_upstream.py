@@ -370,16 +370,7 @@ def test_explain_shows_the_notes_and_the_upstreams_response_id(
 # ---- a Responses client: its own items and settings pass through ------------------------
 
 
-STREAMED_REASONING_ID = pytest.mark.xfail(
-    strict=True,
-    reason="the Responses stream encoder announces a streamed reasoning item under gw's id "
-    "and completes it under the upstream's, which the openai SDK refuses ('Completed output "
-    "item identity changed'); the upstream decoder must tell the encoder the item's id when "
-    "it is added (reported to the lead)",
-)
-
-
-@pytest.mark.parametrize("stream", [False, pytest.param(True, marks=STREAMED_REASONING_ID)])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 def test_a_responses_client_reaches_the_upstream_verbatim(
     chat: openai.OpenAI, fake: FakeResponses, stream: bool
 ) -> None:

@@ -15,9 +15,9 @@ Nothing is written before the upstream produced output (``StreamStart`` writes n
 so the engine may still fall back until then. A message or reasoning item closes when
 another kind of output starts; function calls stay open until the answer ends, since an
 upstream may interleave their fragments. A reasoning item that arrives whole from a
-Responses upstream (``NativeEvent``) closes the reasoning its summary deltas opened, and
-its own form (id, ``encrypted_content``) is the one ``output_item.done`` carries, so a
-client can send it back.
+Responses upstream opens as it did upstream (a ``NativeEvent`` of the item with status
+``in_progress``: its own id throughout) and closes with the whole item (id,
+``encrypted_content``), which ``output_item.done`` carries, so a client can send it back.
 """
 
 from __future__ import annotations
@@ -208,29 +208,42 @@ class ResponsesStreamEncoder:
 
     def _native(self, data: JSONObject) -> bytes:
         current = self._open
-        if data.get("type") == "reasoning" and current is not None and current.kind == "reasoning":
-            # The whole item closing the reasoning its summary deltas built.
-            self._open = None
-            return self._close_reasoning(current, data)
+        if data.get("type") == "reasoning":
+            if data.get("status") == "in_progress":
+                # A Responses upstream's reasoning item opening: its id is the one the
+                # summary deltas and the closing item carry (the SDK checks they match).
+                return self._open_item("reasoning", data)
+            if current is not None and current.kind == "reasoning":
+                # The whole item closing the reasoning its summary deltas built.
+                self._open = None
+                return self._close_reasoning(current, data)
         frames = self._close_open()
         index = len(self._output)
         self._output.append(data)
         frames += self._event("response.output_item.added", output_index=index, item=data)
         return frames + self._event("response.output_item.done", output_index=index, item=data)
 
-    def _open_item(self, kind: str) -> bytes:
-        if self._open is not None and self._open.kind == kind:
+    def _open_item(self, kind: str, native: JSONObject | None = None) -> bytes:
+        """Open a message or reasoning item unless one is open; ``native``: the item as a
+        Responses upstream opened it (its own id)."""
+        if self._open is not None and self._open.kind == kind and native is None:
             return b""
         frames = self._close_open() + self._close_calls()
         index = len(self._output)
-        prefix = "msg" if kind == "message" else "rs"
-        self._open = _Open(kind, index, item_id(prefix, self._response_id, index))
+        if native is not None:
+            self._open = _Open(
+                kind, index, str(native.get("id") or item_id("rs", self._response_id, index))
+            )
+            item = native
+        else:
+            prefix = "msg" if kind == "message" else "rs"
+            self._open = _Open(kind, index, item_id(prefix, self._response_id, index))
+            item = (
+                message_item(self._open.item, "", status="in_progress")
+                if kind == "message"
+                else reasoning_item(self._open.item, "")
+            )
         self._output.append(None)
-        item = (
-            message_item(self._open.item, "", status="in_progress")
-            if kind == "message"
-            else reasoning_item(self._open.item, "")
-        )
         return frames + self._event("response.output_item.added", output_index=index, item=item)
 
     def _close_open(self) -> bytes:

@@ -12,7 +12,8 @@ a ``function_call`` item's ``output_item.added`` -> ``ToolCallDelta`` with the c
 0-based index, its ``call_id`` and name, and its ``function_call_arguments.delta`` s the
 fragments; ``reasoning_summary_text.delta`` (and ``reasoning_text.delta``) ->
 ``ThinkingDelta``, a blank line between summary parts; a reasoning item's
-``output_item.done`` -> a ``NativeEvent`` holding the whole item (id,
+``output_item.added`` -> a ``NativeEvent`` of the item with status ``in_progress``
+(opening it), its ``output_item.done`` -> a ``NativeEvent`` holding the whole item (id,
 ``encrypted_content``), which closes the reasoning its deltas built; the ``done`` of any
 item the IR does not model -> a ``NativeEvent``. ``response.completed`` /
 ``response.incomplete`` -> ``UsageEvent`` + ``Finish``; ``response.failed`` and ``error``
@@ -189,6 +190,11 @@ class UpstreamStreamDecoder(SSEStreamDataDecoder):
         data = _item_of(event)
         if data.get("type") == "function_call":
             self._add_call(data, events)
+        elif data.get("type") == "reasoning":
+            # Opens the reasoning its summary deltas fill, under the upstream's own id
+            # (a Responses client checks that an item keeps its id until done).
+            opening = {**data, "status": "in_progress"}
+            events.append(NativeEvent(block=NativeBlock(format=FORMAT, data=opening)))
 
     def _add_call(self, data: dict[str, Any], events: list[StreamEvent]) -> int:
         call = tool_call(read_item(data, "output_item"), "output_item")

@@ -375,16 +375,22 @@ def test_a_responses_upstreams_reasoning_item_closes_the_reasoning_with_its_own_
         "summary": [{"type": "summary_text", "text": "t"}],
         "encrypted_content": "enc",
     }
+    opening = {"type": "reasoning", "id": "rs_up", "summary": [], "status": "in_progress"}
     frames = stream(
         [
+            NativeEvent(block=NativeBlock(format="openai_responses", data=opening)),
             ThinkingDelta(text="t"),
             NativeEvent(block=NativeBlock(format="openai_responses", data=item)),
             TextDelta(text="answer"),
             Finish(reason="stop"),
         ]
     )
+    added = [frame["item"] for frame in frames if frame["type"] == "response.output_item.added"]
     done = [frame["item"] for frame in frames if frame["type"] == "response.output_item.done"]
+    assert added[0] == opening
     assert done[0] == item
+    deltas = [f for f in frames if f["type"] == "response.reasoning_summary_text.delta"]
+    assert [delta["item_id"] for delta in deltas] == ["rs_up"]
     assert frames[-1]["response"]["output"][0]["encrypted_content"] == "enc"
 
 

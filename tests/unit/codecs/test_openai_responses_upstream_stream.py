@@ -69,7 +69,9 @@ def test_reasoning_search_text_and_call_in_order() -> None:
     answer = Answer(EVERYTHING, REQUEST, 3)
     items = [item.final for item in answer.items()]
     events = decode(body_of(EVERYTHING))
+    opening = {**answer.items()[0].added, "status": "in_progress"}
     assert events[1:] == [
+        NativeEvent(block=NativeBlock(format="openai_responses", data=opening)),
         ThinkingDelta(text="Plan"),
         ThinkingDelta(text=" it."),
         ThinkingDelta(text="\n\n"),
