@@ -229,6 +229,7 @@ CLIENT_FORMATS = {
     "responses": "OpenAI Responses",
     "embeddings": "OpenAI embeddings",
 }
+EMBEDDING_ENDPOINTS = frozenset({"embeddings", "gemini.embedContent", "gemini.batchEmbedContents"})
 EMBEDDING_FORMATS = {
     "openai": "OpenAI embeddings",
     "openai_compatible": "OpenAI embeddings",
@@ -269,7 +270,7 @@ def _endpoint(trace: TraceRecord) -> str:
 def translation_line(trace: TraceRecord, attempt: AttemptRecord) -> str:
     """``OpenAI chat -> IR -> Anthropic messages``, and what the upstream format lost."""
     client = client_format(trace.endpoint)
-    formats = EMBEDDING_FORMATS if trace.endpoint == "embeddings" else UPSTREAM_FORMATS
+    formats = EMBEDDING_FORMATS if trace.endpoint in EMBEDDING_ENDPOINTS else UPSTREAM_FORMATS
     upstream = formats.get(attempt.provider_kind or "", attempt.provider_kind or "?")
     line = f"{client} -> IR -> {upstream}"
     if attempt.translation_notes:

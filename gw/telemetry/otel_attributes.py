@@ -32,7 +32,16 @@ ServerAddress = Callable[[str, str | None], tuple[str, int] | None]
 MAX_CLIENT_CHARS: Final = 256  # a client's ``model`` is any string; a span name stays short
 
 # gen_ai.operation.name by the trace's endpoint; another endpoint is its own name.
-OPERATIONS: Final = {"chat.completions": "chat", "messages": "chat", "embeddings": "embeddings"}
+OPERATIONS: Final = {
+    "chat.completions": "chat",
+    "messages": "chat",
+    "responses": "chat",
+    "gemini.generateContent": "chat",
+    "gemini.streamGenerateContent": "chat",
+    "embeddings": "embeddings",
+    "gemini.embedContent": "embeddings",
+    "gemini.batchEmbedContents": "embeddings",
+}
 # gen_ai.provider.name's well-known values by provider kind; the other kinds (an
 # OpenAI-compatible host, the mock) are named by their configured provider name.
 PROVIDER_NAMES: Final = {

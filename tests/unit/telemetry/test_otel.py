@@ -29,7 +29,12 @@ from gw.routing.decision import RouteDecision, TargetRef
 from gw.startup.checks import check_otel
 from gw.startup.plan import ServeError, ServePlan
 from gw.telemetry.otel import OtelExporter, OtelUnavailableError, load_otel, require_otel
-from gw.telemetry.otel_attributes import DEFAULT_BASE_URLS, snapshot_addresses, url_address
+from gw.telemetry.otel_attributes import (
+    DEFAULT_BASE_URLS,
+    operation_name,
+    snapshot_addresses,
+    url_address,
+)
 from gw.telemetry.otel_spans import SpanWriter
 
 PROMPT = "tell me the secret plan for Project Nightingale"
@@ -418,3 +423,19 @@ def test_default_hosts_match_the_adapters() -> None:
         "anthropic": ANTHROPIC_BASE_URL,
         "gemini": GEMINI_BASE_URL,
     }
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "operation"),
+    [
+        ("chat.completions", "chat"),
+        ("messages", "chat"),
+        ("responses", "chat"),
+        ("gemini.streamGenerateContent", "chat"),
+        ("embeddings", "embeddings"),
+        ("gemini.batchEmbedContents", "embeddings"),
+        ("models.list", "models.list"),
+    ],
+)
+def test_every_client_format_names_its_operation(endpoint: str, operation: str) -> None:
+    assert operation_name(endpoint) == operation
