@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from gw.codecs.openai_responses.namespaces import split_name
 from gw.errors import NativeFeatureUnsupportedError
 from gw.ir import (
     AssistantMessage,
@@ -47,8 +48,11 @@ JSONObject = dict[str, Any]
 Block = TextPart | ThinkingPart | NativeBlock | ToolCall
 
 
-def encode_input(messages: Sequence[Message]) -> tuple[str | None, list[JSONObject]]:
-    """``(instructions, input items)`` for ``messages``."""
+def encode_input(
+    messages: Sequence[Message], namespaces: frozenset[str] = frozenset()
+) -> tuple[str | None, list[JSONObject]]:
+    """``(instructions, input items)`` for ``messages``; ``namespaces``: the request's
+    (a call to a joined name goes back as name and namespace, namespaces.py)."""
     instructions = None
     if messages and isinstance(messages[0], SystemMessage):
         instructions = "\n\n".join(part.text for part in messages[0].content)
@@ -61,7 +65,7 @@ def encode_input(messages: Sequence[Message]) -> tuple[str | None, list[JSONObje
             case UserMessage(content=parts):
                 items.append(_message("user", [input_part(part) for part in parts]))
             case AssistantMessage():
-                items.extend(_assistant_items(message))
+                items.extend(_assistant_items(message, namespaces))
             case ToolMessage(tool_call_id=call_id, content=parts):
                 items.append(
                     {"type": "function_call_output", "call_id": call_id, "output": _output(parts)}
@@ -74,7 +78,7 @@ def assistant_blocks(message: AssistantMessage) -> tuple[Block, ...]:
     return message.blocks or (*message.content, *message.tool_calls)
 
 
-def _assistant_items(message: AssistantMessage) -> Iterable[JSONObject]:
+def _assistant_items(message: AssistantMessage, namespaces: frozenset[str]) -> Iterable[JSONObject]:
     texts: list[str] = []
     for block in assistant_blocks(message):
         if isinstance(block, TextPart):
@@ -84,12 +88,11 @@ def _assistant_items(message: AssistantMessage) -> Iterable[JSONObject]:
             yield _said("".join(texts))
             texts = []
         if isinstance(block, ToolCall):
-            yield {
-                "type": "function_call",
-                "call_id": block.id,
-                "name": block.name,
-                "arguments": block.arguments,
-            }
+            namespace, name = split_name(block.name, namespaces)
+            call = {"type": "function_call", "call_id": block.id, "name": name}
+            if namespace is not None:
+                call["namespace"] = namespace
+            yield {**call, "arguments": block.arguments}
         elif isinstance(block, NativeBlock) and block.format == FORMAT:
             yield block.data
     if texts:

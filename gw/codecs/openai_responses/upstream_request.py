@@ -27,6 +27,7 @@ import msgspec
 from gw.codecs.cache_marks import cache_mark_note
 from gw.codecs.foreign_fields import foreign_field_notes
 from gw.codecs.openai_chat.upstream_request import ADAPTIVE_EFFORT, EFFORT_BY_BUDGET
+from gw.codecs.openai_responses.namespaces import declared, split_name
 from gw.codecs.openai_responses.upstream_items import FORMAT, assistant_blocks, encode_input
 from gw.ir import (
     AssistantMessage,
@@ -53,13 +54,15 @@ JSONObject = dict[str, Any]
 
 def encode_upstream_request(request: ChatRequest, *, model: str, stream: bool) -> bytes:
     """The request body; see the module docstring for what goes where."""
-    instructions, items = encode_input(request.messages)
+    namespaces = declared(request)
+    instructions, items = encode_input(request.messages, namespaces)
     body: JSONObject = {"model": model, "stream": stream, "store": False}
     if instructions is not None:
         body["instructions"] = instructions
     if items:
         body["input"] = items
-    tools = [_tool(tool) for tool in request.tools]
+    # A namespace's functions go inside it (the native tool), not beside it.
+    tools = [_tool(tool) for tool in request.tools if not split_name(tool.name, namespaces)[0]]
     tools.extend(tool.data for tool in request.native_tools if tool.format == FORMAT)
     if tools:
         body["tools"] = tools

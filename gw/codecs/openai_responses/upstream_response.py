@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from gw.codecs.openai_responses.namespaces import flat_name
 from gw.codecs.openai_responses.upstream_errors import error_from_response_error
 from gw.errors import UpstreamError
 from gw.ir import (
@@ -82,6 +83,7 @@ class _Item(msgspec.Struct):
     summary: list[_Part] | None = None  # reasoning
     call_id: str | None = None  # function_call
     name: str | None = None
+    namespace: str | None = None  # a call to a function of a namespace tool
     arguments: str | None = None
 
 
@@ -132,7 +134,8 @@ def thinking_text(item: _Item) -> str:
 def tool_call(item: _Item, where: str) -> ToolCall:
     if not item.call_id or not item.name:
         raise malformed(f"{where}: a function_call without call_id or name")
-    return ToolCall(id=item.call_id, name=item.name, arguments=item.arguments or "")
+    name = item.name if item.namespace is None else flat_name(item.namespace, item.name)
+    return ToolCall(id=item.call_id, name=name, arguments=item.arguments or "")
 
 
 def decode_upstream_response(body: bytes) -> ChatResponse:
