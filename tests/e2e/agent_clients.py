@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 import pytest
 
 from e2e.gw_process import GwServer
-from fakes import anthropic_upstream, gemini_upstream, openai_upstream
+from fakes import anthropic_upstream, gemini_upstream, openai_upstream, responses_upstream
 from fakes.http_server import HttpRequest, Responder, ServerThread
 
 ROOT = Path(__file__).parents[2]
@@ -46,6 +46,7 @@ ROUTES = {
     "openai": ("oai", "openai_compatible", "gpt-a"),
     "anthropic": ("claude", "anthropic", "claude-sonnet-4-5"),
     "gemini": ("gem", "gemini", "gemini-2.5-flash"),
+    "responses": ("oresp", "openai_responses", "gpt-5-mini"),
 }
 
 
@@ -263,12 +264,13 @@ WIRES: dict[str, Any] = {
     "openai": openai_upstream,
     "anthropic": anthropic_upstream,
     "gemini": gemini_upstream,
+    "responses": responses_upstream,
 }
 
 
 def behavior(upstream: str, turn: str | tuple[str, str]) -> Any:
     """The fake's scripted answer for one turn: a text, or a (tool name, arguments JSON)
-    call, in ``upstream``'s format (openai, anthropic, gemini)."""
+    call, in ``upstream``'s format (openai, anthropic, gemini, responses)."""
     wire = WIRES[upstream]
     if not isinstance(turn, tuple):
         return wire.Behavior(text=turn)
@@ -283,6 +285,8 @@ def offered_tools(upstream: str, body: dict[str, Any]) -> set[str]:
         return {tool["function"]["name"] for tool in body["tools"]}
     if upstream == "anthropic":
         return {tool["name"] for tool in body["tools"] if "name" in tool}
+    if upstream == "responses":
+        return {tool["name"] for tool in body["tools"] if tool["type"] == "function"}
     return {f["name"] for tool in body["tools"] for f in tool.get("functionDeclarations", ())}
 
 
@@ -293,6 +297,8 @@ def tool_results(upstream: str, body: dict[str, Any]) -> list[Any]:
     if upstream == "anthropic":
         last = body["messages"][-1]["content"]
         return [b["content"] for b in last if b["type"] == "tool_result"]
+    if upstream == "responses":
+        return [i["output"] for i in body["input"] if i.get("type") == "function_call_output"]
     return [
         part["functionResponse"]["response"]
         for turn in body["contents"]

@@ -1,5 +1,7 @@
 """Codex CLI (``codex exec``) works through gw: a custom model provider pointed at gw's
-/v1/responses, against a chat-completions upstream, an Anthropic one and a Gemini one.
+/v1/responses, against a chat-completions upstream, an Anthropic one, a Gemini one and
+an OpenAI Responses one (where what Codex sends that only OpenAI runs goes through as
+sent).
 
 The fake upstream answers a call of Codex's own shell tool (``exec_command``), Codex runs
 it in its read-only sandbox, sends the output back through gw, and ends with the fake's
@@ -27,8 +29,10 @@ from e2e.agent_clients import (
     jsonl,
     new_traces,
     node_client,
+    offered_tools,
     serve_gw,
     summary,
+    tool_results,
     trace_ids,
 )
 from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
@@ -38,6 +42,7 @@ from fakes import anthropic_upstream, gemini_upstream, openai_upstream
 from fakes.anthropic_upstream import FakeAnthropic
 from fakes.gemini_upstream import FakeGemini
 from fakes.openai_upstream import FakeOpenAI
+from fakes.responses_upstream import FakeResponses
 
 FINAL = "I read notes.txt for you."
 SHELL_CALL = ("exec_command", json.dumps({"cmd": "cat notes.txt"}))
@@ -68,11 +73,18 @@ def gemini_fake() -> Iterator[FakeGemini]:
 
 
 @pytest.fixture(scope="module")
+def responses_fake() -> Iterator[FakeResponses]:
+    with FakeResponses() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
 def gw(
     tmp_path_factory: pytest.TempPathFactory,
     openai_fake: FakeOpenAI,
     anthropic_fake: FakeAnthropic,
     gemini_fake: FakeGemini,
+    responses_fake: FakeResponses,
 ) -> Iterator[GwServer]:
     state = tmp_path_factory.mktemp("agents-codex") / "state"
     with serve_gw(
@@ -80,6 +92,7 @@ def gw(
         openai=openai_fake.base_url,
         anthropic=anthropic_fake.base_url,
         gemini=gemini_fake.base_url,
+        responses=responses_fake.base_url,
     ) as server:
         yield server
 
@@ -209,6 +222,28 @@ def test_codex_exec_tool_round_trip_to_gemini_upstream(
     assert len(answers) == 1
     assert answers[0]["name"] == "exec_command"
     assert SECRET in json.dumps(answers[0]["response"])
+
+
+def test_codex_exec_tool_round_trip_to_a_responses_upstream(
+    gw: GwServer, responses_fake: FakeResponses, sandbox: Sandbox
+) -> None:
+    responses_fake.clear()
+    sandbox.write("notes.txt", f"the secret word is {SECRET}\n")
+    responses_fake.enqueue(behavior("responses", SHELL_CALL), behavior("responses", FINAL))
+    known = trace_ids(gw)
+    run = codex_exec(sandbox, gw, "via-responses", "What is in notes.txt?")
+    check_round_trip(run, gw, known, "oresp")
+    first, second = (r.json for r in responses_fake.responses_requests)
+    # What only OpenAI runs reaches it as Codex sent it: web search, the namespace.
+    kinds = [tool["type"] for tool in first["tools"]]
+    assert "web_search" in kinds
+    assert kinds.count("namespace") == 1
+    assert "exec_command" in offered_tools("responses", first)
+    assert first["include"] == ["reasoning.encrypted_content"]
+    assert first["store"] is False
+    results = tool_results("responses", second)
+    assert len(results) == 1
+    assert SECRET in results[0]
 
 
 # -- keys mode: the client's own way of sending a key reaches gw's auth ----------------

@@ -33,6 +33,7 @@ from e2e.gw_process import GwServer
 from fakes.anthropic_upstream import FakeAnthropic
 from fakes.gemini_upstream import FakeGemini
 from fakes.openai_upstream import FakeOpenAI
+from fakes.responses_upstream import FakeResponses
 
 FINAL = "The secret word is pelican."
 CALL = ("lookup_word", json.dumps({"topic": "birds"}))
@@ -46,8 +47,13 @@ def _installed() -> None:
 
 @pytest.fixture(scope="module")
 def fakes() -> Iterator[dict[str, Any]]:
-    with FakeOpenAI() as openai, FakeAnthropic() as anthropic, FakeGemini() as gemini:
-        yield {"openai": openai, "anthropic": anthropic, "gemini": gemini}
+    with (
+        FakeOpenAI() as openai,
+        FakeAnthropic() as anthropic,
+        FakeGemini() as gemini,
+        FakeResponses() as responses,
+    ):
+        yield {"openai": openai, "anthropic": anthropic, "gemini": gemini, "responses": responses}
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +64,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Itera
 
 
 @pytest.mark.parametrize("mode", ["run", "stream"])
-@pytest.mark.parametrize("upstream", ["openai", "anthropic", "gemini"])
+@pytest.mark.parametrize("upstream", ["openai", "anthropic", "gemini", "responses"])
 def test_agent_with_function_tool(
     gw: GwServer, fakes: dict[str, Any], sandbox: Sandbox, upstream: str, mode: str
 ) -> None:

@@ -34,6 +34,7 @@ from e2e.gw_process import GwServer
 from fakes.anthropic_upstream import FakeAnthropic
 from fakes.gemini_upstream import FakeGemini
 from fakes.openai_upstream import FakeOpenAI
+from fakes.responses_upstream import FakeResponses
 
 NODE_MODULES = NODE_BIN.parent
 SCRIPT = ROOT / "tests" / "agents" / "vercel_ai.mjs"
@@ -50,8 +51,13 @@ def _installed() -> None:
 
 @pytest.fixture(scope="module")
 def fakes() -> Iterator[dict[str, Any]]:
-    with FakeOpenAI() as openai, FakeAnthropic() as anthropic, FakeGemini() as gemini:
-        yield {"openai": openai, "anthropic": anthropic, "gemini": gemini}
+    with (
+        FakeOpenAI() as openai,
+        FakeAnthropic() as anthropic,
+        FakeGemini() as gemini,
+        FakeResponses() as responses,
+    ):
+        yield {"openai": openai, "anthropic": anthropic, "gemini": gemini, "responses": responses}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +67,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Itera
         yield server
 
 
-@pytest.mark.parametrize("upstream", ["openai", "anthropic", "gemini"])
+@pytest.mark.parametrize("upstream", ["openai", "anthropic", "gemini", "responses"])
 def test_default_provider_tool_round_trip_and_stream(
     gw: GwServer, fakes: dict[str, Any], sandbox: Sandbox, upstream: str
 ) -> None:

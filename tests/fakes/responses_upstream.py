@@ -43,8 +43,10 @@ _MALFORMED_JSON = b'{"id": "resp_x", "object": "response", "output": ['
 _MALFORMED_FRAME = b"event: response.output_text.delta\ndata: {not json}\n\n"
 _RESPONSES_PATH = re.compile(r"(/openai)?/v1/responses|/openai/responses")
 _EMBEDDINGS_PATH = re.compile(r"(/openai)?/v1/embeddings")
-# Every parameter POST /v1/responses takes (the SDK's own list), and stream.
-PARAMETERS = frozenset(ResponseCreateParamsBase.__annotations__) | {"stream"}
+# Every parameter POST /v1/responses takes (the SDK's own list), and stream; and
+# client_metadata, which the SDK does not list but OpenAI's own Codex CLI sends on every
+# request to api.openai.com (so the API takes it).
+PARAMETERS = frozenset(ResponseCreateParamsBase.__annotations__) | {"stream", "client_metadata"}
 
 
 def _error(message: str, param: str | None = None, code: str | None = None) -> bytes:
