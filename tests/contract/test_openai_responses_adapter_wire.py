@@ -131,8 +131,14 @@ def test_reasoning_and_a_search_stream_back_as_thinking_and_whole_items(
     assert outcome.error is None
     thinking = "".join(e.text for e in outcome.events if isinstance(e, ThinkingDelta))
     assert thinking == "Look it up."
-    kinds = [e.block.data["type"] for e in outcome.events if isinstance(e, NativeEvent)]
-    assert kinds == ["reasoning", "web_search_call"]
+    natives = [e.block.data for e in outcome.events if isinstance(e, NativeEvent)]
+    # The reasoning item opens (in_progress) and closes whole; the search comes whole.
+    assert [(d["type"], d.get("status")) for d in natives] == [
+        ("reasoning", "in_progress"),
+        ("reasoning", natives[1].get("status")),
+        ("web_search_call", natives[2].get("status")),
+    ]
+    assert natives[1].get("status") != "in_progress"
 
 
 def test_an_error_event_after_text_ends_the_stream_with_its_error(fake: FakeResponses) -> None:
