@@ -20,6 +20,7 @@ from gw.codecs.anthropic_messages.upstream_messages import lossy_notes
 from gw.codecs.anthropic_messages.upstream_request import (
     DEFAULT_API_VERSION,
     encode_upstream_request,
+    request_notes,
 )
 from gw.codecs.anthropic_messages.upstream_response import decode_upstream_response
 from gw.codecs.anthropic_messages.upstream_stream import UpstreamStreamDecoder
@@ -95,6 +96,7 @@ def _url(call: UpstreamCall) -> str:
 def _body(call: UpstreamCall, *, stream: bool) -> bytes:
     call.notes.extend(lossy_notes(call.request.messages))
     call.notes.extend(foreign_field_notes(call.request, "anthropic"))
+    call.notes.extend(request_notes(call.request))
     default = DEFAULT_MAX_TOKENS
     if call.output_ceiling is not None:
         default = min(default, call.output_ceiling)

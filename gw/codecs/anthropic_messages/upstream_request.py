@@ -171,6 +171,26 @@ def _tool_choice(request: ChatRequest) -> JSONObject | None:
     return out
 
 
+def request_notes(request: ChatRequest) -> list[str]:
+    """What of ``request``'s own settings Anthropic has no place for: a reasoning summary
+    asked alone (Anthropic's thinking comes summarized whenever it is on, and nothing
+    turned it on), a response schema's description."""
+    notes = []
+    reasoning = request.reasoning
+    if (
+        reasoning is not None
+        and reasoning.summary is not None
+        and reasoning.effort is None
+        and reasoning.budget_tokens is None
+        and not reasoning.adaptive
+    ):
+        notes.append("reasoning.summary: not sent (no thinking was asked for)")
+    fmt = request.response_format
+    if fmt is not None and fmt.description is not None:
+        notes.append("response_format.json_schema.description: not sent (no Anthropic field)")
+    return notes
+
+
 def _thinking(reasoning: Reasoning, max_tokens: int) -> JSONObject | None:
     if reasoning.budget_tokens is not None:
         if reasoning.budget_tokens == 0:

@@ -49,6 +49,7 @@ from gw.ir import (
     ContentPart,
     FilePart,
     ImagePart,
+    NativeBlock,
     Reasoning,
     ResponseFormat,
     SystemMessage,
@@ -242,20 +243,28 @@ class _RequestEncoder:
                 loose.append(part.signature)
             elif part.text or part.redacted:
                 self.note(f"{where}.content", "thinking without a Gemini signature dropped")
-        texts: list[JSONObject] = [
-            {"text": p.text} for p in message.content if isinstance(p, TextPart) and p.text
+        # Text, and a Gemini client's own parts (executableCode, codeExecutionResult), in
+        # their order; another format's blocks are noted by foreign_field_notes.
+        said: list[JSONObject] = [
+            {"text": p.text} if isinstance(p, TextPart) else p.data
+            for p in message.content
+            if (isinstance(p, TextPart) and p.text)
+            or (isinstance(p, NativeBlock) and p.format == "gemini")
         ]
+        texts = [part for part in said if "text" in part]
         calls = [
             self._function_call(call, f"{where}.tool_calls[{i}]")
             for i, call in enumerate(message.tool_calls)
         ]
+        had = len(texts)
         unused = _place_signatures(loose, texts, calls)
+        said.extend(texts[had:])  # a text part made to carry a signature
         if unused:
             self.note(
                 f"{where}.content",
                 f"{unused} thought signature(s) with no part to carry them dropped",
             )
-        return [*thoughts, *texts, *calls]
+        return [*thoughts, *said, *calls]
 
     def _function_call(self, call: ToolCall, where: str) -> JSONObject:
         self._names[call.id] = call.name
@@ -352,6 +361,8 @@ class _RequestEncoder:
         if fmt.type == "text":
             return {}
         out: JSONObject = {"responseMimeType": "application/json"}
+        if fmt.description is not None:
+            self.note("response_format.json_schema.description", "dropped (no Gemini field)")
         if fmt.type == "json_schema" and fmt.json_schema is not None:
             path = "response_format.json_schema"
             gemini = to_gemini_schema(fmt.json_schema, path=path)

@@ -78,8 +78,9 @@ def encode_upstream_request(
         body["stop"] = list(request.stop)
     if request.user is not None:
         body["user"] = request.user
-    if request.reasoning is not None:
-        body["reasoning_effort"] = reasoning_effort(request.reasoning)
+    effort = None if request.reasoning is None else reasoning_effort(request.reasoning)
+    if effort is not None:
+        body["reasoning_effort"] = effort
     _merge_extensions(body, request.extensions.get("openai", {}), stream=stream)
     return _ENCODER.encode(body)
 
@@ -97,6 +98,8 @@ def lossy_notes(request: ChatRequest) -> list[str]:
         notes.append("earlier turns' thinking blocks: not sent (the OpenAI format has none)")
     if any(isinstance(message, ToolMessage) and message.is_error for message in request.messages):
         notes.append("tool results' is_error: not sent (the OpenAI format has no such flag)")
+    if request.reasoning is not None and request.reasoning.summary is not None:
+        notes.append("reasoning.summary: not sent (Chat Completions returns no reasoning)")
     return notes + cache_mark_note(request, "OpenAI") + foreign_field_notes(request, "openai")
 
 
@@ -110,12 +113,19 @@ EFFORT_BY_BUDGET: tuple[tuple[int, str], ...] = ((2048, "low"), (8192, "medium")
 ADAPTIVE_EFFORT = "medium"
 
 
-def reasoning_effort(reasoning: Reasoning) -> str:
+def reasoning_effort(reasoning: Reasoning) -> str | None:
+    """OpenAI's effort level (both its formats) for what the client asked: its effort, or
+    one for a thinking budget or adaptive thinking (Anthropic and Gemini clients; a budget
+    of 0, thinking turned off, is ``none``); None when it asked only for a summary."""
     if reasoning.effort is not None:
         return reasoning.effort
     if reasoning.adaptive:
         return ADAPTIVE_EFFORT
-    budget = reasoning.budget_tokens or 0
+    budget = reasoning.budget_tokens
+    if budget is None:
+        return None
+    if budget == 0:
+        return "none"
     return next((level for limit, level in EFFORT_BY_BUDGET if budget <= limit), "high")
 
 

@@ -26,7 +26,7 @@ import msgspec
 
 from gw.codecs.cache_marks import cache_mark_note
 from gw.codecs.foreign_fields import foreign_field_notes
-from gw.codecs.openai_chat.upstream_request import ADAPTIVE_EFFORT, EFFORT_BY_BUDGET
+from gw.codecs.openai_chat.upstream_request import reasoning_effort
 from gw.codecs.openai_responses.namespaces import declared, split_name
 from gw.codecs.openai_responses.upstream_items import FORMAT, assistant_blocks, encode_input
 from gw.ir import (
@@ -124,22 +124,6 @@ def lossy_notes(request: ChatRequest) -> list[str]:
             f"tool results' is_error: not sent (the {UPSTREAM_NAME} format has no such flag)"
         )
     return notes + cache_mark_note(request, UPSTREAM_NAME) + foreign_field_notes(request, FORMAT)
-
-
-def reasoning_effort(reasoning: Reasoning) -> str | None:
-    """The effort asked, or one for a thinking budget or adaptive thinking (Anthropic and
-    Gemini clients; a budget of 0, thinking turned off, is ``none``); None when the client
-    asked only for a summary."""
-    if reasoning.effort is not None:
-        return reasoning.effort
-    if reasoning.adaptive:
-        return ADAPTIVE_EFFORT
-    budget = reasoning.budget_tokens
-    if budget is None:
-        return None
-    if budget == 0:
-        return "none"
-    return next((level for limit, level in EFFORT_BY_BUDGET if budget <= limit), "high")
 
 
 def _reasoning(reasoning: Reasoning) -> JSONObject:

@@ -207,14 +207,19 @@ def test_client_ir_upstream_round_trip(client_body: dict[str, Any]) -> None:
         (Reasoning(budget_tokens=2048), "low"),
         (Reasoning(budget_tokens=8000), "medium"),
         (Reasoning(budget_tokens=32000), "high"),
+        (Reasoning(budget_tokens=0), "none"),  # thinking turned off
+        (Reasoning(adaptive=True), "medium"),
+        (Reasoning(summary="auto"), None),  # a summary alone asks for no effort
     ],
 )
-def test_reasoning_is_sent_as_reasoning_effort(reasoning: Reasoning, effort: str) -> None:
+def test_reasoning_is_sent_as_reasoning_effort(reasoning: Reasoning, effort: str | None) -> None:
     request = ChatRequest(
         model="m", messages=(UserMessage(content=(TextPart(text="hi"),)),), reasoning=reasoning
     )
     body = json.loads(encode_upstream_request(request, model="m", stream=False))
-    assert body["reasoning_effort"] == effort
+    assert body.get("reasoning_effort") == effort
+    summary_note = "reasoning.summary: not sent (Chat Completions returns no reasoning)"
+    assert (summary_note in lossy_notes(request)) is (reasoning.summary is not None)
 
 
 def test_reasoning_effort_from_a_client_becomes_ir_reasoning() -> None:
