@@ -100,7 +100,12 @@ def lossy_notes(request: ChatRequest) -> list[str]:
         notes.append("tool results' is_error: not sent (the OpenAI format has no such flag)")
     if request.reasoning is not None and request.reasoning.summary is not None:
         notes.append("reasoning.summary: not sent (Chat Completions returns no reasoning)")
-    return notes + cache_mark_note(request, "OpenAI") + foreign_field_notes(request, "openai")
+    return (
+        notes
+        + reasoning_notes(request.reasoning)
+        + cache_mark_note(request, "OpenAI")
+        + foreign_field_notes(request, "openai")
+    )
 
 
 # A thinking budget (Anthropic clients) as OpenAI's effort level: at most this many
@@ -115,18 +120,28 @@ ADAPTIVE_EFFORT = "medium"
 
 def reasoning_effort(reasoning: Reasoning) -> str | None:
     """OpenAI's effort level (both its formats) for what the client asked: its effort, or
-    one for a thinking budget or adaptive thinking (Anthropic and Gemini clients; a budget
-    of 0, thinking turned off, is ``none``); None when it asked only for a summary."""
+    one for a thinking budget or adaptive thinking (Anthropic and Gemini clients). None
+    when it asked only for a summary, or turned thinking off (a budget of 0): only
+    reasoning models take an effort, ``none`` included, and such a request may go to any
+    model (``reasoning_notes`` says what was not sent)."""
     if reasoning.effort is not None:
         return reasoning.effort
     if reasoning.adaptive:
         return ADAPTIVE_EFFORT
     budget = reasoning.budget_tokens
-    if budget is None:
+    if not budget:
         return None
-    if budget == 0:
-        return "none"
     return next((level for limit, level in EFFORT_BY_BUDGET if budget <= limit), "high")
+
+
+def reasoning_notes(reasoning: Reasoning | None) -> list[str]:
+    """Thinking turned off (a budget of 0) is not sent to either OpenAI format: say so."""
+    if reasoning is None or reasoning.budget_tokens != 0 or reasoning.effort is not None:
+        return []
+    return [
+        "thinking off (budget 0): no reasoning_effort sent (only reasoning models take one; "
+        "they think at their default)"
+    ]
 
 
 def _merge_extensions(body: JSONObject, extensions: JSONObject, *, stream: bool) -> None:

@@ -26,7 +26,7 @@ import msgspec
 
 from gw.codecs.cache_marks import cache_mark_note
 from gw.codecs.foreign_fields import foreign_field_notes
-from gw.codecs.openai_chat.upstream_request import reasoning_effort
+from gw.codecs.openai_chat.upstream_request import reasoning_effort, reasoning_notes
 from gw.codecs.openai_responses.namespaces import declared, split_name
 from gw.codecs.openai_responses.upstream_items import FORMAT, assistant_blocks, encode_input
 from gw.ir import (
@@ -72,8 +72,9 @@ def encode_upstream_request(request: ChatRequest, *, model: str, stream: bool) -
         body["parallel_tool_calls"] = request.parallel_tool_calls
     if request.response_format is not None:
         body["text"] = {"format": _text_format(request.response_format)}
-    if request.reasoning is not None:
-        body["reasoning"] = _reasoning(request.reasoning)
+    reasoning = None if request.reasoning is None else _reasoning(request.reasoning)
+    if reasoning:
+        body["reasoning"] = reasoning
     if request.max_tokens is not None:
         body["max_output_tokens"] = request.max_tokens
     for key, value in (
@@ -123,7 +124,12 @@ def lossy_notes(request: ChatRequest) -> list[str]:
         notes.append(
             f"tool results' is_error: not sent (the {UPSTREAM_NAME} format has no such flag)"
         )
-    return notes + cache_mark_note(request, UPSTREAM_NAME) + foreign_field_notes(request, FORMAT)
+    return (
+        notes
+        + reasoning_notes(request.reasoning)
+        + cache_mark_note(request, UPSTREAM_NAME)
+        + foreign_field_notes(request, FORMAT)
+    )
 
 
 def _reasoning(reasoning: Reasoning) -> JSONObject:

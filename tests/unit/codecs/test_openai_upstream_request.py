@@ -207,7 +207,7 @@ def test_client_ir_upstream_round_trip(client_body: dict[str, Any]) -> None:
         (Reasoning(budget_tokens=2048), "low"),
         (Reasoning(budget_tokens=8000), "medium"),
         (Reasoning(budget_tokens=32000), "high"),
-        (Reasoning(budget_tokens=0), "none"),  # thinking turned off
+        (Reasoning(budget_tokens=0), None),  # thinking off: only reasoning models take none
         (Reasoning(adaptive=True), "medium"),
         (Reasoning(summary="auto"), None),  # a summary alone asks for no effort
     ],
