@@ -246,15 +246,22 @@ def test_anthropic_messages_text_and_a_tool_round_trip(
     assert output == {"type": "function_call_output", "call_id": use.id, "output": "21 C"}
 
 
-def test_anthropic_stream_with_thinking(claude: anthropic.Anthropic, fake: FakeResponses) -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_anthropic_with_thinking(
+    claude: anthropic.Anthropic, fake: FakeResponses, stream: bool
+) -> None:
     fake.default = Behavior(reasoning=("Consider Paris.",), text="It is sunny.")
-    with claude.messages.stream(
-        model="resp",
-        max_tokens=4000,
-        thinking={"type": "enabled", "budget_tokens": 2000},
-        messages=[{"role": "user", "content": "Weather?"}],
-    ) as stream:
-        final = stream.get_final_message()
+    asked: Any = {
+        "model": "resp",
+        "max_tokens": 4000,
+        "thinking": {"type": "enabled", "budget_tokens": 2000},
+        "messages": [{"role": "user", "content": "Weather?"}],
+    }
+    if stream:
+        with claude.messages.stream(**asked) as events:
+            final = events.get_final_message()
+    else:
+        final = claude.messages.create(**asked)
     assert [block.thinking for block in final.content if block.type == "thinking"] == [
         "Consider Paris."
     ]

@@ -128,8 +128,10 @@ def output_items(
         text = (TextPart(text=response.text),) if response.text else ()
         blocks = (*response.thinking, *text, *response.tool_calls)
     items: list[JSONObject] = []
-    for block in blocks:
+    for position, block in enumerate(blocks):
         index = len(items)
+        if isinstance(block, ThinkingPart) and _reasoning_item_at(blocks, position + 1):
+            continue  # the item after it carries this summary in its own form
         if isinstance(block, TextPart):
             items.append(message_item(item_id("msg", response_id, index), block.text))
         elif isinstance(block, ThinkingPart):
@@ -143,6 +145,17 @@ def output_items(
             message_item(item_id("msg", response_id, len(items)), response.refusal, refusal=True)
         )
     return items
+
+
+def _reasoning_item_at(blocks: tuple[object, ...], position: int) -> bool:
+    """Whether ``blocks[position]`` is a Responses reasoning item (a Responses upstream's
+    answer puts one right after the summary it carries)."""
+    block = blocks[position] if position < len(blocks) else None
+    return (
+        isinstance(block, NativeBlock)
+        and block.format == FORMAT
+        and block.data.get("type") == "reasoning"
+    )
 
 
 def message_item(

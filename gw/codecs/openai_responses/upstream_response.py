@@ -171,7 +171,11 @@ def decode_upstream_response(body: bytes) -> ChatResponse:
             blocks.append(call)
         else:
             if kind == "reasoning" and (text := thinking_text(read_item(data, where))):
+                # The summary, for clients of other formats, then the item itself, which
+                # stands for it with a Responses client (as in a stream: the deltas, then
+                # the whole item).
                 thinking.append(ThinkingPart(text=text))
+                blocks.append(thinking[-1])
             blocks.append(NativeBlock(format=FORMAT, data=data))
     native = any(isinstance(block, NativeBlock) for block in blocks)
     return ChatResponse(

@@ -60,7 +60,7 @@ def test_a_function_call_is_a_tool_call_by_call_id() -> None:
     assert answer.finish_reason == "tool_calls"
 
 
-def test_reasoning_is_thinking_and_the_item_verbatim_in_blocks() -> None:
+def test_reasoning_is_its_summary_then_the_item_verbatim_in_blocks() -> None:
     response = whole(
         Behavior(
             reasoning=("Plan.", "Check."),
@@ -73,7 +73,9 @@ def test_reasoning_is_thinking_and_the_item_verbatim_in_blocks() -> None:
     assert reasoning_item["encrypted_content"]
     answer = decode(response)
     assert answer.thinking == (ThinkingPart(text="Plan.\n\nCheck."),)
+    # The summary for other formats' clients, then the item standing for it (Responses).
     assert answer.blocks == (
+        ThinkingPart(text="Plan.\n\nCheck."),
         NativeBlock(format="openai_responses", data=reasoning_item),
         NativeBlock(format="openai_responses", data=search_item),
         TextPart(text="Sunny."),
