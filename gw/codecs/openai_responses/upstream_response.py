@@ -1,11 +1,12 @@
 """A Responses upstream's ``response`` object -> IR ``ChatResponse``.
 
-Output items, in order (helpers/RESPONSES_IR.md): a ``message``'s ``output_text`` parts
-are the text (and one ``TextPart`` per message in ``blocks``), its ``refusal`` parts the
-refusal; a ``function_call`` is a ``ToolCall`` whose id is the item's ``call_id``; a
-``reasoning`` item is a ``ThinkingPart`` of its summary (or, from servers that send it, its
-reasoning text) in ``thinking``, and the item itself, verbatim, as a ``NativeBlock`` in
-``blocks`` (so a Responses client gets its id and ``encrypted_content`` back); any other
+Output items, in order: a ``message``'s ``output_text`` parts are the text (and one
+``TextPart`` per message in ``blocks``), its ``refusal`` parts the refusal; a
+``function_call`` is a ``ToolCall`` whose id is the item's ``call_id``; a ``reasoning``
+item is a ``ThinkingPart`` of its summary (or, from servers that send it, its reasoning
+text), in ``thinking`` and in ``blocks``, followed there by the item itself, verbatim, as
+a ``NativeBlock`` that stands for that summary with a Responses client (which so gets its
+id and ``encrypted_content`` back; clients of other formats show the summary); any other
 item (``web_search_call``, ``file_search_call``, ...) is a ``NativeBlock``. When there is
 any ``NativeBlock``, ``blocks`` lists every item in order.
 
