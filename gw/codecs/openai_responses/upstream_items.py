@@ -1,6 +1,6 @@
 """IR messages -> a Responses request's ``instructions`` and ``input`` items.
 
-The mapping is the one client_items.py reads (helpers/RESPONSES_IR.md), the other way:
+The mapping is the one client_items.py reads, the other way:
 
 - the first message, when it is a ``SystemMessage``, is ``instructions`` (its text parts
   joined by blank lines); a later one is a ``developer`` message item, in place;

@@ -6,18 +6,18 @@ then ``response.completed`` (or ``response.incomplete``, or ``response.failed``)
 event names itself in its JSON ``type`` (equal to the SSE event name), so only the data
 is read. Event types newer than this codec are skipped.
 
-Mapping (helpers/RESPONSES_IR.md): ``response.created`` -> ``StreamStart``;
-``output_text.delta`` -> ``TextDelta``, ``refusal.delta`` -> ``TextDelta(refusal=True)``;
-a ``function_call`` item's ``output_item.added`` -> ``ToolCallDelta`` with the call's own
-0-based index, its ``call_id`` and name, and its ``function_call_arguments.delta`` s the
-fragments; ``reasoning_summary_text.delta`` (and ``reasoning_text.delta``) ->
-``ThinkingDelta``, a blank line between summary parts; a reasoning item's
-``output_item.added`` -> a ``NativeEvent`` of the item with status ``in_progress``
-(opening it), its ``output_item.done`` -> a ``NativeEvent`` holding the whole item (id,
-``encrypted_content``), which closes the reasoning its deltas built; the ``done`` of any
-item the IR does not model -> a ``NativeEvent``. ``response.completed`` /
-``response.incomplete`` -> ``UsageEvent`` + ``Finish``; ``response.failed`` and ``error``
-events -> the mapped gw error.
+Mapping (as upstream_response.py reads whole answers): ``response.created`` ->
+``StreamStart``; ``output_text.delta`` -> ``TextDelta``, ``refusal.delta`` ->
+``TextDelta(refusal=True)``; a ``function_call`` item's ``output_item.added`` ->
+``ToolCallDelta`` with the call's own 0-based index, its ``call_id`` and name, and its
+``function_call_arguments.delta`` s the fragments; ``reasoning_summary_text.delta`` (and
+``reasoning_text.delta``) -> ``ThinkingDelta``, a blank line between summary parts; a
+reasoning item's ``output_item.added`` -> a ``NativeEvent`` of the item with status
+``in_progress`` (opening it), its ``output_item.done`` -> a ``NativeEvent`` holding the
+whole item (id, ``encrypted_content``), which closes the reasoning its deltas built; the
+``done`` of any item the IR does not model -> a ``NativeEvent``. ``response.completed``
+/ ``response.incomplete`` -> ``UsageEvent`` + ``Finish``; ``response.failed`` and
+``error`` events -> the mapped gw error.
 
 A message or call whose deltas never came (a server that sends only the ``done``) is
 taken from its ``output_item.done``.
