@@ -93,9 +93,9 @@ def error_from_upstream(
     status: int, body: bytes, headers: Mapping[str, str], *, now: float | None = None
 ) -> GatewayError:
     """Map an upstream error answer; ``now`` (epoch seconds) enables HTTP-date retry-after."""
-    return _build(
+    return build_error(
         status,
-        _detail(body),
+        error_detail(body),
         lead=f"upstream answered {status}",
         upstream_status=status,
         retry_after=parse_retry_after(headers, now=now),
@@ -112,23 +112,26 @@ def error_from_payload(payload: object) -> GatewayError:
     except msgspec.ValidationError:
         detail = ErrorDetail(message=payload) if isinstance(payload, str) else None
     status = detail.code if detail is not None and isinstance(detail.code, int) else 500
-    return _build(status, detail, lead="upstream sent an error", upstream_status=200)
+    return build_error(status, detail, lead="upstream sent an error", upstream_status=200)
 
 
-def _build(
+def build_error(
     status: int,
     detail: ErrorDetail | None,
     *,
     lead: str,
     upstream_status: int,
     retry_after: float | None = None,
+    codes: Mapping[str, type[GatewayError]] = CODE_TABLE,
 ) -> GatewayError:
+    """The gw error for an OpenAI-shaped error: by ``status``, refined by the body's code
+    or type in ``codes`` (the Responses codec adds its own), 5xx kept server-side."""
     by_status = STATUS_TABLE.get(status) or STATUS_CLASS_TABLE.get(status // 100, UpstreamError)
     cls = by_status
     if detail is not None:
         for key in (detail.code, detail.type):
-            if isinstance(key, str) and key in CODE_TABLE:
-                cls = CODE_TABLE[key]
+            if isinstance(key, str) and key in codes:
+                cls = codes[key]
                 break
     cls = kept_server_side(upstream_status, cls, by_status)
     return upstream_failure(
@@ -141,7 +144,8 @@ def _build(
     )
 
 
-def _detail(body: bytes) -> ErrorDetail | None:
+def error_detail(body: bytes) -> ErrorDetail | None:
+    """The ``error`` object of an OpenAI-shaped error body; None when it has none."""
     try:
         envelope = _ENVELOPE.decode(body)
     except (msgspec.DecodeError, msgspec.ValidationError):

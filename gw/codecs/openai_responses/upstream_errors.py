@@ -18,11 +18,11 @@ import msgspec
 
 from gw.codecs.openai_chat.upstream_errors import (
     CODE_TABLE,
-    STATUS_CLASS_TABLE,
-    STATUS_TABLE,
     ErrorDetail,
+    build_error,
+    error_detail,
 )
-from gw.codecs.upstream_failure import kept_server_side, parse_retry_after, upstream_failure
+from gw.codecs.upstream_failure import parse_retry_after
 from gw.errors import (
     ContentBlockedError,
     GatewayError,
@@ -60,12 +60,6 @@ RESPONSE_CODE_TABLE: dict[str, type[GatewayError]] = {
 }
 CODES: dict[str, type[GatewayError]] = {**CODE_TABLE, **RESPONSE_CODE_TABLE}
 
-_HINTS: dict[int, str] = {404: "the upstream does not know this model or endpoint"}
-
-
-class _Envelope(msgspec.Struct):
-    error: ErrorDetail | str | None = None
-
 
 class _StreamError(msgspec.Struct):
     """An ``error`` event: flat fields, or an ``error`` object (both seen on the wire)."""
@@ -76,7 +70,6 @@ class _StreamError(msgspec.Struct):
     error: ErrorDetail | None = None
 
 
-_ENVELOPE = msgspec.json.Decoder(_Envelope)
 _STREAM_ERROR = msgspec.json.Decoder(_StreamError)
 
 
@@ -84,12 +77,13 @@ def error_from_upstream(
     status: int, body: bytes, headers: Mapping[str, str], *, now: float | None = None
 ) -> GatewayError:
     """Map an HTTP error answer; ``now`` (epoch seconds) enables HTTP-date retry-after."""
-    return _build(
+    return build_error(
         status,
-        _detail(body),
+        error_detail(body),
         lead=f"upstream answered {status}",
         upstream_status=status,
         retry_after=parse_retry_after(headers, now=now),
+        codes=CODES,
     )
 
 
@@ -100,7 +94,9 @@ def error_from_response_error(error: object) -> GatewayError:
         detail = msgspec.convert(error, ErrorDetail) if error is not None else None
     except msgspec.ValidationError:
         detail = None
-    return _build(500, detail, lead="upstream's response failed", upstream_status=200)
+    return build_error(
+        500, detail, lead="upstream's response failed", upstream_status=200, codes=CODES
+    )
 
 
 def error_from_stream_event(data: bytes | str) -> GatewayError:
@@ -110,40 +106,6 @@ def error_from_stream_event(data: bytes | str) -> GatewayError:
     except (msgspec.DecodeError, msgspec.ValidationError):
         event = _StreamError()
     detail = event.error or ErrorDetail(message=event.message, code=event.code)
-    return _build(500, detail, lead="upstream sent an error event", upstream_status=200)
-
-
-def _build(
-    status: int,
-    detail: ErrorDetail | None,
-    *,
-    lead: str,
-    upstream_status: int,
-    retry_after: float | None = None,
-) -> GatewayError:
-    by_status = STATUS_TABLE.get(status) or STATUS_CLASS_TABLE.get(status // 100, UpstreamError)
-    cls = by_status
-    if detail is not None:
-        for key in (detail.code, detail.type):
-            if isinstance(key, str) and key in CODES:
-                cls = CODES[key]
-                break
-    cls = kept_server_side(upstream_status, cls, by_status)
-    return upstream_failure(
-        cls,
-        lead,
-        hint=_HINTS.get(status),
-        upstream_text=detail.message if detail is not None else None,
-        upstream_status=upstream_status,
-        retry_after=retry_after,
+    return build_error(
+        500, detail, lead="upstream sent an error event", upstream_status=200, codes=CODES
     )
-
-
-def _detail(body: bytes) -> ErrorDetail | None:
-    try:
-        envelope = _ENVELOPE.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    if isinstance(envelope.error, str):
-        return ErrorDetail(message=envelope.error)
-    return envelope.error
