@@ -20,8 +20,8 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -30,7 +30,11 @@ import pytest
 
 from e2e.gw_process import GwServer
 from fakes import anthropic_upstream, gemini_upstream, openai_upstream, responses_upstream
+from fakes.anthropic_upstream import FakeAnthropic
+from fakes.gemini_upstream import FakeGemini
 from fakes.http_server import HttpRequest, Responder, ServerThread
+from fakes.openai_upstream import FakeOpenAI
+from fakes.responses_upstream import FakeResponses
 
 ROOT = Path(__file__).parents[2]
 NODE_BIN = ROOT / "build" / "agents" / "node_modules" / ".bin"
@@ -259,6 +263,73 @@ def jsonl(text: str) -> list[dict[str, Any]]:
 
 
 # -- the fakes, scripted and read alike whatever their format ----------------------------
+
+FAKES: dict[str, Any] = {
+    "openai": FakeOpenAI,
+    "anthropic": FakeAnthropic,
+    "gemini": FakeGemini,
+    "responses": FakeResponses,
+}
+# The provider name gw calls each fake's upstream by (``answered_by.provider``).
+PROVIDERS = {upstream: provider for upstream, (provider, _, _) in ROUTES.items()}
+
+
+@pytest.fixture(scope="module")
+def fakes() -> Iterator[dict[str, Any]]:
+    """One fake upstream of each format (ROUTES), by format name."""
+    with ExitStack() as stack:
+        yield {name: stack.enter_context(fake()) for name, fake in FAKES.items()}
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[GwServer]:
+    """A gw in open mode with route ``via-<format>`` to each fake."""
+    state = tmp_path_factory.mktemp("agents") / "state"
+    with serve_gw(state, **{name: fake.base_url for name, fake in fakes.items()}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def keys_gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[GwServer]:
+    """The same in keys mode (tenant ``agents``)."""
+    state = tmp_path_factory.mktemp("agents-keys") / "state"
+    urls = {name: fake.base_url for name, fake in fakes.items()}
+    with serve_gw(state, keys_mode=True, **urls) as server:
+        yield server
+
+
+HELLO = "Hello from gw."
+
+
+def check_keys_mode(
+    gw: GwServer,
+    fake: Any,
+    upstream: str,
+    *,
+    run: Callable[[Sandbox, str], Run],
+    said: Callable[[Run], str],
+    root: Path,
+    trap: EgressTrap,
+) -> None:
+    """In keys mode a client's run with a key from `gw keys create` is answered and traced
+    under its tenant, and one with a wrong key is refused (401) before any upstream call.
+    ``run(sandbox, key)`` runs the client; ``said(run)`` is the answer it printed."""
+    fake.clear()
+    fake.enqueue(behavior(upstream, HELLO))
+    known = trace_ids(gw)
+    good = run(Sandbox(root / "good", trap), create_key(gw))
+    assert said(good) == HELLO, good.describe()
+    [trace] = new_traces(gw, known, 1)
+    assert (trace["status"], trace["tenant"]) == (200, "agents"), summary([trace])
+    known.add(trace["request_id"])
+    bad = run(Sandbox(root / "bad", trap), "sk-not-a-gw-key")
+    assert bad.returncode != 0, bad.describe()
+    refused = new_traces(gw, known, 1)
+    assert {(t["status"], (t["error"] or {}).get("code")) for t in refused} == {
+        (401, "authentication_failed")
+    }, summary(refused)
+    assert len(fake.requests) == 1  # the refused one never reached the upstream
+
 
 WIRES: dict[str, Any] = {
     "openai": openai_upstream,

@@ -1,5 +1,5 @@
 """Claude Code (``claude -p``) works through gw: ANTHROPIC_BASE_URL pointed at gw, against
-an Anthropic upstream, an OpenAI-compatible one and a Gemini one.
+every upstream format: Anthropic, chat completions, Gemini and OpenAI Responses.
 
 Claude Code's first request is what breaks gateways: adaptive thinking, an effort, context
 management, beta headers, a ``system`` turn inside ``messages``, tools loaded on demand.
@@ -11,7 +11,6 @@ back upstream; and Claude Code's web search, which rides on Anthropic's server t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,64 +22,31 @@ from e2e.agent_clients import (
     Run,
     Sandbox,
     behavior,
-    create_key,
+    check_keys_mode,
     new_traces,
     node_client,
     offered_tools,
-    serve_gw,
     summary,
     tool_results,
     trace_ids,
 )
 from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
+from e2e.agent_clients import fakes as fakes  # noqa: PLC0414 (a fixture)
+from e2e.agent_clients import gw as gw  # noqa: PLC0414 (a fixture)
+from e2e.agent_clients import keys_gw as keys_gw  # noqa: PLC0414 (a fixture)
 from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
 from e2e.gw_process import GwServer
 from fakes import anthropic_upstream
 from fakes.anthropic_server_tools import web_search_content
-from fakes.anthropic_upstream import FakeAnthropic
-from fakes.gemini_upstream import FakeGemini
-from fakes.openai_upstream import FakeOpenAI
 
 FINAL = "I read notes.txt for you."
-UPSTREAMS = ["anthropic", "openai", "gemini"]
+UPSTREAMS = ["anthropic", "openai", "gemini", "responses"]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _installed() -> None:
     """Skip (or fail, in CI) before starting gw when the client is missing."""
     node_client("claude")
-
-
-@pytest.fixture(scope="module")
-def anthropic_fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def openai_fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def gemini_fake() -> Iterator[FakeGemini]:
-    with FakeGemini() as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def fakes(
-    anthropic_fake: FakeAnthropic, openai_fake: FakeOpenAI, gemini_fake: FakeGemini
-) -> dict[str, Any]:
-    return {"anthropic": anthropic_fake, "openai": openai_fake, "gemini": gemini_fake}
-
-
-@pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[GwServer]:
-    state = tmp_path_factory.mktemp("agents-claude-code") / "state"
-    with serve_gw(state, **{name: fake.base_url for name, fake in fakes.items()}) as server:
-        yield server
 
 
 class Upstream:
@@ -178,11 +144,12 @@ def test_tool_use_turn(gw: GwServer, upstream: Upstream, sandbox: Sandbox) -> No
 
 
 def test_web_search_passes_through_to_anthropic(
-    gw: GwServer, anthropic_fake: FakeAnthropic, sandbox: Sandbox
+    gw: GwServer, fakes: dict[str, Any], sandbox: Sandbox
 ) -> None:
     """Claude Code's WebSearch tool asks the model again with Anthropic's server tool
     (``web_search_20250305``): gw passes it to the Anthropic upstream verbatim and brings
     its result blocks back, which Claude Code turns into the tool's result."""
+    anthropic_fake = fakes["anthropic"]
     anthropic_fake.clear()
     search = web_search_content(
         "gw llm gateway",
@@ -211,40 +178,21 @@ def test_web_search_passes_through_to_anthropic(
     assert len(traces) == 3, summary(traces)
 
 
-# -- keys mode: the client's own way of sending a key reaches gw's auth ----------------
-
-
-@pytest.fixture(scope="module")
-def keys_gw(tmp_path_factory: pytest.TempPathFactory, anthropic_fake: Any) -> Iterator[GwServer]:
-    state = tmp_path_factory.mktemp("agents-claude-code-keys") / "state"
-    with serve_gw(state, keys_mode=True, anthropic=anthropic_fake.base_url) as server:
-        yield server
+# -- keys mode: Claude Code sends its key as x-api-key ------------------------------------
 
 
 def test_keys_mode_takes_its_key_and_refuses_a_wrong_one(
-    keys_gw: GwServer, anthropic_fake: Any, tmp_path: Path, egress_trap: EgressTrap
+    keys_gw: GwServer, fakes: dict[str, Any], tmp_path: Path, egress_trap: EgressTrap
 ) -> None:
-    anthropic_fake.clear()
-    anthropic_fake.enqueue(behavior("anthropic", "Hello from gw."))
-    known = trace_ids(keys_gw)
-    key = create_key(keys_gw)
-    good = claude_p(
-        Sandbox(tmp_path / "good", egress_trap), keys_gw, "via-anthropic", "Say hello.", key=key
-    )
-    assert result_of(good)["result"] == "Hello from gw."
-    [trace] = new_traces(keys_gw, known, 1)
-    assert (trace["status"], trace["tenant"]) == (200, "agents"), summary([trace])
-    known.add(trace["request_id"])
-    bad = claude_p(
-        Sandbox(tmp_path / "bad", egress_trap),
+    def said(run: Run) -> str:
+        return str(result_of(run)["result"])
+
+    check_keys_mode(
         keys_gw,
-        "via-anthropic",
-        "Say hello.",
-        key="sk-not-a-gw-key",
+        fakes["anthropic"],
+        "anthropic",
+        run=lambda box, key: claude_p(box, keys_gw, "via-anthropic", "Say hello.", key=key),
+        said=said,
+        root=tmp_path,
+        trap=egress_trap,
     )
-    assert bad.returncode != 0, bad.describe()
-    refused = new_traces(keys_gw, known, 1)
-    assert {(t["status"], (t["error"] or {}).get("code")) for t in refused} == {
-        (401, "authentication_failed")
-    }, summary(refused)
-    assert len(anthropic_fake.requests) == 1  # the refused one never reached the upstream

@@ -1,5 +1,6 @@
 """Gemini CLI (``gemini -p``) works through gw: GOOGLE_GEMINI_BASE_URL pointed at gw's
-/v1beta, against a Gemini, an OpenAI-compatible and an Anthropic upstream.
+/v1beta, against every upstream format: Gemini, chat completions, Anthropic and OpenAI
+Responses. In keys mode it sends its key as ``x-goog-api-key``.
 
 The fake upstream answers a call of the CLI's own ``read_file`` tool, the CLI reads the
 file, sends it back through gw (a ``functionResponse``), and prints the fake's text.
@@ -8,7 +9,6 @@ file, sends it back through gw (a ``functionResponse``), and prints the fake's t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +20,19 @@ from e2e.agent_clients import (
     Run,
     Sandbox,
     behavior,
-    create_key,
+    check_keys_mode,
     new_traces,
     node_client,
-    serve_gw,
     summary,
     tool_results,
     trace_ids,
 )
 from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
+from e2e.agent_clients import fakes as fakes  # noqa: PLC0414 (a fixture)
+from e2e.agent_clients import gw as gw  # noqa: PLC0414 (a fixture)
+from e2e.agent_clients import keys_gw as keys_gw  # noqa: PLC0414 (a fixture)
 from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
 from e2e.gw_process import GwServer
-from fakes.anthropic_upstream import FakeAnthropic
-from fakes.gemini_upstream import FakeGemini
-from fakes.openai_upstream import FakeOpenAI
 
 FINAL = "I read notes.txt for you."
 READ_CALL = ("read_file", json.dumps({"file_path": "notes.txt"}))
@@ -53,19 +52,6 @@ def _installed() -> None:
     node_client("gemini")
 
 
-@pytest.fixture(scope="module")
-def fakes() -> Iterator[dict[str, Any]]:
-    with FakeGemini() as gemini, FakeOpenAI() as openai, FakeAnthropic() as anthropic:
-        yield {"gemini": gemini, "openai": openai, "anthropic": anthropic}
-
-
-@pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[GwServer]:
-    state = tmp_path_factory.mktemp("agents-gemini-cli") / "state"
-    with serve_gw(state, **{name: fake.base_url for name, fake in fakes.items()}) as server:
-        yield server
-
-
 def gemini_p(
     sandbox: Sandbox, gw: GwServer, route: str, prompt: str, key: str = "gm-gw-gemini-cli"
 ) -> Run:
@@ -82,7 +68,7 @@ def gemini_p(
     return sandbox.run(argv, env)
 
 
-@pytest.mark.parametrize("upstream", ["gemini", "openai", "anthropic"])
+@pytest.mark.parametrize("upstream", ["gemini", "openai", "anthropic", "responses"])
 def test_gemini_cli_tool_round_trip(
     gw: GwServer, fakes: dict[str, Any], sandbox: Sandbox, upstream: str
 ) -> None:
@@ -103,45 +89,21 @@ def test_gemini_cli_tool_round_trip(
     assert SECRET in json.dumps(results[0])
 
 
-# -- keys mode: the client's own way of sending a key reaches gw's auth ----------------
-
-
-@pytest.fixture(scope="module")
-def gemini_fake(fakes: dict[str, Any]) -> Any:
-    return fakes["gemini"]
-
-
-@pytest.fixture(scope="module")
-def keys_gw(tmp_path_factory: pytest.TempPathFactory, gemini_fake: Any) -> Iterator[GwServer]:
-    state = tmp_path_factory.mktemp("agents-gemini-cli-keys") / "state"
-    with serve_gw(state, keys_mode=True, gemini=gemini_fake.base_url) as server:
-        yield server
+# -- keys mode: Gemini CLI sends its key as x-goog-api-key -------------------------------
 
 
 def test_keys_mode_takes_its_key_and_refuses_a_wrong_one(
-    keys_gw: GwServer, gemini_fake: Any, tmp_path: Path, egress_trap: EgressTrap
+    keys_gw: GwServer, fakes: dict[str, Any], tmp_path: Path, egress_trap: EgressTrap
 ) -> None:
-    gemini_fake.clear()
-    gemini_fake.enqueue(behavior("gemini", "Hello from gw."))
-    known = trace_ids(keys_gw)
-    key = create_key(keys_gw)
-    good = gemini_p(
-        Sandbox(tmp_path / "good", egress_trap), keys_gw, "via-gemini", "Say hello.", key=key
-    )
-    assert good.ok().stdout.strip() == "Hello from gw.", good.describe()
-    [trace] = new_traces(keys_gw, known, 1)
-    assert (trace["status"], trace["tenant"]) == (200, "agents"), summary([trace])
-    known.add(trace["request_id"])
-    bad = gemini_p(
-        Sandbox(tmp_path / "bad", egress_trap),
+    def said(run: Run) -> str:
+        return run.ok().stdout.strip()
+
+    check_keys_mode(
         keys_gw,
-        "via-gemini",
-        "Say hello.",
-        key="sk-not-a-gw-key",
+        fakes["gemini"],
+        "gemini",
+        run=lambda box, key: gemini_p(box, keys_gw, "via-gemini", "Say hello.", key=key),
+        said=said,
+        root=tmp_path,
+        trap=egress_trap,
     )
-    assert bad.returncode != 0, bad.describe()
-    refused = new_traces(keys_gw, known, 1)
-    assert {(t["status"], (t["error"] or {}).get("code")) for t in refused} == {
-        (401, "authentication_failed")
-    }, summary(refused)
-    assert len(gemini_fake.requests) == 1  # the refused one never reached the upstream

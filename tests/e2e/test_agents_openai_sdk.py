@@ -9,7 +9,6 @@ a subprocess; it prints what the run produced as one JSON line.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,18 +21,15 @@ from e2e.agent_clients import (
     behavior,
     new_traces,
     require,
-    serve_gw,
     summary,
     tool_results,
     trace_ids,
 )
 from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
+from e2e.agent_clients import fakes as fakes  # noqa: PLC0414 (a fixture)
+from e2e.agent_clients import gw as gw  # noqa: PLC0414 (a fixture)
 from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
 from e2e.gw_process import GwServer
-from fakes.anthropic_upstream import FakeAnthropic
-from fakes.gemini_upstream import FakeGemini
-from fakes.openai_upstream import FakeOpenAI
-from fakes.responses_upstream import FakeResponses
 
 FINAL = "The secret word is pelican."
 CALL = ("lookup_word", json.dumps({"topic": "birds"}))
@@ -43,24 +39,6 @@ CALL = ("lookup_word", json.dumps({"topic": "birds"}))
 def _installed() -> None:
     """Skip (or fail, in CI) before starting gw when the client is missing."""
     require(AGENTS_PYTHON)
-
-
-@pytest.fixture(scope="module")
-def fakes() -> Iterator[dict[str, Any]]:
-    with (
-        FakeOpenAI() as openai,
-        FakeAnthropic() as anthropic,
-        FakeGemini() as gemini,
-        FakeResponses() as responses,
-    ):
-        yield {"openai": openai, "anthropic": anthropic, "gemini": gemini, "responses": responses}
-
-
-@pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[GwServer]:
-    state = tmp_path_factory.mktemp("agents-openai-sdk") / "state"
-    with serve_gw(state, **{name: fake.base_url for name, fake in fakes.items()}) as server:
-        yield server
 
 
 @pytest.mark.parametrize("mode", ["run", "stream"])

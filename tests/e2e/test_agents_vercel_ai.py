@@ -10,7 +10,6 @@ build/agents); tests/agents/vercel_ai.mjs runs under node and prints one JSON li
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,18 +22,15 @@ from e2e.agent_clients import (
     behavior,
     new_traces,
     require,
-    serve_gw,
     summary,
     tool_results,
     trace_ids,
 )
 from e2e.agent_clients import egress_trap as egress_trap  # noqa: PLC0414 (a fixture, used by sandbox)
+from e2e.agent_clients import fakes as fakes  # noqa: PLC0414 (a fixture)
+from e2e.agent_clients import gw as gw  # noqa: PLC0414 (a fixture)
 from e2e.agent_clients import sandbox as sandbox  # noqa: PLC0414 (a fixture)
 from e2e.gw_process import GwServer
-from fakes.anthropic_upstream import FakeAnthropic
-from fakes.gemini_upstream import FakeGemini
-from fakes.openai_upstream import FakeOpenAI
-from fakes.responses_upstream import FakeResponses
 
 NODE_MODULES = NODE_BIN.parent
 SCRIPT = ROOT / "tests" / "agents" / "vercel_ai.mjs"
@@ -47,24 +43,6 @@ CALL = ("lookup_word", json.dumps({"topic": "birds"}))
 def _installed() -> None:
     """Skip (or fail, in CI) before starting gw when the client is missing."""
     require(NODE_MODULES / "ai" / "package.json")
-
-
-@pytest.fixture(scope="module")
-def fakes() -> Iterator[dict[str, Any]]:
-    with (
-        FakeOpenAI() as openai,
-        FakeAnthropic() as anthropic,
-        FakeGemini() as gemini,
-        FakeResponses() as responses,
-    ):
-        yield {"openai": openai, "anthropic": anthropic, "gemini": gemini, "responses": responses}
-
-
-@pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[GwServer]:
-    state = tmp_path_factory.mktemp("agents-vercel-ai") / "state"
-    with serve_gw(state, **{name: fake.base_url for name, fake in fakes.items()}) as server:
-        yield server
 
 
 @pytest.mark.parametrize("upstream", ["openai", "anthropic", "gemini", "responses"])
