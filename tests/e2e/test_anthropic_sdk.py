@@ -40,6 +40,8 @@ def test_a_message_served_by_an_openai_upstream(gw: GwServer, primary: FakeOpenA
     assert message.usage.input_tokens > 0
     assert message.usage.output_tokens > 0
     assert raw.headers["x-gw-route"] == "primary/gpt-a"
+    # The SDK's request-id accessor shows gw's id (the `request-id` header).
+    assert message._request_id == raw.headers["x-gw-request-id"]
     sent = primary.requests[-1].json
     assert sent["messages"] == [
         {"role": "system", "content": "be brief"},
@@ -128,6 +130,7 @@ def test_errors_come_in_anthropic_shape(gw: GwServer, primary: FakeOpenAI) -> No
         sdk(gw).messages.create(model="solo", max_tokens=8, messages=HELLO)
     assert failed.value.status_code == 502
     assert failed.value.body["gw"]["code"] == "upstream_error"  # type: ignore[index]
+    assert failed.value.request_id == failed.value.body["gw"]["request_id"]  # type: ignore[index]
 
 
 def test_a_bad_body_is_a_400_naming_the_field(gw: GwServer) -> None:

@@ -41,6 +41,8 @@ def test_sync_non_streaming_through_a_real_upstream(gw: GwServer, primary: FakeO
     assert completion.usage.total_tokens > 0
     assert raw.headers["x-gw-route"] == "primary/gpt-a"
     assert raw.headers["x-gw-queue-ms"] == "0"  # a free slot: no wait
+    # The SDK's request-id accessor shows gw's id (x-request-id), not the upstream's.
+    assert completion._request_id == raw.headers["x-gw-request-id"]
     sent = primary.requests[-1]
     assert sent.json is not None
     assert sent.json["model"] == "gpt-a"
