@@ -1,7 +1,9 @@
 """Every client format through gw to every upstream format, as the client SDKs parse it.
 
-Ingress (the openai SDK's chat and Responses APIs, the anthropic SDK) x upstream (openai, azure_openai, gemini, mock, and
-anthropic) x {whole answer, stream} x {plain text, a tool call round trip, an image}.
+Ingress (the openai SDK's chat and Responses APIs, the anthropic SDK) x upstream (openai,
+azure_openai, openai_responses, anthropic, gemini, mock) x {whole answer, stream} x
+{plain text, a tool call round trip, an image}. (google-genai, the Gemini client, runs
+against every upstream in test_gemini_ingress.py.)
 Each upstream is a fake speaking its provider's real wire format on loopback; the
 assertions are on what the client SDK parsed: text, tool call name and arguments, stop
 reason and usage, and on what reached the upstream in its own format.
@@ -20,10 +22,11 @@ import openai
 import pytest
 
 from e2e.gw_process import GwServer
-from fakes import anthropic_upstream, gemini_upstream, openai_upstream
+from fakes import anthropic_upstream, gemini_upstream, openai_upstream, responses_upstream
 from fakes.anthropic_upstream import FakeAnthropic
 from fakes.gemini_upstream import FakeGemini
 from fakes.openai_upstream import FakeOpenAI
+from fakes.responses_upstream import FakeResponses
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
 WEATHER = {
@@ -40,12 +43,14 @@ providers:
   - {{name: gem, kind: gemini, base_url: "{gemini}", api_key: env:GW_TEST_KEY}}
   - {{name: claude, kind: anthropic, base_url: "{anthropic}", api_key: env:GW_TEST_KEY}}
   - {{name: mock, kind: mock}}
+  - {{name: oresp, kind: openai_responses, base_url: "{responses}", api_key: env:GW_TEST_KEY}}
 routes:
   - {{name: to-openai, targets: [{{provider: oai, model: gpt-a}}]}}
   - {{name: to-azure, targets: [{{provider: azure, model: my-deployment}}]}}
   - {{name: to-gemini, targets: [{{provider: gem, model: gemini-2.5-flash}}]}}
   - {{name: to-anthropic, targets: [{{provider: claude, model: claude-sonnet-4-5}}]}}
   - {{name: to-mock, targets: [{{provider: mock, model: mock-1}}]}}
+  - {{name: to-responses, targets: [{{provider: oresp, model: gpt-5-mini}}]}}
 """
 
 
@@ -409,6 +414,40 @@ class AnthropicUpstream:
         )
 
 
+class ResponsesUpstream:
+    text = responses_upstream.DEFAULT_TEXT
+    route = "to-responses"
+
+    def __init__(self, fake: FakeResponses) -> None:
+        self.fake = fake
+
+    def script_tool_call(self) -> None:
+        call = ("get_weather", json.dumps(ARGUMENTS))
+        self.fake.enqueue(responses_upstream.Behavior(tool_call=call))
+
+    def script_text(self) -> None:
+        self.fake.enqueue(responses_upstream.Behavior())
+
+    def last_body(self) -> dict[str, Any] | None:
+        return self.fake.responses_requests[-1].json  # type: ignore[no-any-return]
+
+    def image_sent(self, body: dict[str, Any]) -> bool:
+        parts = body["input"][-1]["content"]
+        return any(
+            part.get("type") == "input_image"
+            and part.get("image_url") == f"data:image/png;base64,{PNG}"
+            for part in parts
+        )
+
+    def tool_result_sent(self, body: dict[str, Any]) -> bool:
+        call, result = body["input"][-2:]
+        return call["type"] == "function_call" and result == {
+            "type": "function_call_output",
+            "call_id": call["call_id"],
+            "output": "sunny, 21 C",
+        }
+
+
 class MockUpstream:
     route = "to-mock"
     text = None
@@ -434,8 +473,20 @@ class MockUpstream:
 
 @pytest.fixture(scope="module")
 def fakes() -> Iterator[dict[str, Any]]:
-    with FakeOpenAI() as oai, FakeOpenAI() as azure, FakeGemini() as gem, FakeAnthropic() as claude:
-        yield {"openai": oai, "azure": azure, "gemini": gem, "anthropic": claude}
+    with (
+        FakeOpenAI() as oai,
+        FakeOpenAI() as azure,
+        FakeGemini() as gem,
+        FakeAnthropic() as claude,
+        FakeResponses() as responses,
+    ):
+        yield {
+            "openai": oai,
+            "azure": azure,
+            "gemini": gem,
+            "anthropic": claude,
+            "responses": responses,
+        }
 
 
 @pytest.fixture(scope="module")
@@ -450,6 +501,7 @@ def matrix_gw(
             azure=fakes["azure"].base_url.removesuffix("/v1"),
             gemini=fakes["gemini"].base_url,
             anthropic=fakes["anthropic"].base_url,
+            responses=fakes["responses"].base_url,
         )
     )
     with GwServer(home / "state", config, env={"GW_TEST_KEY": "k-test"}) as server:
@@ -468,7 +520,9 @@ def client(request: pytest.FixtureRequest, matrix_gw: GwServer) -> Client:
     return CLIENTS[request.param](matrix_gw)
 
 
-@pytest.fixture(params=["openai", "azure_openai", "anthropic", "gemini", "mock"])
+@pytest.fixture(
+    params=["openai", "azure_openai", "anthropic", "gemini", "openai_responses", "mock"]
+)
 def upstream(request: pytest.FixtureRequest, fakes: dict[str, Any]) -> Upstream:
     for fake in fakes.values():
         fake.clear()
@@ -481,6 +535,8 @@ def upstream(request: pytest.FixtureRequest, fakes: dict[str, Any]) -> Upstream:
         chosen = AnthropicUpstream(fakes["anthropic"])
     elif request.param == "gemini":
         chosen = GeminiUpstream(fakes["gemini"])
+    elif request.param == "openai_responses":
+        chosen = ResponsesUpstream(fakes["responses"])
     else:
         chosen = MockUpstream()
     return chosen
