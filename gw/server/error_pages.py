@@ -31,6 +31,15 @@ from gw.server.services import HttpRequest, ServerServices
 
 logger = logging.getLogger("gw.server")
 
+# What an unknown path's 404 lists (the Gemini paths' own 404 lists those in detail).
+SERVED = (
+    "gw serves POST /v1/chat/completions, /v1/responses, /v1/messages, "
+    "/v1/messages/count_tokens and /v1/embeddings; GET and DELETE /v1/responses/{id}; "
+    "GET /v1/models; the Gemini API under /v1beta/models; the admin API under /admin/v1; "
+    "GET /metrics, /livez, /readyz and the dashboard at /"
+)
+MAX_PATH_SHOWN = 200  # an unknown path is the client's text: shown cut
+
 
 class ErrorPages:
     def __init__(self, services: ServerServices) -> None:
@@ -52,7 +61,10 @@ class ErrorPages:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         path = request.url.path
         if status == 404:
-            return self.render(request, EndpointNotFoundError(f"no such endpoint: {path}"))
+            shown = path if len(path) <= MAX_PATH_SHOWN else path[:MAX_PATH_SHOWN] + "..."
+            return self.render(
+                request, EndpointNotFoundError(f"no such endpoint: {shown}; {SERVED}")
+            )
         if status == 405:
             message = f"{request.method} not allowed on {path}"
             return self.render(request, MethodNotAllowedError(message))

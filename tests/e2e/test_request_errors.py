@@ -126,10 +126,17 @@ def test_bad_requests_are_traced_with_their_error(gw: GwServer) -> None:
     assert [t["request_id"] for t in listed] == [answer.headers["x-gw-request-id"]]
 
 
-def test_unknown_endpoint_has_headers_too(gw: GwServer) -> None:
+def test_unknown_endpoint_has_headers_too_and_lists_what_gw_serves(gw: GwServer) -> None:
     with gw.client() as http:
         answer = http.get("/v1/nothing-here")
+        long = http.post("/v1/" + "x" * 5000)
     assert_gw_error(answer, 404, "endpoint_not_found")
+    message = answer.json()["error"]["message"]
+    assert message.startswith("no such endpoint: /v1/nothing-here; gw serves POST ")
+    for served in ("/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1beta"):
+        assert served in message
+    assert_gw_error(long, 404, "endpoint_not_found")
+    assert len(long.json()["error"]["message"]) < 1000  # the client's path is shown cut
 
 
 def test_a_long_client_request_id_is_found_by_the_id_the_client_sent(gw: GwServer) -> None:
