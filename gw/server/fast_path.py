@@ -22,6 +22,11 @@ from litestar.types import Receive, Scope, Send
 
 from gw.server.services import HttpRequest
 
+# GETs that change something: a dashboard login link is redeemed once, a logout ends a
+# session, a finished background response is handed out once. A HEAD must not do that (a
+# link unfurler would take the session or the answer), so it is not run as their GET.
+GETS_THAT_ACT = ("/dashboard/login", "/dashboard/logout", "/v1/responses/")
+
 Endpoint = Callable[[HttpRequest], Awaitable[Response[Any]]]
 HeaderSource = Callable[[], Mapping[str, str]]
 Guard = Callable[[HttpRequest], Awaitable[Response[bytes] | None]]
@@ -57,10 +62,10 @@ class FastPath:
                 # x-gw-* headers every /v1 (and Gemini /v1beta) response carries
                 # (DESIGN.md): added here.
                 send = _adding(send, self._gw_headers)
-            elif method == "HEAD":
+            elif method == "HEAD" and not scope["path"].startswith(GETS_THAT_ACT):
                 # HEAD is answered wherever GET is (Litestar routes GET only: a HEAD got
                 # 405, e.g. Claude Code's start-up check of the base URL): the GET's head,
-                # no body.
+                # no body. Not where a GET acts: there HEAD stays refused (405).
                 scope = {**scope, "method": "GET"}
                 send = _headless(send)
         await self.app(scope, receive, send)

@@ -224,3 +224,15 @@ def wait_for_route(gw: GwServer, route: str) -> dict[str, Any]:
                 return trace  # type: ignore[no-any-return]
         time.sleep(0.1)
     raise AssertionError(f"no trace for route {route}")
+
+
+def test_head_is_answered_wherever_get_is_but_never_acts(gw: GwServer) -> None:
+    with gw.client() as http:
+        for path in ("/", "/v1/models", "/livez", "/readyz", "/openapi.json"):
+            got, head = http.get(path), http.head(path)
+            assert (head.status_code, head.content) == (got.status_code, b""), path
+            assert head.headers["content-type"] == got.headers["content-type"], path
+        # GETs that act (a login link redeemed once, a background answer handed out once)
+        # are not run for a HEAD: it stays refused.
+        for path in ("/dashboard/login?token=x", "/dashboard/logout", "/v1/responses/resp_x"):
+            assert http.head(path).status_code == 405, path
