@@ -34,6 +34,15 @@ def is_type_name(kind: str) -> bool:
     return _TYPE_NAME.fullmatch(kind) is not None
 
 
+def decimal(text: str, *, max_digits: int = 18) -> int | None:
+    """``text`` as a non-negative integer when it is 1 to ``max_digits`` ASCII digits;
+    None otherwise. (``str.isdigit`` takes "²" and other digits ``int`` refuses, and
+    ``int`` refuses more than 4,300 digits: both were 500s.)"""
+    if 0 < len(text) <= max_digits and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
 def describe(value: object) -> str:
     """The JSON type of ``value`` in words, for error messages."""
     if value is None:

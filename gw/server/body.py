@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gw.codecs.fields import decimal
 from gw.errors import ClientAbortedError, InvalidRequestError, RequestTooLargeError
 from gw.server.services import HttpRequest
 
@@ -11,9 +12,10 @@ async def read_body(request: HttpRequest, limit: int) -> bytes:
     needs Litestar's routing state, which the inference fast path does not build)."""
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.isdigit():
+        length = decimal(declared)
+        if length is None:
             raise InvalidRequestError("the Content-Length header is not a number")
-        if int(declared) > limit:
+        if length > limit:
             raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0

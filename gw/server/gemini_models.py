@@ -15,6 +15,7 @@ from __future__ import annotations
 import msgspec
 from litestar import Response
 
+from gw.codecs.fields import decimal
 from gw.config.schema import ModelEntry
 from gw.config.snapshot import Snapshot
 from gw.errors import GatewayError, InvalidRequestError, ModelNotFoundError
@@ -72,15 +73,16 @@ async def _caller(services: ServerServices, request: HttpRequest) -> Principal:
 def _page(request: HttpRequest) -> tuple[int, int]:
     size_text = request.query_params.get("pageSize") or str(DEFAULT_PAGE)
     token = request.query_params.get("pageToken") or "0"
-    if not size_text.isdigit() or not 1 <= int(size_text) <= MAX_PAGE:
+    size, start = decimal(size_text), decimal(token)
+    if size is None or not 1 <= size <= MAX_PAGE:
         raise InvalidRequestError(
             f"`pageSize` must be an integer from 1 to {MAX_PAGE}", param="pageSize"
         )
-    if not token.isdigit():
+    if start is None:
         raise InvalidRequestError(
             "`pageToken` must be a nextPageToken gw returned", param="pageToken"
         )
-    return int(token), int(size_text)
+    return start, size
 
 
 def _visible(snapshot: Snapshot, principal: Principal) -> list[str]:

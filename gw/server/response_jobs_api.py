@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from litestar import Response, delete, get, post
 from litestar.handlers import HTTPRouteHandler
 
+from gw.codecs.fields import decimal
 from gw.errors import GatewayError, InvalidRequestError, ResponseNotFoundError
 from gw.server.auth import Principal, require_scope
 from gw.server.background_jobs import KEEPS, BackgroundJobs
@@ -90,6 +91,7 @@ async def _answer(
 def _limit(given: str | None) -> int:
     if given is None:
         return DEFAULT_ITEMS
-    if not given.isdigit():
+    limit = decimal(given)
+    if limit is None:
         raise InvalidRequestError("limit must be a whole number from 1 to 100", param="limit")
-    return int(given)
+    return limit

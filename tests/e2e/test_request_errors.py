@@ -236,3 +236,19 @@ def test_head_is_answered_wherever_get_is_but_never_acts(gw: GwServer) -> None:
         # are not run for a HEAD: it stays refused.
         for path in ("/dashboard/login?token=x", "/dashboard/logout", "/v1/responses/resp_x"):
             assert http.head(path).status_code == 405, path
+
+
+def test_numbers_given_as_text_that_are_not_ascii_digits_are_a_400(gw: GwServer) -> None:
+    with gw.client() as http:
+        answers = [
+            http.get("/v1beta/models", params={"pageSize": "²"}),
+            http.get("/v1/responses/resp_x/input_items", params={"limit": "²"}),
+            http.post(
+                "/v1beta/models/mock:generateContent",
+                json={
+                    "contents": [{"parts": [{"text": "hi"}]}],
+                    "generationConfig": {"maxOutputTokens": "²"},
+                },
+            ),
+        ]
+    assert [answer.status_code for answer in answers] == [400, 400, 400]

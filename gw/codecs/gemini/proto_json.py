@@ -11,7 +11,7 @@ Schema) are left as sent.
 
 from __future__ import annotations
 
-from gw.codecs.fields import JSONObject, as_object, invalid
+from gw.codecs.fields import JSONObject, as_object, decimal, invalid
 
 
 def camel(name: str) -> str:
@@ -38,6 +38,8 @@ def integer(value: object, param: str) -> int:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.lstrip("-").isdigit():
-        return int(value)
+    if isinstance(value, str):
+        number = decimal(value.removeprefix("-"))
+        if number is not None:
+            return -number if value.startswith("-") else number
     raise invalid(param, "an integer", value)
