@@ -13,11 +13,12 @@ Mapping (as upstream_response.py reads whole answers): ``response.created`` ->
 ``function_call_arguments.delta`` s the fragments; ``reasoning_summary_text.delta`` (and
 ``reasoning_text.delta``) -> ``ThinkingDelta``, a blank line between summary parts; a
 reasoning item's ``output_item.added`` -> a ``NativeEvent`` of the item with status
-``in_progress`` (opening it), its ``output_item.done`` -> a ``NativeEvent`` holding the
-whole item (id, ``encrypted_content``), which closes the reasoning its deltas built; the
-``done`` of any item the IR does not model -> a ``NativeEvent``. ``response.completed``
-/ ``response.incomplete`` -> ``UsageEvent`` + ``Finish``; ``response.failed`` and
-``error`` events -> the mapped gw error.
+``in_progress`` (opening it, sent with its first summary delta: nothing is committed to
+the client before there is something to show), its ``output_item.done`` -> a
+``NativeEvent`` holding the whole item (id, ``encrypted_content``), which closes the
+reasoning its deltas built; the ``done`` of any item the IR does not model -> a
+``NativeEvent``. ``response.completed`` / ``response.incomplete`` -> ``UsageEvent`` +
+``Finish``; ``response.failed`` and ``error`` events -> the mapped gw error.
 
 A message or call whose deltas never came (a server that sends only the ``done``) is
 taken from its ``output_item.done``.
@@ -107,6 +108,10 @@ class UpstreamStreamDecoder(SSEStreamDataDecoder):
         self._with_arguments: set[int] = set()  # calls whose argument fragments came
         self._with_text: set[str] = set()  # message items whose deltas came
         self._summary: tuple[str | None, int] = (None, 0)  # last thinking item, part
+        # Reasoning items added but not yet shown: each opens with its first summary delta,
+        # so a reasoning model's stream commits no byte (and may still fall back) until
+        # there is something to show.
+        self._opening: dict[str, dict[str, Any]] = {}
 
     def _check_end(self) -> None:
         if not self.done:
@@ -183,6 +188,9 @@ class UpstreamStreamDecoder(SSEStreamDataDecoder):
         if where[0] == last_item and where[1] != last_part:
             events.append(ThinkingDelta(text="\n\n"))  # as the whole answer joins parts
         self._summary = where
+        opening = self._opening.pop(event.item_id or "", None)
+        if opening is not None:
+            events.append(NativeEvent(block=NativeBlock(format=FORMAT, data=opening)))
         events.append(ThinkingDelta(text=event.delta))
 
     def _item_added(self, event: _Event, events: list[StreamEvent]) -> None:
@@ -193,8 +201,7 @@ class UpstreamStreamDecoder(SSEStreamDataDecoder):
         elif data.get("type") == "reasoning":
             # Opens the reasoning its summary deltas fill, under the upstream's own id
             # (a Responses client checks that an item keeps its id until done).
-            opening = {**data, "status": "in_progress"}
-            events.append(NativeEvent(block=NativeBlock(format=FORMAT, data=opening)))
+            self._opening[str(data.get("id") or "")] = {**data, "status": "in_progress"}
 
     def _add_call(self, data: dict[str, Any], events: list[StreamEvent]) -> int:
         call = tool_call(read_item(data, "output_item"), "output_item")
@@ -218,6 +225,7 @@ class UpstreamStreamDecoder(SSEStreamDataDecoder):
                 self._with_arguments.add(index)
                 events.append(ToolCallDelta(index=index, arguments=arguments))
         else:
+            self._opening.pop(str(data.get("id") or ""), None)  # shown whole, if at all
             events.append(NativeEvent(block=NativeBlock(format=FORMAT, data=data)))
 
     @staticmethod

@@ -206,3 +206,31 @@ def test_unknown_event_types_are_skipped() -> None:
 def test_malformed_streams(data: bytes) -> None:
     with pytest.raises(UpstreamError, match="malformed"):
         decode(data)
+
+
+def test_a_reasoning_item_opens_only_with_its_first_summary_delta() -> None:
+    """Nothing that commits a client stream before there is something to show: a
+    reasoning model's stream that fails while it thinks may still be retried."""
+    decoder = UpstreamStreamDecoder()
+    head = (
+        b'event: response.created\ndata: {"type":"response.created","sequence_number":0,'
+        b'"response":{"id":"resp_1","model":"m","created_at":1,"output":[]}}\n\n'
+        b'event: response.output_item.added\ndata: {"type":"response.output_item.added",'
+        b'"sequence_number":1,"output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[]}}\n\n'
+    )
+    events = decoder.feed(head)
+    assert [type(event).__name__ for event in events] == ["StreamStart"]
+    delta = (
+        b'event: response.reasoning_summary_text.delta\ndata: {"type":'
+        b'"response.reasoning_summary_text.delta","sequence_number":2,"item_id":"rs_1",'
+        b'"output_index":0,"summary_index":0,"delta":"Hm"}\n\n'
+    )
+    opened, thought = decoder.feed(delta)
+    assert isinstance(opened, NativeEvent)
+    assert opened.block.data == {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [],
+        "status": "in_progress",
+    }
+    assert thought == ThinkingDelta(text="Hm")
