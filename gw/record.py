@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 import msgspec
@@ -37,6 +38,20 @@ def request_id_of(given: str) -> str:
         if given.startswith(prefix):
             return REQUEST_ID_PREFIX + given.removeprefix(prefix)
     return given
+
+
+_RESPONSE_ID = re.compile(r"resp_[0-9a-f]{28}")
+
+
+def is_response_id(given: str) -> bool:
+    """Whether ``given`` has the shape of a Responses id gw gives (``resp_`` + 28 hex)."""
+    return _RESPONSE_ID.fullmatch(given) is not None
+
+
+def shown_response_id(given: str) -> str:
+    """``given`` as an error message may quote it: only an id of gw's shape (any other
+    text is the client's own, and messages reach traces)."""
+    return given if is_response_id(given) else "(not an id gw gives)"
 
 
 def response_id(request_id: str) -> str:

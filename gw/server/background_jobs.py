@@ -34,7 +34,7 @@ from gw.errors import (
 from gw.execution.gateway import RequestContext
 from gw.ir import ChatRequest
 from gw.ports import Clock
-from gw.record import RESPONSE_ID_PREFIX, request_id_of, response_id
+from gw.record import is_response_id, request_id_of, response_id, shown_response_id
 from gw.routing.plan import route_plan
 from gw.server.auth import Principal
 from gw.server.background_worker import BackgroundWorker
@@ -146,12 +146,12 @@ class BackgroundJobs:
     async def _visible(self, principal: Principal, given: str) -> Job:
         """The caller's job with this id, else 404 (another caller's looks unknown)."""
         job = None
-        if given.startswith(RESPONSE_ID_PREFIX):
+        if is_response_id(given):
             job = await self._jobs.get(request_id_of(given))
         if job is None or (job.tenant, job.key_id) != (principal.tenant, principal.key_id):
             raise ResponseNotFoundError(
-                f"gw holds no response {given} for this caller: {KEEPS}, each visible to "
-                "the API key that made it, until its result is fetched and "
+                f"gw holds no response {shown_response_id(given)} for this caller: {KEEPS}, "
+                "each visible to the API key that made it, until its result is fetched and "
                 "state.trace_max_age after it ended"
             )
         return job

@@ -24,7 +24,7 @@ from gw.errors import InvalidRequestError, ResponseNotFoundError
 from gw.execution.accounts import AccountPin
 from gw.execution.gateway import RequestContext
 from gw.ir import ChatRequest
-from gw.record import RESPONSE_ID_PREFIX, TraceRecord, request_id_of
+from gw.record import TraceRecord, is_response_id, request_id_of
 from gw.store.migrations import StoreError
 from gw.telemetry.response_links import RecentResponses, ResponseLink, link_of
 
@@ -71,9 +71,10 @@ async def pin_previous(
     given = None if kept is None else kept.get(PARAM)
     if given is None:
         return ctx, chat
-    if not isinstance(given, str) or not given.startswith(RESPONSE_ID_PREFIX):
+    if not isinstance(given, str) or not is_response_id(given):
         raise InvalidRequestError(
-            f"{PARAM} must be the id of a response gw gave (resp_...)", param=PARAM
+            f"{PARAM} must be the id of a response gw gave (resp_ and 28 hex digits)",
+            param=PARAM,
         )
     link = None if links is None else await links.find(request_id_of(given))
     if link is None or (link.tenant, link.key_id) != (ctx.tenant, ctx.key_id):

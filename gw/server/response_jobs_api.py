@@ -13,6 +13,7 @@ from litestar.handlers import HTTPRouteHandler
 
 from gw.codecs.fields import decimal
 from gw.errors import GatewayError, InvalidRequestError, ResponseNotFoundError
+from gw.record import shown_response_id
 from gw.server.auth import Principal, require_scope
 from gw.server.background_jobs import KEEPS, BackgroundJobs
 from gw.server.responses import JSON, gw_headers, openai_error_response
@@ -76,7 +77,7 @@ async def _answer(
         require_scope(principal, "inference")
         jobs = services.background
         if jobs is None:
-            raise ResponseNotFoundError(f"gw holds no response {given}: {KEEPS}")
+            raise ResponseNotFoundError(f"gw holds no response {shown_response_id(given)}: {KEEPS}")
         body = await action(jobs, principal)
     except GatewayError as error:
         failed = services.gateway.reject(ctx, error, stream=False)

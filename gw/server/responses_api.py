@@ -103,9 +103,13 @@ def responses_endpoint(services: ServerServices) -> Endpoint:
                 return ctx, chat
             if services.background is None:
                 raise InvalidRequestError(
-                    "this gateway runs no background responses", param="background"
+                    "background responses are off on this gateway; an operator turns them on "
+                    "with responses.background.enabled: true",
+                    param="background",
                 )
-            queued = await services.background.enqueue(ctx, chat, client.body)
+            # The client's own request: the one that runs may hold the upstream's
+            # previous_response_id, which the queued object must not echo.
+            queued = await services.background.enqueue(ctx, client.decoded or chat, client.body)
             headers = gw_headers(ctx.request_id, "-", ctx.snapshot.revision)
             return Response(content=queued, status_code=200, media_type=JSON, headers=headers)
 

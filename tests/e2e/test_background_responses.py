@@ -236,12 +236,23 @@ def test_previous_response_id_is_refused_where_gw_cannot_forward_it(gw: GwServer
     error = chat_upstream.value
     assert (error.code, error.param) == ("invalid_request", "previous_response_id")
     assert "send the whole conversation as input" in error.message
+    gone = "resp_" + "0" * 12 + "1" * 16  # gw's shape, never answered
     with pytest.raises(openai.NotFoundError) as unknown:
-        client.responses.create(model="to-openai", input="and?", previous_response_id="resp_01gone")
+        client.responses.create(model="to-openai", input="and?", previous_response_id=gone)
     assert (unknown.value.code, unknown.value.param) == (
         "response_not_found",
         "previous_response_id",
     )
+    # Any other text is not an id gw gives: refused, and never quoted (it may be a prompt's).
+    with pytest.raises(openai.BadRequestError) as other:
+        client.responses.create(
+            model="to-openai", input="and?", previous_response_id="resp_ my secret plan " * 999
+        )
+    assert other.value.param == "previous_response_id"
+    assert "secret" not in other.value.message
+    with pytest.raises(openai.NotFoundError) as path:
+        client.responses.retrieve("resp_ my secret plan")
+    assert "secret" not in path.value.message
 
 
 def test_background_responses_are_off_unless_configured(tmp_path: Path, fake: FakeOpenAI) -> None:

@@ -34,7 +34,7 @@ SNAPSHOT = compile_snapshot(load_config(CONFIG, "t.yaml"), revision=1, source="t
 
 
 def trace(
-    request_id: str = "req_prev",
+    request_id: str = "req_0000000000010000000000000000",
     *,
     provider: str = "native",
     kind: str = "openai_responses",
@@ -103,7 +103,7 @@ def test_the_id_is_forwarded_as_the_upstreams_pinned_to_the_account_that_made_it
     recent = RecentResponses()
     recent.submit(trace())
     store = Store()
-    pinned_ctx, pinned = pin(ResponseLinks(recent, store), chat(previous_response_id="resp_prev"))
+    pinned_ctx, pinned = pin(ResponseLinks(recent, store), chat(previous_response_id="resp_0000000000010000000000000000"))
     assert pinned_ctx.pin == AccountPin(provider="native", account="two")
     assert pinned.extensions["openai_responses"] == {
         "store": True,
@@ -115,12 +115,12 @@ def test_the_id_is_forwarded_as_the_upstreams_pinned_to_the_account_that_made_it
 def test_an_older_response_is_found_in_the_trace_store_by_its_exact_id() -> None:
     store = Store(trace())
     links = ResponseLinks(RecentResponses(), store)
-    pinned_ctx, _ = pin(links, chat(previous_response_id="resp_prev"))
+    pinned_ctx, _ = pin(links, chat(previous_response_id="resp_0000000000010000000000000000"))
     assert pinned_ctx.pin == AccountPin(provider="native", account="two")
-    assert store.asked == ["req_prev"]
+    assert store.asked == ["req_0000000000010000000000000000"]
     ambiguous = ResponseLinks(RecentResponses(), Store(error=AmbiguousRequestIdError("two")))
     with pytest.raises(GatewayError) as refused:
-        pin(ambiguous, chat(previous_response_id="resp_prev"))
+        pin(ambiguous, chat(previous_response_id="resp_0000000000010000000000000000"))
     assert refused.value.code == "response_not_found"
 
 
@@ -137,7 +137,7 @@ def test_an_id_this_caller_does_not_hold_is_not_found(
 ) -> None:
     links = ResponseLinks(RecentResponses(), Store(stored))
     with pytest.raises(GatewayError) as refused:
-        pin(links, chat(previous_response_id="resp_prev"), **who)
+        pin(links, chat(previous_response_id="resp_0000000000010000000000000000"), **who)
     assert (refused.value.status, refused.value.code) == (404, "response_not_found")
     assert refused.value.param == "previous_response_id"
     assert "send the whole conversation as input" in refused.value.message
@@ -148,7 +148,7 @@ def test_a_response_a_chat_upstream_made_is_refused_with_the_way_out() -> None:
         RecentResponses(), Store(trace(provider="chat", kind="openai_compatible"))
     )
     with pytest.raises(GatewayError) as refused:
-        pin(links, chat(previous_response_id="resp_prev"))
+        pin(links, chat(previous_response_id="resp_0000000000010000000000000000"))
     error = refused.value
     assert (error.status, error.code, error.param) == (
         400,
@@ -168,7 +168,7 @@ def test_a_holder_the_config_no_longer_has_or_an_unknown_upstream_id_is_refused(
 ) -> None:
     links = ResponseLinks(RecentResponses(), Store(stored))
     with pytest.raises(GatewayError) as refused:
-        pin(links, chat(previous_response_id="resp_prev"))
+        pin(links, chat(previous_response_id="resp_0000000000010000000000000000"))
     assert refused.value.code == "invalid_request"
 
 
