@@ -15,7 +15,7 @@ from gw.ir import AssistantMessage, ChatRequest, NativeBlock
 def foreign_field_notes(request: ChatRequest, upstream_format: str) -> list[str]:
     """One note per other format whose fields ``request`` carries, naming them."""
     notes = [
-        f"{', '.join(sorted(fields))}: not sent ({fmt} fields; this upstream is {upstream_format})"
+        f"{_names(fields)}: not sent ({fmt} fields; this upstream is {upstream_format})"
         for fmt, fields in sorted(request.extensions.items())
         if fmt != upstream_format and fields
     ]
@@ -61,6 +61,16 @@ def native_block_notes(request: ChatRequest, upstream_format: str) -> list[str]:
                 f"this upstream is {upstream_format})"
             )
     return notes
+
+
+def _names(fields: dict[str, object]) -> str:
+    """The fields' names, sorted; a key that is no field name (the client's own text, which
+    may be a prompt's) is counted, not quoted: notes reach traces."""
+    named = sorted(key for key in fields if is_type_name(key))
+    others = len(fields) - len(named)
+    if others:
+        named.append(f"{others} other key" + ("s" if others > 1 else ""))
+    return ", ".join(named)
 
 
 def _kind(block: NativeBlock) -> str:

@@ -72,3 +72,10 @@ def test_deferred_tools_are_offered_up_front_by_other_formats() -> None:
         "upstream is openai)"
     ]
     assert foreign_field_notes(asked, "anthropic") == []
+
+
+def test_a_key_that_is_no_field_name_is_counted_not_quoted() -> None:
+    asked = request(extensions={"openai": {"logit_bias": {}, "my secret plan is X": 1, "a b": 2}})
+    assert foreign_field_notes(asked, "anthropic") == [
+        "logit_bias, 2 other keys: not sent (openai fields; this upstream is anthropic)"
+    ]
