@@ -237,8 +237,10 @@ def _reasoning(value: object) -> Reasoning | None:
         return None
     obj = as_object(value, "reasoning")
     effort = obj.get("effort")
+    if effort == "max":
+        effort = "xhigh"  # the IR's highest level (as Anthropic's output_config.effort max)
     if effort is not None and effort not in _EFFORTS:
-        raise invalid("reasoning.effort", f"one of {', '.join(_EFFORTS)}", effort)
+        raise invalid("reasoning.effort", f"one of {', '.join(_EFFORTS)}, max", effort)
     # generate_summary: the older name of summary, which clients still send.
     summary = obj.get("summary", obj.get("generate_summary"))
     if summary is not None and summary not in _SUMMARIES:

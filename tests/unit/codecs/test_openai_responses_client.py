@@ -104,6 +104,12 @@ def test_items_become_turns_in_order() -> None:
     assert last == AssistantMessage(content=(TextPart(text="done"),))
 
 
+def test_the_highest_effort_max_is_the_irs_xhigh() -> None:
+    request = decode({"model": "m", "input": "x", "reasoning": {"effort": "max"}})
+    assert request.reasoning is not None
+    assert request.reasoning.effort == "xhigh"
+
+
 def test_tools_settings_and_the_keys_kept_for_a_responses_upstream() -> None:
     search = {"type": "web_search"}
     request = decode(
