@@ -14,9 +14,29 @@ class CacheMark(IRStruct, frozen=True, kw_only=True):
     ttl: Literal["5m", "1h"] | None = None
 
 
+NativeFormat = Literal["anthropic", "openai_responses", "gemini"]
+
+
+class NativeBlock(IRStruct, tag="native", frozen=True, kw_only=True):
+    """A block the IR does not model, kept verbatim for the wire format it came from: an
+    Anthropic server tool call or its result (``server_tool_use``,
+    ``web_search_tool_result``), a Responses item (``reasoning`` with encrypted content, a
+    ``web_search_call``). Only an upstream of ``format`` is sent it; another leaves it out
+    and says so in the attempt's notes. ``data`` is the block's JSON object as received.
+    """
+
+    format: NativeFormat
+    data: dict[str, Any]
+
+
 class TextPart(IRStruct, tag="text", frozen=True, kw_only=True):
+    """Text. ``native``: the same text as its own format keeps it, with what the IR does
+    not model (an Anthropic answer's text with web-search ``citations``): an upstream of
+    that format gets it back verbatim, every other one the text."""
+
     text: str
     cache: CacheMark | None = None
+    native: NativeBlock | None = None
 
 
 class ImagePart(IRStruct, tag="image", frozen=True, kw_only=True):
@@ -51,21 +71,6 @@ class FilePart(IRStruct, tag="file", frozen=True, kw_only=True):
     file_id: str | None = None
     filename: str | None = None
     cache: CacheMark | None = None
-
-
-NativeFormat = Literal["anthropic", "openai_responses", "gemini"]
-
-
-class NativeBlock(IRStruct, tag="native", frozen=True, kw_only=True):
-    """A block the IR does not model, kept verbatim for the wire format it came from: an
-    Anthropic server tool call or its result (``server_tool_use``,
-    ``web_search_tool_result``), a Responses item (``reasoning`` with encrypted content, a
-    ``web_search_call``). Only an upstream of ``format`` is sent it; another leaves it out
-    and says so in the attempt's notes. ``data`` is the block's JSON object as received.
-    """
-
-    format: NativeFormat
-    data: dict[str, Any]
 
 
 ContentPart = TextPart | ImagePart | FilePart

@@ -30,7 +30,15 @@ from gw.codecs.fields import (
     required,
 )
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
-from gw.ir import ContentPart, ImagePart, TextPart, ThinkingPart, ToolCall, ToolMessage
+from gw.ir import (
+    ContentPart,
+    ImagePart,
+    NativeBlock,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolMessage,
+)
 
 # Media types Anthropic accepts for a base64 image source.
 IMAGE_MEDIA_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
@@ -60,16 +68,22 @@ def misplaced_block(kind: str, param: str, role: str) -> InvalidRequestError:
     )
 
 
-def text_block(obj: JSONObject, param: str) -> TextPart:
+def text_block(obj: JSONObject, param: str, *, cited: bool = False) -> TextPart:
+    """A text block; ``cited``: an assistant's, whose ``citations`` are kept with it for
+    Anthropic upstreams (``TextPart.native``); elsewhere citations are refused."""
     text = as_str(required(obj, "text", f"{param}.text"), f"{param}.text")
     if not text:
         raise invalid(f"{param}.text", "a non-empty string")
     citations = obj.get("citations")
+    native = None
     if citations is not None and as_list(citations, f"{param}.citations"):
-        raise NativeFeatureUnsupportedError(
-            f"`{param}.citations`: citations are not supported by gw", param=f"{param}.citations"
-        )
-    return TextPart(text=text, cache=decode_cache_mark(obj, param))
+        if not cited:
+            raise NativeFeatureUnsupportedError(
+                f"`{param}.citations`: citations are not supported by gw",
+                param=f"{param}.citations",
+            )
+        native = NativeBlock(format="anthropic", data=obj)
+    return TextPart(text=text, cache=decode_cache_mark(obj, param), native=native)
 
 
 def image_block(obj: JSONObject, param: str) -> ImagePart:

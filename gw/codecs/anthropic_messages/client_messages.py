@@ -128,10 +128,8 @@ def _decode_assistant(content: object, param: str) -> list[Message]:
         item_param = f"{param}[{i}]"
         obj = as_object(item, item_param)
         kind = block_type(obj, item_param)
-        if kind == "text" and obj.get("citations"):  # the IR's text has no citations
-            ordered.append(NativeBlock(format="anthropic", data=obj))
-        elif kind == "text":
-            ordered.append(text_block(obj, item_param))
+        if kind == "text":
+            ordered.append(text_block(obj, item_param, cited=True))
         elif kind == "thinking":
             ordered.append(thinking_block(obj, item_param))
         elif kind == "redacted_thinking":

@@ -146,6 +146,8 @@ def _blocks(message: UserMessage | AssistantMessage | ToolMessage) -> tuple[Role
 
 
 def _part(part: ContentPart) -> JSONObject:
+    if isinstance(part, TextPart) and part.native is not None and part.native.format == "anthropic":
+        return part.native.data  # its citations too, as the client sent it
     if isinstance(part, TextPart):
         return _marked({"type": "text", "text": part.text}, part.cache)
     if isinstance(part, FilePart):

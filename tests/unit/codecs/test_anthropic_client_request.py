@@ -727,8 +727,14 @@ def test_server_tool_blocks_in_an_assistant_turn_are_kept_in_order() -> None:
     unknown = {"type": "hologram", "source": {}}
     blocks = [text("Searching."), call, result, cited, unknown]
     request = decode(messages=[HI, assistant(*blocks), HI])
-    native = [NativeBlock(format="anthropic", data=b) for b in (call, result, cited, unknown)]
-    assert request.messages[1] == AssistantMessage(content=(TextPart(text="Searching."), *native))
+    call_, result_, unknown_ = (
+        NativeBlock(format="anthropic", data=b) for b in (call, result, unknown)
+    )
+    # Cited text is text for every format, kept whole (citations too) for Anthropic.
+    cited_ = TextPart(text="Paris.", native=NativeBlock(format="anthropic", data=cited))
+    assert request.messages[1] == AssistantMessage(
+        content=(TextPart(text="Searching."), call_, result_, cited_, unknown_)
+    )
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from gw.ir import (
     CacheMark,
     ChatRequest,
     ImagePart,
+    NativeBlock,
     Reasoning,
     ResponseFormat,
     Sampling,
@@ -269,3 +270,17 @@ def test_cache_marks_are_left_out_with_a_note() -> None:
     ]
     tool = ToolDefinition(name="f", cache=CacheMark())
     assert lossy_notes(ChatRequest(model="m", messages=HI, tools=(tool,)))
+
+
+def test_an_anthropic_answers_cited_text_goes_as_its_text() -> None:
+    cited = {
+        "type": "text",
+        "text": "Team A won.",
+        "citations": [{"type": "web_search_result_location"}],
+    }
+    turn = AssistantMessage(
+        content=(TextPart(text="Team A won.", native=NativeBlock(format="anthropic", data=cited)),)
+    )
+    request = ChatRequest(model="m", messages=(UserMessage(content=(TextPart(text="who?"),)), turn))
+    body = json.loads(encode_upstream_request(request, model="m", stream=False))
+    assert body["messages"][1] == {"role": "assistant", "content": "Team A won."}

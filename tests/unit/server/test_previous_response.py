@@ -103,7 +103,9 @@ def test_the_id_is_forwarded_as_the_upstreams_pinned_to_the_account_that_made_it
     recent = RecentResponses()
     recent.submit(trace())
     store = Store()
-    pinned_ctx, pinned = pin(ResponseLinks(recent, store), chat(previous_response_id="resp_0000000000010000000000000000"))
+    pinned_ctx, pinned = pin(
+        ResponseLinks(recent, store), chat(previous_response_id="resp_0000000000010000000000000000")
+    )
     assert pinned_ctx.pin == AccountPin(provider="native", account="two")
     assert pinned.extensions["openai_responses"] == {
         "store": True,
