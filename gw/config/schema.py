@@ -272,7 +272,7 @@ class BackgroundConfig(ConfigStruct, frozen=True, kw_only=True):
     """Background Responses (``background: true`` on ``POST /v1/responses``), opt-in: the
     request is queued in the state database (its content age-encrypted with the vault's
     identity) and run by a worker, ``concurrency`` at a time. Each tenant may have
-    ``max_queued_per_tenant`` queued or running; a finished job's content is deleted when
+    ``max_queued_per_tenant`` queued, running or unfetched; a finished job's content is deleted when
     its result is fetched, or ``retention`` after it finished."""
 
     enabled: bool = False

@@ -81,9 +81,9 @@ class BackgroundJobs:
         if waiting is not None:
             who = f"tenant {ctx.tenant}" if ctx.tenant is not None else "this gateway"
             raise RateLimitedError(
-                f"{who} has {waiting} background responses queued or running "
-                f"(responses.background.max_queued_per_tenant); wait for one to end, or "
-                "cancel one (POST /v1/responses/{id}/cancel)"
+                f"{who} has {waiting} background responses queued, running or with an "
+                "answer not yet fetched (responses.background.max_queued_per_tenant); fetch "
+                "or delete one (GET or DELETE /v1/responses/{id}), or cancel one"
             )
         self.worker.wake()
         return self._object(job, chat)

@@ -107,10 +107,12 @@ class ResponseJobs:
 
     async def enqueue(self, job: Job, request: bytes, *, limit: int) -> int | None:
         """Store a queued job with its sealed request, unless its tenant already has
-        ``limit`` jobs queued or running: then nothing is written and that count returned."""
+        ``limit`` jobs queued or running, or ended with their answer not yet fetched (each
+        holds its content on disk until then): nothing is written and that count returned."""
         async with self._transaction():
             rows = await self._conn.execute_fetchall(
-                "SELECT count(*) FROM response_jobs WHERE tenant IS ? AND status IN (?, ?)",
+                "SELECT count(*) FROM response_jobs WHERE tenant IS ?"
+                " AND (status IN (?, ?) OR content = 'held')",
                 (job.tenant, *WAITING),
             )
             waiting = int(next(iter(rows))[0])

@@ -85,6 +85,19 @@ def test_a_tenant_may_have_only_so_many_queued_or_running(tmp_path: Path) -> Non
     assert with_jobs(tmp_path / "gw.db", body) == [None, None, 2, None, None, None]
 
 
+def test_an_answer_not_yet_fetched_still_counts_against_the_limit(tmp_path: Path) -> None:
+    async def body(jobs: ResponseJobs) -> list[int | None]:
+        results = [await jobs.enqueue(job(1), b"r", limit=1)]
+        await jobs.claim(now=NOW)
+        await jobs.finish("req_0001", "completed", now=NOW, expires_at=NOW + 60, result=b"a")
+        results.append(await jobs.enqueue(job(2), b"r", limit=1))  # its content is held
+        await jobs.take_result("req_0001")  # fetched: the content is gone, the place free
+        results.append(await jobs.enqueue(job(3), b"r", limit=1))
+        return results
+
+    assert with_jobs(tmp_path / "gw.db", body) == [None, 1, None]
+
+
 def test_a_result_is_handed_out_once_and_then_gone_from_disk(tmp_path: Path) -> None:
     path = tmp_path / "gw.db"
     request, result = marker("REQUEST-SECRET"), marker("RESULT-SECRET")
