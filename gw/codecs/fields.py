@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import msgspec
+
 from gw.errors import InvalidRequestError
 
 JSONObject = dict[str, Any]
@@ -23,6 +25,22 @@ _TYPE_NAMES: dict[type, str] = {
     list: "an array",
     dict: "an object",
 }
+
+
+_JSON = msgspec.json.Decoder()
+
+
+def decode_object(body: bytes) -> JSONObject:
+    """A client's request body, which must be a JSON object (decoded untyped, see above)."""
+    try:
+        raw = _JSON.decode(body)
+    except msgspec.DecodeError:
+        raise InvalidRequestError("the request body is not valid JSON") from None
+    except RecursionError:
+        raise InvalidRequestError("the request body nests JSON too deeply") from None
+    if not isinstance(raw, dict):
+        raise InvalidRequestError("the request body must be a JSON object")
+    return raw
 
 
 _TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")

@@ -34,6 +34,7 @@ from gw.codecs.fields import (
     as_number,
     as_object,
     as_str,
+    decode_object,
     invalid,
     optional_bool,
     optional_str,
@@ -42,7 +43,6 @@ from gw.codecs.fields import (
 from gw.errors import InvalidRequestError
 from gw.ir import ChatRequest, Sampling
 
-_JSON = msgspec.json.Decoder()
 _COUNT_ENCODER = msgspec.json.Encoder()
 
 # Keys read into IR fields; everything else lands in extensions["anthropic"].
@@ -104,15 +104,7 @@ def encode_count_tokens_response(input_tokens: int) -> bytes:
 
 
 def _decode(body: bytes, *, max_tokens_required: bool) -> ChatRequest:
-    try:
-        raw = _JSON.decode(body)
-    except msgspec.DecodeError:
-        raise InvalidRequestError("the request body is not valid JSON") from None
-    except RecursionError:
-        raise InvalidRequestError("the request body nests JSON too deeply") from None
-    if not isinstance(raw, dict):
-        raise InvalidRequestError("the request body must be a JSON object")
-    obj: JSONObject = raw
+    obj = decode_object(body)
     system = decode_system(obj.get("system"))
     messages = decode_messages(required(obj, "messages", "messages"))
     tools, native_tools = decode_tools(obj.get("tools"))

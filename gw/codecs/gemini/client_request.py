@@ -38,6 +38,7 @@ from gw.codecs.fields import (
     as_number,
     as_object,
     as_str,
+    decode_object,
     invalid,
 )
 from gw.codecs.gemini.client_contents import decode_contents, decode_system
@@ -47,7 +48,6 @@ from gw.codecs.gemini.proto_json import integer, message
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import ChatRequest, Effort, Reasoning, ResponseFormat, Sampling
 
-_JSON = msgspec.json.Decoder()
 _ENCODER = msgspec.json.Encoder()
 
 # Keys read into IR fields; everything else lands in extensions["gemini"]. ``model`` is
@@ -103,15 +103,7 @@ def decode_json_object(body: bytes) -> JSONObject:
 
 
 def _object(body: bytes) -> JSONObject:
-    try:
-        raw = _JSON.decode(body)
-    except msgspec.DecodeError:
-        raise InvalidRequestError("the request body is not valid JSON") from None
-    except RecursionError:
-        raise InvalidRequestError("the request body nests JSON too deeply") from None
-    if not isinstance(raw, dict):
-        raise InvalidRequestError("the request body must be a JSON object")
-    return message(raw, "body")
+    return message(decode_object(body), "body")
 
 
 def _decode(obj: JSONObject, *, model: str) -> ChatRequest:

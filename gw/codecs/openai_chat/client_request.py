@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import msgspec
-
 from gw.codecs.fields import (
     JSONObject,
     as_int,
@@ -22,6 +20,7 @@ from gw.codecs.fields import (
     as_number,
     as_object,
     as_str,
+    decode_object,
     invalid,
     optional_bool,
     optional_str,
@@ -30,8 +29,6 @@ from gw.codecs.fields import (
 from gw.codecs.openai_chat.client_messages import decode_messages
 from gw.errors import InvalidRequestError, NativeFeatureUnsupportedError
 from gw.ir import ChatRequest, Reasoning, ResponseFormat, Sampling, ToolChoice, ToolDefinition
-
-_JSON = msgspec.json.Decoder()
 
 # Keys read into IR fields; everything else lands in extensions["openai"].
 _CONSUMED = frozenset(
@@ -73,13 +70,7 @@ def decode_chat_request(body: bytes) -> ChatRequest:
     Raises ``InvalidRequestError`` (or ``NativeFeatureUnsupportedError`` for OpenAI features
     the IR cannot carry, such as ``n`` > 1 or audio parts) with ``param`` naming the field.
     """
-    try:
-        raw = _JSON.decode(body)
-    except msgspec.DecodeError:
-        raise InvalidRequestError("the request body is not valid JSON") from None
-    except RecursionError:
-        raise InvalidRequestError("the request body nests JSON too deeply") from None
-    obj = _root(raw)
+    obj = decode_object(body)
     for legacy, replacement in _LEGACY.items():
         if obj.get(legacy) is not None:
             raise InvalidRequestError(
@@ -120,12 +111,6 @@ def _reasoning(effort: object) -> Reasoning | None:
     if effort not in _EFFORTS:
         raise invalid("reasoning_effort", "one of minimal, low, medium, high", effort)
     return Reasoning(effort=_EFFORTS[effort])
-
-
-def _root(raw: object) -> JSONObject:
-    if not isinstance(raw, dict):
-        raise InvalidRequestError("the request body must be a JSON object")
-    return raw
 
 
 def _model(obj: JSONObject) -> str:

@@ -23,6 +23,7 @@ from gw.codecs.fields import (
     JSONObject,
     as_int,
     as_str,
+    decode_object,
     invalid,
     optional_str,
     required,
@@ -42,7 +43,6 @@ _CONSUMED = frozenset({"model", "input", "encoding_format", "dimensions", "user"
 # client's encoding_format is kept there for its own answer).
 _PROTECTED = _CONSUMED
 _TOKENS = tuple[Annotated[int, msgspec.Meta(ge=0)], ...]
-_JSON = msgspec.json.Decoder()
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -55,15 +55,7 @@ def decode_embeddings_request(body: bytes) -> EmbeddingRequest:
     A valid ``encoding_format`` is kept in ``extensions["openai"]`` for the answer
     (``requested_encoding``); unknown keys go there too, for OpenAI-shaped upstreams.
     """
-    try:
-        raw = _JSON.decode(body)
-    except msgspec.DecodeError:
-        raise InvalidRequestError("the request body is not valid JSON") from None
-    except RecursionError:
-        raise InvalidRequestError("the request body nests JSON too deeply") from None
-    if not isinstance(raw, dict):
-        raise InvalidRequestError("the request body must be a JSON object")
-    obj: JSONObject = raw
+    obj = decode_object(body)
     model = as_str(required(obj, "model", "model"), "model")
     if not model:
         raise invalid("model", "a non-empty string")

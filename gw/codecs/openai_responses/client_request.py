@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-import msgspec
-
 from gw.codecs.fields import (
     JSONObject,
     as_int,
@@ -24,6 +22,7 @@ from gw.codecs.fields import (
     as_number,
     as_object,
     as_str,
+    decode_object,
     invalid,
     optional_bool,
     optional_str,
@@ -48,7 +47,6 @@ from gw.ir import (
 )
 
 FORMAT: NativeFormat = "openai_responses"
-_JSON = msgspec.json.Decoder()
 
 # Keys read into IR fields; everything else lands in extensions["openai_responses"].
 _CONSUMED = frozenset(
@@ -70,7 +68,7 @@ _MODES: dict[str, Literal["auto", "none", "required"]] = {
 def decode_responses_request(body: bytes) -> ChatRequest:
     """Parse a client Responses request. Raises ``InvalidRequestError`` (or
     ``NativeFeatureUnsupportedError``) with ``param`` naming the field."""
-    obj = _root(body)
+    obj = decode_object(body)
     _check_logprobs(obj)
     tools, native_tools = _tools(obj.get("tools"))
     extensions = {
@@ -97,18 +95,6 @@ def decode_responses_request(body: bytes) -> ChatRequest:
         user=optional_str(obj, "user", "user"),
         extensions={FORMAT: extensions} if extensions else {},
     )
-
-
-def _root(body: bytes) -> JSONObject:
-    try:
-        raw = _JSON.decode(body)
-    except msgspec.DecodeError:
-        raise InvalidRequestError("the request body is not valid JSON") from None
-    except RecursionError:
-        raise InvalidRequestError("the request body nests JSON too deeply") from None
-    if not isinstance(raw, dict):
-        raise InvalidRequestError("the request body must be a JSON object")
-    return raw
 
 
 def _check_logprobs(obj: JSONObject) -> None:
