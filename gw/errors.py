@@ -30,6 +30,7 @@ target, and who is to ``blame``. The server renders errors from these attributes
     │   └── OverloadedError                overloaded                  503  (also upstream)
     └── UpstreamFaultError (blame: upstream)
         ├── UpstreamError                  upstream_error              502
+        │   └── PersistentUpstreamError    upstream_error              502  (not retried)
         ├── UpstreamAuthFailedError        upstream_auth_failed        502
         └── UpstreamTimeoutError           upstream_timeout            504
 
@@ -199,6 +200,14 @@ class UpstreamError(UpstreamFaultError):
     code = "upstream_error"
     status = 502
     retryable = True
+
+
+class PersistentUpstreamError(UpstreamError):
+    """An ``upstream_error`` that would repeat on the same target (the upstream does not
+    know the model or endpoint, or its answer has a shape gw cannot read): never retried
+    there, but fallen back from like any ``upstream_error``."""
+
+    retryable = False
 
 
 class UpstreamAuthFailedError(UpstreamFaultError):

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from datetime import UTC
 
+from gw.codecs.context_window import refine_context_window
 from gw.errors import (
     GatewayError,
     OverloadedError,
@@ -47,7 +48,9 @@ def upstream_failure(
     upstream_status: int,
     retry_after: float | None,
 ) -> GatewayError:
-    """``hint``, when given, is what to do about it, added to ``message`` in parentheses."""
+    """``hint``, when given, is what to do about it, added to ``message`` in parentheses.
+    A request error worded as a too-long prompt becomes ``context_length_exceeded``."""
+    cls = refine_context_window(cls, upstream_text)
     if hint:
         message += f" ({hint})"
     text: str | None = None

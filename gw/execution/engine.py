@@ -44,6 +44,7 @@ from gw.ir import (
     StreamStart,
     UsageEvent,
 )
+from gw.ir.cut_calls import drop_cut_calls
 from gw.ports import (
     AttemptTimeouts,
     Clock,
@@ -142,6 +143,8 @@ class Engine:
         ) -> ChatResponse:
             response = await _within(upstream.complete(call), min(per_attempt, remaining))
             pending.upstream_response_id = response.id or None
+            response, cut_notes = drop_cut_calls(response)
+            pending.notes.extend(cut_notes)
             if accept is not None:
                 accept(response)
             return response
@@ -292,8 +295,9 @@ class Engine:
         raised for the caller to carry on); ``hedge`` marks the attempts as hedged.
 
         ``retry.max_attempts`` bounds the calls to one target, whichever account each went
-        to: moving to the next account after one is locked (rate limited, credentials
-        refused) takes one of them, as a retry would.
+        to; a call that locked its account (rate limited, credentials refused) and moved
+        on to the provider's next account does not count (DESIGN: account rotation comes
+        before fallback and does not spend the retry budget).
         """
         chain = plan.decision.chain if chain is None else chain
         policy = plan.policy
@@ -353,15 +357,13 @@ class Engine:
                             backoff_ms = delay * 1000
                             continue
                         fell_back = step == "fell_back"
+                        calls -= step == "next_account"  # a rotation is not a retry
                         last_error = error
                         break
                     except asyncio.CancelledError as cancelled:
                         _finish_cancelled(log, pending, cancelled)
                         raise
-                    self._record_health(target, None, trial=trial)
-                    self._record_latency(target, pending)
-                    if self._accounts is not None:
-                        self._accounts.unlock(target.provider, account.name, target.model)
+                    self._record_success(target, account.name, pending, trial=trial)
                     return result, target, pending
                 if fell_back:
                     break  # to the next target, not this target's next account
@@ -385,10 +387,8 @@ class Engine:
         """What follows a failed attempt: the next account when this one is now locked,
         a retry after a delay, the next target, or the end of the request."""
         self._record_health(target, error, trial=trial)
-        # Another account is a call to the same target: it counts toward max_attempts
-        # like a retry (DESIGN: max_attempts counts every call to one target).
         locked = self._lock_account(target, account, error)
-        if locked and more_accounts and calls < plan.policy.retry.max_attempts:
+        if locked and more_accounts:
             return "next_account", None
         # A failed trial has reopened the breaker: no second call to it.
         delay = None if trial else self._retry_delay(plan, error, calls, deadline)
@@ -397,6 +397,14 @@ class Engine:
         if has_next and may_fall_back(error, plan.policy.fallback):
             return "fell_back", None
         return "failed", None
+
+    def _record_success(
+        self, target: TargetRef, account: str, pending: PendingAttempt, *, trial: bool
+    ) -> None:
+        self._record_health(target, None, trial=trial)
+        self._record_latency(target, pending)
+        if self._accounts is not None:
+            self._accounts.unlock(target.provider, account, target.model)
 
     def _accounts_for(
         self, plan: ExecutionPlan[RequestT], provider: ProviderConfig, target: TargetRef

@@ -23,6 +23,7 @@ from gw.errors import (
 from gw.execution.attempt_log import AttemptLog, PendingAttempt
 from gw.execution.idle_watch import IdleWatch
 from gw.ir import (
+    Finish,
     StreamEvent,
     StreamStart,
     TextDelta,
@@ -31,6 +32,7 @@ from gw.ir import (
     Usage,
     UsageEvent,
 )
+from gw.ir.cut_calls import StreamedCalls
 from gw.ports import Clock
 from gw.record import AttemptOutcome, AttemptRecord
 from gw.routing.decision import TargetRef
@@ -65,6 +67,7 @@ class OpenStream:
         # What the stream has carried so far, for the trace and the usage row.
         self.usage: Usage | None = None
         self.output_chars = 0
+        self._calls = StreamedCalls()
         self.began = False  # events() or relay() has started (and so will close the tail)
 
     @property
@@ -216,6 +219,9 @@ class OpenStream:
             self.usage = event.usage
         elif isinstance(event, ToolCallDelta):
             self.output_chars += len(event.arguments) + len(event.name or "")
+            self._calls.take(event.index, event.name, event.arguments)
+        elif isinstance(event, Finish) and event.reason == "length":
+            self._pending.notes.extend(self._calls.cut_notes())
 
 
 def unexpected_error(exc: Exception, provider: str) -> InternalError:

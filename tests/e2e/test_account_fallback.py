@@ -33,8 +33,9 @@ routes:
       - {{provider: pool, model: gpt-a, priority: 1}}
       - {{provider: spare, model: gpt-s, priority: 2}}
 policies:
-  # Two calls per target: the first account, then the next (a switch counts as a call).
-  - {{name: twice, match: {{routes: ["*"]}}, retry: {{max_attempts: 2}}}}
+  # One call per target, yet a rate-limited account still hands over to the next: account
+  # rotation comes before fallback and does not spend max_attempts (DESIGN.md).
+  - {{name: once, match: {{routes: ["*"]}}, retry: {{max_attempts: 1}}}}
 health: {{rate_limit_cooldown: 10m, max_cooldown: 10m}}
 """
 ENV = {"POOL_KEY": "sk-east-0123456789", "POOL_WEST_KEY": "sk-west-0123456789"}

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from gw.codecs.anthropic_messages.upstream_errors import error_from_payload
-from gw.errors import UpstreamError
+from gw.errors import PersistentUpstreamError
 from gw.ir import (
     ChatResponse,
     FinishReason,
@@ -128,9 +128,9 @@ _RAW_DECODER = msgspec.json.Decoder(_RawMessageIn)
 _ARGUMENTS = msgspec.json.Encoder()
 
 
-def malformed(reason: str) -> UpstreamError:
+def malformed(reason: str) -> PersistentUpstreamError:
     """The error for an upstream body gw cannot read; ``reason`` must not quote the body."""
-    return UpstreamError(f"upstream sent a malformed message: {reason}", blame="upstream")
+    return PersistentUpstreamError(f"upstream sent a malformed message: {reason}", blame="upstream")
 
 
 def tool_arguments(value: object) -> str:

@@ -53,6 +53,7 @@ from gw.ir import (
     Usage,
     UsageEvent,
 )
+from gw.ir.cut_calls import whole_arguments
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -103,7 +104,7 @@ class GeminiStreamEncoder:
                 self._usage = usage
             case Finish(reason=reason):
                 self._finish = reason
-                out = self._calls_chunk()
+                out = self._calls_chunk(drop_cut=reason == "length")
             case ErrorEvent(code=code, message=message):
                 self._finished = True
                 cls = ERRORS_BY_CODE.get(code)
@@ -141,10 +142,9 @@ class GeminiStreamEncoder:
             part["thoughtSignature"], self._pending = self._pending, None
         return part
 
-    def _calls_chunk(self) -> bytes:
-        """The held tool calls, whole, in one chunk; nothing when none are held."""
-        if not self._calls:
-            return b""
+    def _calls_chunk(self, *, drop_cut: bool = False) -> bytes:
+        """The held tool calls, whole, in one chunk; nothing when none are held. With
+        ``drop_cut`` (the output limit ended the answer) a call cut short is left out."""
         parts: list[JSONObject] = []
         for index, fragments in sorted(self._calls.items()):
             first = next((f for f in fragments if f.id or f.name), fragments[0])
@@ -153,8 +153,11 @@ class GeminiStreamEncoder:
                 name=first.name or "",
                 arguments="".join(f.arguments for f in fragments),
             )
-            parts.append(function_call_part(call))
+            if not (drop_cut and not whole_arguments(call.arguments)):
+                parts.append(function_call_part(call))
         self._calls.clear()
+        if not parts:
+            return b""
         parts[0] = self._signed(parts[0])
         return self._chunk(parts)
 

@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from gw.codecs.gemini.upstream_errors import GoogleError, error_from_payload
-from gw.errors import ContentBlockedError, GatewayError, UpstreamError
+from gw.errors import ContentBlockedError, GatewayError, PersistentUpstreamError, UpstreamError
 from gw.ir import ChatResponse, FinishReason, ThinkingPart, ToolCall, Usage
 
 # Gemini finishReason -> IR. Unlisted values (FINISH_REASON_UNSPECIFIED, OTHER, image
@@ -120,9 +120,11 @@ class ResponseIn(msgspec.Struct, rename="camel"):
 RESPONSE_DECODER = msgspec.json.Decoder(ResponseIn)
 
 
-def malformed(reason: str) -> UpstreamError:
+def malformed(reason: str) -> PersistentUpstreamError:
     """The error for an upstream body gw cannot read; ``reason`` must not quote the body."""
-    return UpstreamError(f"upstream sent a malformed Gemini response: {reason}", blame="upstream")
+    return PersistentUpstreamError(
+        f"upstream sent a malformed Gemini response: {reason}", blame="upstream"
+    )
 
 
 def decode_chunk(data: bytes | str) -> ResponseIn:

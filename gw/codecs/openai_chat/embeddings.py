@@ -29,7 +29,7 @@ from gw.codecs.fields import (
     required,
 )
 from gw.codecs.openai_chat.upstream_errors import error_from_payload
-from gw.errors import InvalidRequestError, UpstreamError
+from gw.errors import InvalidRequestError, PersistentUpstreamError
 from gw.ir import EmbeddingInput, EmbeddingRequest, EmbeddingResponse, Usage
 
 EncodingFormat = Literal["float", "base64"]
@@ -277,6 +277,8 @@ def _floats(embedding: tuple[float, ...] | str) -> tuple[float, ...]:
     return tuple(packed)
 
 
-def _malformed(reason: str) -> UpstreamError:
+def _malformed(reason: str) -> PersistentUpstreamError:
     """The error for a body gw cannot read; ``reason`` never quotes the body."""
-    return UpstreamError(f"upstream sent a malformed embeddings list: {reason}", blame="upstream")
+    return PersistentUpstreamError(
+        f"upstream sent a malformed embeddings list: {reason}", blame="upstream"
+    )

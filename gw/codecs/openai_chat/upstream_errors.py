@@ -23,6 +23,7 @@ from gw.errors import (
     GatewayError,
     InvalidRequestError,
     OverloadedError,
+    PersistentUpstreamError,
     RateLimitedError,
     UpstreamAuthFailedError,
     UpstreamError,
@@ -34,13 +35,18 @@ STATUS_TABLE: dict[int, type[GatewayError]] = {
     401: UpstreamAuthFailedError,
     402: RateLimitedError,  # payment required: the account is out of credit, like quota
     403: UpstreamAuthFailedError,
-    404: UpstreamError,  # the target's model is unknown upstream: gateway config, fall back
+    # The target's model or endpoint is unknown upstream: gateway config; it would repeat,
+    # so it is not retried there, but fallen back from.
+    404: PersistentUpstreamError,
+    405: PersistentUpstreamError,
+    410: PersistentUpstreamError,
     408: UpstreamTimeoutError,
     409: UpstreamError,
     413: InvalidRequestError,
     422: InvalidRequestError,
     429: RateLimitedError,
     500: UpstreamError,
+    501: PersistentUpstreamError,
     502: UpstreamError,
     503: UpstreamError,
     504: UpstreamError,

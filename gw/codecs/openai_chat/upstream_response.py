@@ -11,7 +11,7 @@ from __future__ import annotations
 import msgspec
 
 from gw.codecs.openai_chat.upstream_errors import error_from_payload
-from gw.errors import UpstreamError
+from gw.errors import PersistentUpstreamError
 from gw.ir import ChatResponse, FinishReason, ToolCall, Usage
 
 # OpenAI finish_reason -> IR; anything else (null, "eos", vendor values) reads as "stop".
@@ -24,8 +24,11 @@ FINISH_REASONS: dict[str, FinishReason] = {
 }
 
 
-def finish_reason(value: str | None) -> FinishReason:
-    return FINISH_REASONS.get(value or "stop", "stop")
+def finish_reason(value: str | None, *, called: bool = False) -> FinishReason:
+    """``value`` in the IR; ``stop`` with tool calls is ``tool_calls`` (some compatible
+    servers, vLLM and Ollama among them, end a tool-call turn with ``stop``)."""
+    reason = FINISH_REASONS.get(value or "stop", "stop")
+    return "tool_calls" if reason == "stop" and called else reason
 
 
 class PromptDetailsIn(msgspec.Struct):
@@ -87,9 +90,11 @@ class _CompletionIn(msgspec.Struct):
 _DECODER = msgspec.json.Decoder(_CompletionIn)
 
 
-def malformed(reason: str) -> UpstreamError:
+def malformed(reason: str) -> PersistentUpstreamError:
     """The error for an upstream body gw cannot read; ``reason`` must not quote the body."""
-    return UpstreamError(f"upstream sent a malformed chat completion: {reason}", blame="upstream")
+    return PersistentUpstreamError(
+        f"upstream sent a malformed chat completion: {reason}", blame="upstream"
+    )
 
 
 def decode_upstream_response(body: bytes) -> ChatResponse:
@@ -114,7 +119,9 @@ def decode_upstream_response(body: bytes) -> ChatResponse:
             ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments)
             for call in message.tool_calls or ()
         ),
-        finish_reason=finish_reason(completion.choices[0].finish_reason),
+        finish_reason=finish_reason(
+            completion.choices[0].finish_reason, called=bool(message.tool_calls)
+        ),
         usage=None if completion.usage is None else completion.usage.to_ir(),
         created=completion.created,
     )

@@ -103,7 +103,8 @@ class UpstreamStreamDecoder(SSEStreamDataDecoder):
                         self._take_rarer(delta, events)
                 if choice.finish_reason and not self._finished:
                     self._finished = True
-                    events.append(Finish(reason=finish_reason(choice.finish_reason)))
+                    called = self._next_tool_index > 0
+                    events.append(Finish(reason=finish_reason(choice.finish_reason, called=called)))
         if chunk.usage is not None:
             events.append(UsageEvent(usage=chunk.usage.to_ir()))
 

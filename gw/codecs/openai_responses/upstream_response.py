@@ -23,7 +23,7 @@ import msgspec
 
 from gw.codecs.openai_responses.namespaces import flat_name
 from gw.codecs.openai_responses.upstream_errors import error_from_response_error
-from gw.errors import UpstreamError
+from gw.errors import PersistentUpstreamError
 from gw.ir import (
     ChatResponse,
     FinishReason,
@@ -102,9 +102,11 @@ class _ResponseIn(msgspec.Struct):
 _DECODER = msgspec.json.Decoder(_ResponseIn)
 
 
-def malformed(reason: str) -> UpstreamError:
+def malformed(reason: str) -> PersistentUpstreamError:
     """The error for an upstream body gw cannot read; ``reason`` must not quote the body."""
-    return UpstreamError(f"upstream sent a malformed response: {reason}", blame="upstream")
+    return PersistentUpstreamError(
+        f"upstream sent a malformed response: {reason}", blame="upstream"
+    )
 
 
 def finish_reason(

@@ -17,7 +17,12 @@ from gw.codecs.anthropic_messages.upstream_errors import (
     error_from_payload,
     error_from_upstream,
 )
-from gw.errors import ALL_ERRORS, ContextLengthExceededError, GatewayError
+from gw.errors import (
+    ALL_ERRORS,
+    ContextLengthExceededError,
+    GatewayError,
+    PersistentUpstreamError,
+)
 
 NOW = datetime(2025, 8, 21, 12, 40, 0, tzinfo=UTC).timestamp()
 
@@ -209,7 +214,7 @@ def test_every_documented_error_type_is_mapped() -> None:
 def test_every_table_entry_is_a_gw_error() -> None:
     classes = [*ERROR_TYPE_TABLE.values(), *STATUS_TABLE.values(), *STATUS_CLASS_TABLE.values()]
     classes += [cls for _, _, cls in MESSAGE_PREFIX_TABLE]
-    assert set(classes) <= set(ALL_ERRORS)
+    assert set(classes) <= {*ALL_ERRORS, PersistentUpstreamError}
     assert set(STATUS_CLASS_TABLE) == {1, 2, 3, 4, 5}
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gw.codecs.anthropic_messages.upstream_stream import UpstreamStreamDecoder
-from gw.errors import InvalidRequestError, OverloadedError, UpstreamError
+from gw.errors import InvalidRequestError, OverloadedError, PersistentUpstreamError, UpstreamError
 from gw.ir import (
     Finish,
     NativeBlock,
@@ -319,5 +319,5 @@ def test_malformed_streams_raise_upstream_error(body: bytes) -> None:
 
     with pytest.raises(UpstreamError) as caught:
         feed_and_close()
-    assert type(caught.value) is UpstreamError
+    assert type(caught.value) is PersistentUpstreamError  # would repeat: not retried
     assert caught.value.blame == "upstream"

@@ -94,13 +94,26 @@ def test_calls_are_sent_before_text_that_follows_them() -> None:
     ]
 
 
-def test_arguments_that_are_not_an_object_end_the_stream_with_an_error() -> None:
+def test_a_call_cut_by_the_output_limit_is_dropped_and_the_answer_ends_at_the_limit() -> None:
     events = [
         START,
         TextDelta(text="a"),
         ToolCallDelta(index=0, id="c", name="f", arguments='{"cut'),
     ]
     raw = body([*events, Finish(reason="length")])
+    assert b'"error"' not in raw
+    assert b"functionCall" not in raw
+    assert b'"finishReason":"MAX_TOKENS"' in raw
+
+
+def test_arguments_that_are_not_an_object_end_the_stream_with_an_error() -> None:
+    """Outside the output limit, unreadable arguments are the upstream's fault."""
+    events = [
+        START,
+        TextDelta(text="a"),
+        ToolCallDelta(index=0, id="c", name="f", arguments='{"cut'),
+    ]
+    raw = body([*events, Finish(reason="tool_calls")])
     assert raw.count(b'data: {"error":') == 1
     assert raw.endswith(b"\r\n\r\n")
     assert b"finishReason" not in raw

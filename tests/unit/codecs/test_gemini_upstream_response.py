@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gw.codecs.gemini.upstream_response import FINISH_REASONS, decode_upstream_response
-from gw.errors import ContentBlockedError, GatewayError, UpstreamError
+from gw.errors import ContentBlockedError, GatewayError, PersistentUpstreamError, UpstreamError
 from gw.ir import ChatResponse, ThinkingPart, ToolCall, Usage
 
 
@@ -178,7 +178,7 @@ def test_malformed_answers_are_upstream_errors(raw: bytes) -> None:
     with pytest.raises(UpstreamError) as caught:
         decode(raw)
 
-    assert type(caught.value) is UpstreamError
+    assert type(caught.value) is PersistentUpstreamError  # would repeat: not retried
     assert "malformed" in caught.value.message
 
 

@@ -38,12 +38,13 @@ routes:
 policies:
   - name: p
     match: {{routes: [r]}}
-    retry: {{max_attempts: 2, initial_backoff: 100ms}}
+    retry: {{max_attempts: {max_attempts}, initial_backoff: 100ms}}
 """
 
 
-def snapshot(selection: str = "fill_first") -> Any:
-    config = load_config(CONFIG.format(selection=selection), "t.yaml")
+def snapshot(selection: str = "fill_first", *, max_attempts: int = 2) -> Any:
+    text = CONFIG.format(selection=selection, max_attempts=max_attempts)
+    config = load_config(text, "t.yaml")
     return compile_snapshot(config, revision=1, source="t")
 
 
@@ -114,8 +115,10 @@ def test_retry_after_is_capped_by_max_cooldown() -> None:
     assert lock.until == 60
 
 
-def run(a: list[Any], b: list[Any], book: AccountBook | None = None) -> Any:
-    snap = snapshot()
+def run(
+    a: list[Any], b: list[Any], book: AccountBook | None = None, *, max_attempts: int = 2
+) -> Any:
+    snap = snapshot(max_attempts=max_attempts)
     request = ChatRequest(model="r", messages=(UserMessage(content=(TextPart(text="hi"),)),))
     decision, policy = decide(request, snap, request_id="req_accounts")
     plan = ExecutionPlan(
@@ -150,14 +153,27 @@ def test_a_rate_limited_account_hands_over_to_the_next_before_the_next_target() 
     assert [lock.account for lock in book.locks(now=1000.5)] == ["one"]
 
 
-def test_the_next_account_counts_toward_max_attempts() -> None:
-    """DESIGN: max_attempts counts every call to one target, other accounts included."""
-    limited = [RateLimitedError("429") for _ in range(3)]
+def test_rotating_accounts_does_not_spend_max_attempts() -> None:
+    """DESIGN: rotation within a provider comes before fallback and does not spend the
+    retry budget; with every account rate limited the next target takes over."""
+    limited = [RateLimitedError("429") for _ in range(4)]
     result, upstreams, _, _ = run(limited, [answer("b")])
     assert [(a.account, a.outcome) for a in result.attempts] == [
-        ("one", "next_account"), ("two", "fell_back"), ("default", "answered"),
+        ("one", "next_account"), ("two", "next_account"),
+        ("three", "retried"), ("three", "fell_back"),  # max_attempts: 2 on the last account
+        ("default", "answered"),
     ]  # fmt: skip
-    assert len(upstreams["a"].calls) == 2  # max_attempts: 2; account three is not reached
+    assert len(upstreams["a"].calls) == 4
+
+
+def test_one_attempt_per_target_still_rotates_accounts() -> None:
+    """With ``retry.max_attempts: 1`` a rate-limited account hands over to the next one
+    (the outside run found gw fell through to the next target instead)."""
+    result, upstreams, _, _ = run([RateLimitedError("429"), answer()], [], max_attempts=1)
+    assert [(a.provider, a.account, a.outcome) for a in result.attempts] == [
+        ("a", "one", "next_account"), ("a", "two", "answered"),
+    ]  # fmt: skip
+    assert upstreams["b"].calls == []
 
 
 def test_a_server_error_retries_the_same_account_and_does_not_lock() -> None:
@@ -170,12 +186,14 @@ def test_a_server_error_retries_the_same_account_and_does_not_lock() -> None:
 
 
 def test_calls_to_one_target_stay_bounded() -> None:
-    """A retry and an account switch both count: max_attempts calls per target."""
-    steps = [UpstreamError("502"), RateLimitedError("429"), answer()]
+    """Retries count on every account; a rotation adds at most one call per account."""
+    steps = [UpstreamError("502"), RateLimitedError("429"), UpstreamError("502")] + [
+        UpstreamError("502") for _ in range(3)
+    ]
     with pytest.raises(ExecutionFailedError) as failed:
         run(steps, [UpstreamError("b"), UpstreamError("b"), answer()])
     assert [(a.provider, a.account, a.outcome) for a in failed.value.attempts] == [
-        ("a", "one", "retried"), ("a", "one", "fell_back"),
+        ("a", "one", "retried"), ("a", "one", "next_account"), ("a", "two", "fell_back"),
         ("b", "default", "retried"), ("b", "default", "failed"),
     ]  # fmt: skip
 
