@@ -9,14 +9,14 @@ Per tenant (``tenants[].limits`` and ``tenants[].budget``):
   none) and settles to the actual count when it ends.
 - ``max_concurrency``: requests in flight; over -> 429 ``concurrency_limited``.
 - ``daily_usd`` / ``monthly_usd``: settled spend plus what requests in flight have
-  reserved (their projected cost: the dearest target left in their chain) must stay
+  reserved (an upper bound on their cost, gw/execution/budget_reserve.py) must stay
   within the budget, else 402 ``budget_exceeded``. Settling replaces the reservation with
   the actual cost. Requests racing for the last cents therefore cannot overspend by more
   than the amount by which the actual costs of the requests in flight exceed their
-  projections (a request without ``max_tokens`` is projected at 1,024 output tokens;
-  send ``max_tokens`` for an exact ceiling). A tenant with a budget may not use a target
-  whose price is unknown (403). Calls gw cannot measure are not counted: an attempt cut
-  off by a timeout, or the losing lane of a hedge, may still be billed by the provider.
+  reservations (the bound and when it can be passed are stated there). A tenant with a
+  budget may not use a target whose price is unknown (403). Calls gw cannot measure are
+  not counted: an attempt cut off by a timeout, or the losing lane of a hedge, may still
+  be billed by the provider.
 
 All checks run before anything is taken, so a refused request holds nothing. Periods are
 UTC days and months, labelled by ``period_label`` (invariant 10); the spend of the current

@@ -8,6 +8,7 @@ from fnmatch import fnmatchcase
 
 from gw.config.snapshot import Snapshot
 from gw.errors import PermissionDeniedError
+from gw.execution.budget_reserve import reserved_cost_usd
 from gw.execution.limits import TenantLimiter
 from gw.ports import Clock
 from gw.routing.decision import RouteDecision
@@ -43,7 +44,7 @@ def admit_tenant(
             tenant,
             request_id,
             tokens=_projected_tokens(decision),
-            cost_usd=_projected_cost(decision),
+            cost_usd=reserved_cost_usd(snapshot, decision),
             now=clock.monotonic(),
             wall=clock.time(),
         )
@@ -68,14 +69,3 @@ def _refuse_unpriced(tenant: str, decision: RouteDecision) -> None:
             f"tenant {tenant} has a budget, and gw knows no price for {', '.join(unpriced)}; "
             "add its prices under models (input_per_mtok, output_per_mtok) to use it"
         )
-
-
-def _projected_cost(decision: RouteDecision) -> float:
-    """What a budget reserves: the dearest target the chain may reach (unknown: 0)."""
-    keys = {target.key for target in decision.chain}
-    costs = [
-        c.estimated_cost_usd
-        for c in decision.candidates
-        if f"{c.provider}/{c.model}" in keys and c.estimated_cost_usd is not None
-    ]
-    return max(costs, default=0.0)

@@ -155,7 +155,7 @@ def test_a_tenant_outside_its_allowed_routes_is_denied(limits_gw: GwServer) -> N
 def test_spend_survives_a_restart(tmp_path: Path, upstream: FakeOpenAI) -> None:
     config = tmp_path / "gw.yaml"
     config.write_text(
-        CONFIG.format(up=upstream.base_url).replace("daily_usd: 0.5", "daily_usd: 0.25")
+        CONFIG.format(up=upstream.base_url).replace("daily_usd: 0.5", "daily_usd: 0.35")
     )
     upstream.clear()
     upstream.default = Behavior(usage=(50, 50))
@@ -163,12 +163,12 @@ def test_spend_survives_a_restart(tmp_path: Path, upstream: FakeOpenAI) -> None:
         with GwServer(tmp_path / "state", config) as first:
             key = key_for(first, "thrifty")
             ask(first, key)
-            ask(first, key)  # $0.2 spent of $0.25
+            ask(first, key)  # $0.2 spent of $0.35
         with GwServer(tmp_path / "state", config) as second:
             with pytest.raises(openai.APIStatusError) as over:
-                ask(second, key)  # another $0.1 would pass the budget
+                ask(second, key)  # it reserves $0.174 (input x2 + 64, 100 out): too much
             assert over.value.status_code == 402
-            ask(second, key, max_tokens=10)  # ... a smaller request still fits
+            ask(second, key, max_tokens=10)  # ... a smaller request ($0.084) still fits
     finally:
         upstream.default = Behavior()
     assert upstream.count == 3

@@ -45,7 +45,7 @@ def snapshot() -> Snapshot:
     return compile_snapshot(load_config(CONFIG, "gw.yaml"), revision=1, source="t")
 
 
-def routed(snap: Snapshot, route: str, tenant: str, max_tokens: int = 10) -> RouteDecision:
+def routed(snap: Snapshot, route: str, tenant: str, max_tokens: int | None = 10) -> RouteDecision:
     request = ChatRequest(
         model=route,
         messages=(UserMessage(content=(TextPart(text="hi"),)),),
@@ -105,8 +105,20 @@ def test_the_charge_is_input_plus_max_output_at_the_dearest_targets_price() -> N
     admit_tenant(snap, "open-team", decision, limits=limits, request_id="r1", clock=FixedClock())
     [(tokens, cost)] = limits.charged
     assert tokens == decision.estimated_input_tokens + 10
-    # The chain may reach either target: the dearer one's projection is reserved.
-    assert cost == pytest.approx(tokens * 2.0 / 1e6)
+    # The chain may reach either target: the dearer one's upper bound is reserved, the
+    # input estimate with its margin (twice, plus 64 tokens) and the output ceiling.
+    reserved_input = 2 * decision.estimated_input_tokens + 64
+    assert cost == pytest.approx((reserved_input + 10) * 2.0 / 1e6)
+
+
+def test_a_request_without_max_tokens_reserves_the_stated_default() -> None:
+    snap = compile_snapshot(load_config(CHAIN, "gw.yaml"), revision=1, source="t")
+    limits = RecordingLimiter()
+    decision = routed(snap, "chain", "open-team", max_tokens=None)
+    admit_tenant(snap, "open-team", decision, limits=limits, request_id="r1", clock=FixedClock())
+    [(_, cost)] = limits.charged
+    reserved_input = 2 * decision.estimated_input_tokens + 64
+    assert cost == pytest.approx((reserved_input + 4096) * 2.0 / 1e6)
 
 
 CHAIN = """
