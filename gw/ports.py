@@ -97,7 +97,9 @@ class UsageRow(msgspec.Struct, frozen=True, kw_only=True):
     ``day`` and ``month`` are budget period labels (``gw.execution.periods``); ``route``
     is the route routing resolved (``provider/model`` when addressed directly);
     ``cost_usd`` is the trace's cost (``None``: price unknown); ``usage_source`` says
-    whether the token counts are the provider's or gw's estimate.
+    whether the token counts are the provider's or gw's estimate; ``recovered``: put back
+    at start-up from the usage journal of a run that was killed before writing it
+    (gw/telemetry/usage_journal.py), so its trace may be missing.
     """
 
     request_id: str
@@ -118,6 +120,7 @@ class UsageRow(msgspec.Struct, frozen=True, kw_only=True):
     reasoning_tokens: int = 0
     cost_usd: float | None = None
     usage_source: UsageSource | None = None
+    recovered: bool = False
 
 
 class UsageSink(Protocol):

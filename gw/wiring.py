@@ -45,9 +45,9 @@ from gw.startup.plan import ServeError, ServePlan, SnapshotHolder, SystemClock, 
 from gw.startup.reloading import build_reloader, record_start
 from gw.startup.responses_state import responses_state
 from gw.startup.telemetry import add_otel, gateway_metrics, with_request_log
+from gw.startup.usage_recovery import journaled_telemetry
 from gw.store.serve_lock import ServeLock, StateDirBusyError
 from gw.store.sqlite import SqliteStore
-from gw.telemetry.hub import TelemetryHub
 from gw.telemetry.log_lines import install_log_handler
 from gw.telemetry.pruner import TracePruner
 from gw.vault import VAULT_FILE_NAME
@@ -163,7 +163,8 @@ async def _serve(
     snapshots = SnapshotHolder(
         compile_snapshot(plan.config, revision=revision, source=plan.source, shipped=shipped)
     )
-    telemetry = with_request_log(TelemetryHub(store), snapshots)  # traces, usage, logs
+    # What a killed run left in the usage journal goes back first (budgets read it below).
+    telemetry = with_request_log(await journaled_telemetry(plan.home, store), snapshots)
     add_otel(telemetry, plan, snapshots)
     transport = build_transport(server_config.upstream_transport, proxies)
     health, latency = HealthBook(plan.config.health), LatencyBook()
@@ -213,7 +214,9 @@ async def _serve(
         usage=store,
         reloader=reloader,
         ready=store.ping,
-        facts=status_facts(plan, store, clock, address, counts, proxies=proxies),
+        facts=status_facts(
+            plan, store, clock, address, counts, proxies=proxies, journal=telemetry.journal_report
+        ),
         background=background,
         response_links=links,
     )
@@ -278,6 +281,7 @@ def status_facts(
     counts: RequestCounts,
     *,
     proxies: Mapping[str, str],
+    journal: Callable[[], dict[str, object] | None] | None = None,
 ) -> ServerFacts:
     """What ``GET /admin/v1/status`` reports beside the snapshot and the reloader."""
     return ServerFacts(
@@ -293,6 +297,7 @@ def status_facts(
         schema_version=store.schema_version,
         counts=counts,
         upstream_proxies=public_proxies(proxies),
+        usage_journal=journal,
     )
 
 

@@ -97,8 +97,26 @@ def render(report: dict[str, Any]) -> None:
     lines.append(f"requests {requests['total']} since start ({classes})")
     if proxied := describe_proxies(report.get("upstream_proxies") or {}):
         lines.append(f"proxy    {proxied}")
+    if journal := report.get("usage_journal"):
+        lines.append(f"journal  {journal_line(journal)}")
     for line in lines:
         stdout.print(line, highlight=False, markup=False)
+
+
+def journal_line(journal: dict[str, Any]) -> str:
+    """The usage journal: its size, its failures, and what this start recovered."""
+    parts = [f"{journal['path']} ({journal['bytes'] / 1024:.0f} KiB)"]
+    if journal["errors"] or journal["skipped"]:
+        parts.append(f"{journal['errors']} write errors, {journal['skipped']} rows not journaled")
+    recovered = journal["recovered_at_start"]
+    if recovered["rows"] or recovered["torn_lines"]:
+        parts.append(
+            f"recovered {recovered['rows']} usage rows at start ({recovered['without_trace']}"
+            f" without a trace, {recovered['torn_lines']} torn lines skipped)"
+        )
+    if recovered["error"]:
+        parts.append(f"NOT recovered at start: {recovered['error']}")
+    return ", ".join(parts)
 
 
 def config_origin(config: dict[str, Any]) -> str:

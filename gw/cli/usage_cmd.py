@@ -103,6 +103,11 @@ def usage_notes(totals: list[UsageTotals]) -> list[str]:
             f"{_requests(whole.estimated)} counted with gw's token estimate (a stream cut"
             " short, or a provider that reported no usage)"
         )
+    if whole.recovered:
+        notes.append(
+            f"{_requests(whole.recovered)} recovered from the usage journal after gw was"
+            " killed before writing them (their traces may be missing)"
+        )
     return notes
 
 
@@ -118,6 +123,7 @@ def sum_totals(totals: list[UsageTotals]) -> UsageTotals:
         cost_usd=round(sum(t.cost_usd for t in totals), 10),
         unpriced=sum(t.unpriced for t in totals),
         estimated=sum(t.estimated for t in totals),
+        recovered=sum(t.recovered for t in totals),
     )
 
 

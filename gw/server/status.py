@@ -13,7 +13,10 @@ the callables that read the rest when asked. The report::
      "store": {"path", "size_bytes", "schema_version"},
      "vault": {"path", "exists", "references": {"providers[0].api_key": "NAME", ...}},
      "requests": {"total", "by_class": {"2xx", "3xx", "4xx", "5xx"}, "since"},
-     "upstream_proxies": {"http", "https", "all", "no_proxy"}}  // those set; {}: none
+     "upstream_proxies": {"http", "https", "all", "no_proxy"},  // those set; {}: none
+     "usage_journal": {"path", "bytes", "appended", "skipped", "errors",   // this run's
+                       "recovered_at_start": {"rows", "without_trace", "torn_lines",
+                                              "error"}}}  // null when there is none
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ class ServerFacts(msgspec.Struct, frozen=True, kw_only=True):
     schema_version: Callable[[], Awaitable[int]]
     counts: RequestCounts
     upstream_proxies: dict[str, str]  # env_proxy.public_proxies: no credentials
+    usage_journal: Callable[[], dict[str, object] | None] | None = None  # TelemetryHub's
 
 
 class ReloadFacts(Protocol):
@@ -129,6 +133,7 @@ async def status_report(
             "since": round(facts.started_at, 3),
         },
         "upstream_proxies": facts.upstream_proxies,
+        "usage_journal": None if facts.usage_journal is None else facts.usage_journal(),
         "now": round(now, 3),
     }
 

@@ -59,6 +59,8 @@ def gateway_metrics(
         admission=services.admission,
         reloads=None if reloader is None else lambda: reloader.status,
         queues=telemetry.queues,
+        usage_journal=telemetry.usage.journal,
+        recovery=telemetry.recovery,
     )
     metrics = GatewayMetrics(services.snapshot, sources)
     telemetry.add(metrics.requests)

@@ -191,6 +191,15 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "CREATE INDEX response_jobs_tenant ON response_jobs (tenant, status)",
         ),
     ),
+    Migration(
+        version=7,
+        description="usage rows say whether they were recovered from the usage journal",
+        statements=(
+            # 1: written at start-up from the usage journal (gw/telemetry/usage_journal.py)
+            # of a run killed before its batch was committed; its trace may be missing.
+            "ALTER TABLE usage ADD COLUMN recovered INTEGER NOT NULL DEFAULT 0",
+        ),
+    ),
 )
 
 LATEST_VERSION: Final = MIGRATIONS[-1].version

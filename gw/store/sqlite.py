@@ -48,6 +48,7 @@ from gw.store.trace_rows import (
     trace_row,
 )
 from gw.store.usage import INSERT_USAGE, UsageGroup, UsageTotals, report_sql, totals_from_row
+from gw.store.usage_recovery import UsageRecovery
 
 logger = logging.getLogger("gw.store")
 
@@ -364,10 +365,12 @@ class SqliteStore:
 
     # -- usage ledger ---------------------------------------------------------------------
 
+    def usage_recovery(self) -> UsageRecovery:
+        """Journal rows back into the ledger at start-up (gw/store/usage_recovery.py)."""
+        return UsageRecovery(self._conn, self._transaction)
+
     async def write_usage(self, rows: Sequence[UsageRow]) -> None:
         """Store usage rows in one transaction; a known request id keeps its first row."""
-        if not rows:
-            return
         values = [msgspec.structs.astuple(row) for row in rows]
         async with self._transaction():
             for sql, params in insert_statements(INSERT_USAGE, values):

@@ -19,7 +19,9 @@ group, the biggest spender first (by day: oldest first)::
       "reasoning_tokens": 128,
       "cost_usd": 0.0041,            // the sum of the requests' costs, as traced
       "unpriced": 0,                 // requests with tokens but no catalog price
-      "estimated": 2}]               // requests whose counts are gw's estimate
+      "estimated": 2,                // requests whose counts are gw's estimate
+      "recovered": 0}]               // rows put back from the usage journal after a
+                                     //   crash (gw/telemetry/usage_journal.py)
 
 ``day`` is a UTC date (``2026-03-15``), ``key`` an API key id.
 """
@@ -70,6 +72,7 @@ class UsageTotals(msgspec.Struct, frozen=True, kw_only=True):
     cost_usd: float
     unpriced: int
     estimated: int
+    recovered: int = 0
 
 
 class UsageReader(Protocol):
@@ -91,7 +94,7 @@ def report_sql(by: UsageGroup, *, since: bool, tenant: bool) -> str:
         " SUM(error_code IS NOT NULL), SUM(input_tokens), SUM(cached_input_tokens),"
         " SUM(output_tokens), SUM(reasoning_tokens), TOTAL(cost_usd) AS cost,"
         " SUM(cost_usd IS NULL AND input_tokens + output_tokens > 0),"
-        " SUM(usage_source = 'estimate')"
+        " SUM(usage_source = 'estimate'), SUM(recovered)"
         " FROM usage"
         + (f" WHERE {' AND '.join(where)}" if where else "")
         + f" GROUP BY k ORDER BY {order}"
@@ -113,6 +116,7 @@ def totals_from_row(by: UsageGroup, row: Sequence[Any]) -> UsageTotals:
         cost_usd=round(float(row[7] or 0.0), COST_DIGITS),
         unpriced=int(row[8] or 0),
         estimated=int(row[9] or 0),
+        recovered=int(row[10] or 0),
     )
 
 

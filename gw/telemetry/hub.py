@@ -23,6 +23,7 @@ from gw.telemetry.fanout import TraceFanout
 from gw.telemetry.recorder import TraceRecorder, TraceWriter
 from gw.telemetry.throttled_log import error_kind
 from gw.telemetry.usage import UsageRecorder, UsageWriter
+from gw.telemetry.usage_journal import JournalRecovery, UsageJournal, journal_report
 
 Hook = Callable[[], Awaitable[None]]
 
@@ -41,10 +42,19 @@ class TelemetryStore(TraceWriter, UsageWriter, Protocol):
 
 
 class TelemetryHub:
-    def __init__(self, store: TelemetryStore, *, stop_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        store: TelemetryStore,
+        *,
+        stop_timeout: float = 10.0,
+        journal: UsageJournal | None = None,
+        recovery: JournalRecovery | None = None,
+    ) -> None:
         self._stop_timeout = stop_timeout
         self.recorder = TraceRecorder(store)
-        self.usage = UsageRecorder(store)  # the usage ledger: durable, flushed in stop()
+        # The usage ledger: durable (journaled when ``journal`` is given), flushed in stop().
+        self.usage = UsageRecorder(store, journal=journal)
+        self.recovery = recovery or JournalRecovery()  # what this start put back
         self.consumers: list[TraceSink] = [self.recorder]
         self.starts: list[Hook] = [self.recorder.start, self.usage.start]
         self.stops: list[Hook] = []
@@ -67,6 +77,11 @@ class TelemetryHub:
     def report_queue(self, name: str, reporter: QueueReporter) -> None:
         """Expose a consumer's queue as ``name`` (a fixed word: it becomes a label value)."""
         self.queues[name] = reporter
+
+    def journal_report(self) -> dict[str, object] | None:
+        """The usage journal's counters and what this start recovered; None without one."""
+        journal = self.usage.journal
+        return None if journal is None else journal_report(journal, self.recovery)
 
     def sink(self) -> TraceSink:
         """One sink for the request path; it sees consumers added later too."""

@@ -11,6 +11,10 @@ queues and the reloader when Prometheus asks.
 - ``gw_telemetry_queue_depth{queue}``, ``gw_telemetry_dropped_total{queue}``: each queue
   named on the telemetry hub (``traces``, ``usage``, ...); a durable queue's dropped are
   the items it lost.
+- ``gw_usage_journal_bytes`` (gauge), ``gw_usage_journal_errors_total`` and
+  ``gw_usage_journal_skipped_total`` (rows not journaled: full, or after an error);
+  ``gw_usage_recovered_rows{trace}`` (gauge): rows this start put back from the journal a
+  killed run left, ``trace="missing"`` for those whose trace was lost with it.
 - ``gw_config_revision``, ``gw_config_reloads_total`` (revisions applied since start),
   ``gw_config_reload_failures_total`` (edits refused).
 - ``gw_build_info{version,python}``: always 1.
@@ -27,6 +31,7 @@ from gw.execution.health import BreakerState, HealthBook
 from gw.telemetry import prometheus
 from gw.telemetry.hub import QueueReporter
 from gw.telemetry.metric_labels import LabelSpace
+from gw.telemetry.usage_journal import JournalRecovery, UsageJournal
 
 BREAKER_VALUES: Final[Mapping[BreakerState, int]] = {"closed": 0, "half_open": 1, "open": 2}
 
@@ -63,6 +68,8 @@ class StateSources:
     admission: AdmissionCounts | None = None
     reloads: Callable[[], ReloadCounts] | None = None
     queues: Mapping[str, QueueReporter] = field(default_factory=dict)
+    usage_journal: UsageJournal | None = None
+    recovery: JournalRecovery | None = None
 
 
 class StateMetrics:
@@ -75,6 +82,7 @@ class StateMetrics:
         yield from self._admission()
         yield self._breakers()
         yield from self._queues()
+        yield from self._journal()
         yield from self._config()
         build = prometheus.GaugeMetricFamily(
             "gw_build_info", "Which gw runs.", labels=("version", "python")
@@ -136,6 +144,32 @@ class StateMetrics:
             depth.add_metric((name,), stats.depth)
             dropped.add_metric((name,), stats.dropped)
         return depth, dropped
+
+    def _journal(self) -> Iterable[prometheus.Metric]:
+        journal, recovery = self._sources.usage_journal, self._sources.recovery
+        if journal is None or recovery is None:
+            return
+        size = prometheus.GaugeMetricFamily(
+            "gw_usage_journal_bytes", "Bytes in the usage journal's live segments."
+        )
+        size.add_metric((), journal.size)
+        errors = prometheus.CounterMetricFamily(
+            "gw_usage_journal_errors_total", "Usage journal writes or opens that failed."
+        )
+        errors.add_metric((), journal.errors)
+        skipped = prometheus.CounterMetricFamily(
+            "gw_usage_journal_skipped_total",
+            "Usage rows not journaled (journal full, or after an error): not crash-safe.",
+        )
+        skipped.add_metric((), journal.skipped)
+        recovered = prometheus.GaugeMetricFamily(
+            "gw_usage_recovered_rows",
+            "Usage rows this start put back from the journal a killed run left.",
+            labels=("trace",),
+        )
+        recovered.add_metric(("present",), recovery.rows - recovery.without_trace)
+        recovered.add_metric(("missing",), recovery.without_trace)
+        yield from (size, errors, skipped, recovered)
 
     def _config(self) -> Iterable[prometheus.Metric]:
         revision = prometheus.GaugeMetricFamily(

@@ -17,6 +17,11 @@ out-of-memory crash would lose every queued row, not just the newest.
 ``stop`` writes everything queued (retrying failed writes) for at most its timeout; rows
 still queued then are counted in ``lost`` and logged. At quiescence
 ``submitted == written + lost + queued``.
+
+With a ``UsageJournal`` (gw/telemetry/usage_journal.py), each queued row is also appended
+to a file as it is submitted, and the journal is told after each batch how many rows are
+in the database: a kill -9 then loses no row, since the next start reads back what the
+database lacks. Rows ``stop`` could not write stay in the journal for that start too.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Protocol
 
 from gw.ports import UsageRow
 from gw.telemetry.throttled_log import ThrottledLog, error_kind
+from gw.telemetry.usage_journal import UsageJournal
 
 logger = logging.getLogger("gw.telemetry")
 
@@ -59,10 +65,12 @@ class UsageRecorder:
         retry_backoff: float = 0.1,
         max_retry_backoff: float = 5.0,
         hard_limit: int | None = None,
+        journal: UsageJournal | None = None,
     ) -> None:
         if maxsize < 1 or batch_size < 1:
             raise ValueError("maxsize and batch_size must be >= 1")
         self._writer = writer
+        self.journal = journal
         self._rows: deque[UsageRow] = deque()
         self._maxsize = maxsize
         self._hard_limit = max(hard_limit or 10 * maxsize, maxsize)
@@ -99,6 +107,8 @@ class UsageRecorder:
             return
         if len(self._rows) >= self._maxsize:
             self.overflowed += 1
+        if self.journal is not None:
+            self.journal.append(row)  # before the answer's last bytes (see the journal)
         self._rows.append(row)
         self._arrived.set()
 
@@ -147,12 +157,17 @@ class UsageRecorder:
         self._closed = True
         self._task = None
         self._room.set()
+        if self.journal is not None:
+            self.journal.close(all_committed=not self._rows)
         if self._rows:
             self.lost += len(self._rows)
             logger.error(
-                "usage recorder stopped with %d rows unwritten (write errors: %d)",
+                "usage recorder stopped with %d rows unwritten (write errors: %d)%s",
                 len(self._rows),
                 self.write_errors,
+                ""
+                if self.journal is None
+                else "; the usage journal keeps those it holds for the next start",
             )
             self._rows.clear()
 
@@ -192,6 +207,8 @@ class UsageRecorder:
         for _ in batch:
             self._rows.popleft()
         self.written += len(batch)
+        if self.journal is not None:
+            self.journal.committed(self.written)
         if len(self._rows) < self._maxsize:
             self._room.set()
         return True
