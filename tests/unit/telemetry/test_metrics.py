@@ -7,10 +7,12 @@ with prometheus-client's own parser."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from unit.telemetry.test_usage_recorder import make_row
 
 from gw.config import Snapshot, compile_snapshot, load_config
 from gw.config.schema import HealthConfig
@@ -22,6 +24,7 @@ from gw.server.admission import Admission
 from gw.telemetry.hub import QueueStats, TelemetryHub
 from gw.telemetry.metrics import GatewayMetrics
 from gw.telemetry.state_metrics import StateSources
+from gw.telemetry.usage_journal import JournalRecovery, UsageJournal
 
 CONFIG = """
 providers:
@@ -374,3 +377,16 @@ def test_state_read_at_scrape_time() -> None:
     assert found["gw_config_reloads_total"] == {(): 6}
     assert found["gw_config_reload_failures_total"] == {(): 2}
     assert found["gw_build_info"] == {(("python", "3.11.0"), ("version", "9.9.9")): 1}
+
+
+def test_the_usage_journal_and_what_this_start_recovered(tmp_path: Path) -> None:
+    journal = UsageJournal(tmp_path)
+    journal.append(make_row(1))
+    journal.errors, journal.skipped = 2, 3
+    recovery = JournalRecovery(rows=5, without_trace=2, torn_lines=1)
+    found = scrape(gateway_metrics(Holder(snapshot()), usage_journal=journal, recovery=recovery))
+    assert journal.size > 0
+    assert found["gw_usage_journal_bytes"] == {(): journal.size}
+    assert found["gw_usage_journal_errors_total"] == {(): 2}
+    assert found["gw_usage_journal_skipped_total"] == {(): 3}
+    assert values(found["gw_usage_recovered_rows"], "trace") == {("present",): 3, ("missing",): 2}
