@@ -213,6 +213,9 @@ def test_a_torn_journal_line_is_skipped_and_the_whole_ones_recovered(
         stored = stored_usage(server.state_dir)
         usage = server.cli_json("usage", "--by", "route")
         assert list(journal.glob("usage-1-*")) == []  # read, put back, deleted
+        openai_chat(server.url, False)  # journaled in this run's own segment ...
+        assert list(journal.glob("usage-*.jsonl"))
+    assert list(journal.glob("usage-*.jsonl")) == []  # ... which a clean stop deletes
     assert report["recovered_at_start"] == {
         "rows": 2, "without_trace": 2, "torn_lines": 1, "error": None
     }  # fmt: skip
