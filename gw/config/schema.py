@@ -212,6 +212,15 @@ class TenantConfig(ConfigStruct, frozen=True, kw_only=True):
     budget: TenantBudget = TenantBudget()
 
 
+class RetryBudgetConfig(ConfigStruct, frozen=True, kw_only=True):
+    """Retries to one target, bounded by its traffic (``gw/execution/retry_budget.py``):
+    at most ``ratio`` of its calls in the last ``window``, plus ``min_retries``."""
+
+    ratio: float = 0.2
+    min_retries: int = 10
+    window: Duration = Duration(10.0)
+
+
 class HealthConfig(ConfigStruct, frozen=True, kw_only=True):
     """Per-target health and circuit breaker thresholds (``gw/execution/health.py``)."""
 
@@ -228,6 +237,7 @@ class HealthConfig(ConfigStruct, frozen=True, kw_only=True):
     lock_accounts: bool = True
     rate_limit_cooldown: Duration = Duration(30.0)
     auth_failure_cooldown: Duration = Duration(300.0)
+    retry_budget: RetryBudgetConfig = RetryBudgetConfig()
 
 
 class StateConfig(ConfigStruct, frozen=True, kw_only=True):

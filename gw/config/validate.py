@@ -227,12 +227,18 @@ def _health_problems(health: HealthConfig) -> Iterator[Problem]:
         yield "health.error_rate", "must be above 0 and at most 1 (1 turns the rate rule off)"
     if health.min_requests < 1:
         yield "health.min_requests", "must be at least 1"
+    budget = health.retry_budget
+    if budget.ratio < 0:
+        yield "health.retry_budget.ratio", "must be at least 0 (0: only min_retries)"
+    if budget.min_retries < 0:
+        yield "health.retry_budget.min_retries", "must be at least 0"
     spans = (
         ("window", health.window),
         ("cooldown", health.cooldown),
         ("trial_timeout", health.trial_timeout),
         ("rate_limit_cooldown", health.rate_limit_cooldown),
         ("auth_failure_cooldown", health.auth_failure_cooldown),
+        ("retry_budget.window", budget.window),
     )
     for field, span in spans:
         if span.seconds <= 0:

@@ -11,15 +11,14 @@ from typing import TYPE_CHECKING, TypeVar
 import msgspec
 
 from gw.config.snapshot import ProviderAccount
+from gw.execution.execution_plan import ExecutionPlan
 from gw.execution.output_limit import output_limit
 from gw.ir import ChatRequest, EmbeddingRequest
 from gw.ports import AttemptTimeouts, EmbeddingCall, UpstreamCall
 from gw.routing.decision import TargetRef
 
-if TYPE_CHECKING:  # the engine imports this module
+if TYPE_CHECKING:
     from collections.abc import Callable
-
-    from gw.execution.engine import ExecutionPlan
 
 CallT = TypeVar("CallT", UpstreamCall, EmbeddingCall)
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Generic, Literal, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Literal, TypeVar
 
-import msgspec
-
-from gw.config.schema import ModelEntry, PolicyConfig, ProviderConfig
+from gw.config.schema import ProviderConfig
 from gw.config.snapshot import ProviderAccount, provider_accounts
 from gw.errors import (
     ClientAbortedError,
@@ -26,10 +24,16 @@ from gw.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
-from gw.execution.accounts import AccountBook, AccountPin
+from gw.execution.accounts import AccountBook
 from gw.execution.attempt_log import AttemptLog, PendingAttempt
 from gw.execution.backoff import backoff_delay
 from gw.execution.calls import chat_calls, embedding_calls, fresh_attempt, limit_notes
+from gw.execution.execution_plan import (
+    Answer,
+    ExecutionFailedError,
+    ExecutionPlan,
+    RequestT,
+)
 from gw.execution.fallback import may_fall_back
 from gw.execution.health import HealthBook
 from gw.execution.hedging import HEDGE_LOST, HedgeLostError, hedged
@@ -55,50 +59,16 @@ from gw.ports import (
     UpstreamCall,
     UpstreamDirectory,
 )
-from gw.record import AttemptRecord
-from gw.routing.decision import RouteDecision, TargetRef
+from gw.routing.decision import TargetRef
 
 T = TypeVar("T")
 # The error codes that count as a target's failure in its health (gw/execution/health.py).
 HEALTH_FAILURES = frozenset({"upstream_error", "upstream_timeout", "overloaded"})
-RequestT = TypeVar("RequestT", ChatRequest, EmbeddingRequest)
-ResponseT = TypeVar("ResponseT", ChatResponse, EmbeddingResponse)
 CallT = TypeVar("CallT", UpstreamCall, EmbeddingCall)
 # Builds the call one target gets (the same for each of its attempts).
 CallFactory = Callable[[TargetRef, ProviderAccount, AttemptTimeouts], CallT]
 FailureStep = Literal["next_account", "retried", "fell_back", "failed"]
 logger = logging.getLogger("gw.execution")
-
-
-class ExecutionPlan(msgspec.Struct, Generic[RequestT], frozen=True, kw_only=True):
-    request_id: str
-    request: RequestT
-    decision: RouteDecision
-    policy: PolicyConfig
-    providers: Mapping[str, ProviderConfig]
-    # Each provider's accounts (Snapshot.accounts); a provider missing here has one.
-    accounts: Mapping[str, tuple[ProviderAccount, ...]] = msgspec.field(default_factory=dict)
-    # Targets whose half-open breaker this request claimed the trial of (gw/execution/health).
-    trials: frozenset[str] = frozenset()
-    # Snapshot.catalog: each target's max_output_tokens (gw/execution/output_limit.py).
-    catalog: Mapping[tuple[str, str], ModelEntry] = msgspec.field(default_factory=dict)
-    # Only this account of its provider may serve (the gateway keeps the chain on it).
-    pin: AccountPin | None = None
-
-
-class ExecutionFailedError(Exception):
-    """Every allowed attempt failed; ``error`` is the one the client sees."""
-
-    def __init__(self, error: GatewayError, attempts: list[AttemptRecord]) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.attempts = attempts
-
-
-class Answer(msgspec.Struct, Generic[ResponseT], frozen=True, kw_only=True):
-    response: ResponseT
-    target: TargetRef
-    attempts: list[AttemptRecord]
 
 
 class Engine:
@@ -391,7 +361,7 @@ class Engine:
         if locked and more_accounts:
             return "next_account", None
         # A failed trial has reopened the breaker: no second call to it.
-        delay = None if trial else self._retry_delay(plan, error, calls, deadline)
+        delay = None if trial else self._retry_delay(plan, target, error, calls, deadline)
         if delay is not None:
             return "retried", delay
         if has_next and may_fall_back(error, plan.policy.fallback):
@@ -427,12 +397,14 @@ class Engine:
 
     def _record_health(self, target: TargetRef, error: GatewayError | None, *, trial: bool) -> None:
         """An answer (or a stream's first token) is a success; only the upstream's own
-        faults count against it: a bad request or a rate limit says nothing of its health."""
+        faults count against it: a bad request or a rate limit says nothing of its health.
+        Every call, whatever its outcome, adds to the target's retry budget."""
         if self._health is None:
             return
+        now = self._clock.monotonic()
+        self._health.retry_budget.record_call(target.key, now=now)
         if error is None or error.code in HEALTH_FAILURES:
-            ok = error is None
-            self._health.record(target.key, ok, now=self._clock.monotonic(), trial=trial)
+            self._health.record(target.key, error is None, now=now, trial=trial)
 
     def _record_latency(self, target: TargetRef, pending: PendingAttempt) -> None:
         """A stream's time to its first token, else the whole answer's time."""
@@ -445,13 +417,25 @@ class Engine:
             self._latency.record(target.key, elapsed_ms, streaming=False)
 
     def _retry_delay(
-        self, plan: ExecutionPlan[RequestT], error: GatewayError, try_number: int, deadline: float
+        self,
+        plan: ExecutionPlan[RequestT],
+        target: TargetRef,
+        error: GatewayError,
+        try_number: int,
+        deadline: float,
     ) -> float | None:
+        """The wait before a retry; None when there is none: the error would repeat, the
+        attempts or the time are used up, or the target's retry budget is spent."""
         retry = plan.policy.retry
         if not error.retryable or try_number >= retry.max_attempts:
             return None
         delay = backoff_delay(retry, try_number, plan.request_id, error.retry_after)
-        if delay is None or self._clock.monotonic() + delay >= deadline:
+        now = self._clock.monotonic()
+        if delay is None or now + delay >= deadline:
+            return None
+        if self._health is not None and not self._health.retry_budget.try_retry(
+            target.key, now=now
+        ):
             return None
         return delay
 

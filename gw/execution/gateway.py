@@ -18,14 +18,10 @@ from gw.config.snapshot import Snapshot
 from gw.errors import ClientAbortedError, GatewayError, InvalidRequestError
 from gw.execution.accounts import AccountBook, AccountPin
 from gw.execution.attempt_log import AttemptLog
+from gw.execution.breaker_gate import breakers_open_error, gate_breakers
 from gw.execution.cost import cost_usd
-from gw.execution.engine import (
-    Answer,
-    Engine,
-    ExecutionFailedError,
-    ExecutionPlan,
-    RequestT,
-)
+from gw.execution.engine import Engine
+from gw.execution.execution_plan import Answer, ExecutionFailedError, ExecutionPlan, RequestT
 from gw.execution.health import HealthBook, TargetHealth
 from gw.execution.latency import LatencyBook
 from gw.execution.limits import TenantLimiter
@@ -256,11 +252,18 @@ class Gateway:
             except GatewayError as refused:
                 raise self._failed(ctx, request, decision, refused, []) from None
         trials: frozenset[str] = frozenset()
+        recovery: float | None = None
         if view and self._health is not None:
-            decision, trials = self._claim_trials(decision, view)
+            now = self._clock.monotonic()
+            gated = gate_breakers(decision, view, self._health, now=now)
+            decision, trials, recovery = gated.decision, gated.trials, gated.recovery
         if not decision.chain:
             param = "messages" if isinstance(request, ChatRequest) else "input"
-            empty = no_candidate_error(decision, input_param=param)
+            empty = (
+                no_candidate_error(decision, input_param=param)
+                if recovery is None
+                else breakers_open_error(decision, recovery, now=self._clock.monotonic())
+            )
             raise self._failed(ctx, request, decision, empty, [])
         plan = ExecutionPlan(
             request_id=ctx.request_id,
@@ -324,33 +327,6 @@ class Gateway:
             for key, reason in self._accounts.fully_locked(snapshot.accounts, now=now).items():
                 view[key] = TargetVerdict(status="unhealthy", reason=reason)
         return view
-
-    def _claim_trials(
-        self, decision: RouteDecision, view: dict[str, TargetVerdict]
-    ) -> tuple[RouteDecision, frozenset[str]]:
-        """Claim the half-open trial of each chain target that offers one; a target whose
-        trial another request holds leaves the chain."""
-        assert self._health is not None  # noqa: S101 - _plan checks
-        now = self._clock.monotonic()
-        chain: list[TargetRef] = []
-        trials: set[str] = set()
-        notes: list[str] = []
-        for target in decision.chain:
-            verdict = view.get(target.key)
-            if verdict is None or verdict.status != "trial":
-                chain.append(target)
-            elif self._health.claim_trial(target.key, now=now):
-                chain.append(target)
-                trials.add(target.key)
-                notes.append(f"{target.key}: this request is its half-open trial")
-            else:
-                notes.append(f"{target.key}: skipped, another request is its half-open trial")
-        if not notes:
-            return decision, frozenset()
-        decision = msgspec.structs.replace(
-            decision, chain=tuple(chain), notes=decision.notes + tuple(notes)
-        )
-        return decision, frozenset(trials)
 
     def _failed(
         self,

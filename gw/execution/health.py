@@ -45,6 +45,7 @@ import msgspec
 
 from gw.config.schema import HealthConfig
 from gw.config.units import Duration
+from gw.execution.retry_budget import RetryBudget
 
 HealthStatus = Literal["healthy", "degraded", "unhealthy"]
 BreakerState = Literal["closed", "open", "half_open"]
@@ -146,6 +147,8 @@ class HealthBook:
         # Keys not healthy now (degraded or breaker open): the per-request view reads only
         # these, so it is empty and free while every target is fine.
         self._flagged: set[str] = set()
+        # Retries per target, bounded by its traffic: upstream protection beside the breaker.
+        self.retry_budget = RetryBudget(config.retry_budget)
 
     def flagged(self, *, now: float) -> dict[str, TargetHealth]:
         """The health of every target that is not healthy, by key."""
@@ -160,12 +163,14 @@ class HealthBook:
             for entry in self._entries.values():
                 entry.window = _Window(config.window.seconds)
         self._config = config
+        self.retry_budget.reconfigure(config.retry_budget)
         for key, entry in self._entries.items():
             self._reflag(key, entry)
 
     def retain(self, keys: Iterable[str]) -> None:
         """Forget every target not in ``keys`` (those left the config)."""
         keep = set(keys)
+        self.retry_budget.retain(keep)
         for key in [key for key in self._entries if key not in keep]:
             del self._entries[key]
             self._flagged.discard(key)

@@ -220,7 +220,7 @@ def _relax_health(rejected: list[Candidate], notes: list[str]) -> Screening:
         kept=relaxed,
         rejected=tuple(c for c in rejected if c.rejected != "unhealthy"),
         notes=tuple(notes),
-        degraded_reasons=("every eligible target is unhealthy: tried anyway",),
+        degraded_reasons=("every eligible target is unhealthy: kept, as its breaker allows",),
     )
 
 

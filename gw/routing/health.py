@@ -3,7 +3,8 @@
 The engine's health book (gw/execution/health.py) produces it; routing stays pure:
 
 - ``unhealthy``: the breaker is open; the target is rejected (``unhealthy``) unless every
-  other one is out too, then it is tried anyway and the decision is degraded (invariant 11);
+  other one is out too, then it is kept and the decision is degraded (invariant 11); the
+  gateway still calls it only as its breaker allows (gw/execution/breaker_gate.py);
 - ``degraded``: recent consecutive failures; still eligible, ordered last;
 - ``trial``: the breaker's cooldown has lapsed and one request may test it; eligible in
   its usual place (the gateway claims the trial or drops the target from the chain).

@@ -15,7 +15,8 @@ from gw.config.units import Duration
 from gw.errors import RateLimitedError, UpstreamAuthFailedError, UpstreamError
 from gw.execution.accounts import AccountBook
 from gw.execution.attempt_log import AttemptLog
-from gw.execution.engine import Engine, ExecutionFailedError, ExecutionPlan
+from gw.execution.engine import Engine
+from gw.execution.execution_plan import ExecutionFailedError, ExecutionPlan
 from gw.execution.gateway import Gateway
 from gw.ir import ChatRequest, TextPart, UserMessage
 from gw.routing.router import decide

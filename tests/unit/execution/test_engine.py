@@ -20,7 +20,8 @@ from gw.errors import (
     UpstreamTimeoutError,
 )
 from gw.execution.attempt_log import AttemptLog
-from gw.execution.engine import Engine, ExecutionFailedError, ExecutionPlan
+from gw.execution.engine import Engine
+from gw.execution.execution_plan import ExecutionFailedError, ExecutionPlan
 from gw.execution.gateway import Gateway, RequestContext
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook

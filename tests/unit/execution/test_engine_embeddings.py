@@ -14,7 +14,8 @@ from gw.config import compile_snapshot, load_config
 from gw.config.schema import ProviderConfig
 from gw.errors import GatewayError, InvalidRequestError, RateLimitedError, UpstreamError
 from gw.execution.attempt_log import AttemptLog
-from gw.execution.engine import Engine, ExecutionFailedError, ExecutionPlan
+from gw.execution.engine import Engine
+from gw.execution.execution_plan import ExecutionFailedError, ExecutionPlan
 from gw.execution.gateway import Gateway, RequestContext, RequestFailedError
 from gw.ir import ChatResponse, EmbeddingRequest, EmbeddingResponse, StreamEvent, Usage
 from gw.ports import EmbeddingCall, UpstreamCall

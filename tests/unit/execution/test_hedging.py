@@ -17,7 +17,8 @@ from gw.config.schema import HedgeConfig, RetryConfig, TimeoutConfig
 from gw.config.units import Duration
 from gw.errors import GatewayError, InvalidRequestError, UpstreamError
 from gw.execution.attempt_log import AttemptLog
-from gw.execution.engine import Engine, ExecutionFailedError
+from gw.execution.engine import Engine
+from gw.execution.execution_plan import ExecutionFailedError
 from gw.ir import ChatResponse, StreamEvent, TextDelta
 from gw.ports import UpstreamCall
 

@@ -1,0 +1,51 @@
+"""What the engine is handed (an ``ExecutionPlan``) and what it hands back: an ``Answer``,
+or ``ExecutionFailedError`` with every attempt made."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Generic, TypeVar
+
+import msgspec
+
+from gw.config.schema import ModelEntry, PolicyConfig, ProviderConfig
+from gw.config.snapshot import ProviderAccount
+from gw.errors import GatewayError
+from gw.execution.accounts import AccountPin
+from gw.ir import ChatRequest, ChatResponse, EmbeddingRequest, EmbeddingResponse
+from gw.record import AttemptRecord
+from gw.routing.decision import RouteDecision, TargetRef
+
+RequestT = TypeVar("RequestT", ChatRequest, EmbeddingRequest)
+ResponseT = TypeVar("ResponseT", ChatResponse, EmbeddingResponse)
+
+
+class ExecutionPlan(msgspec.Struct, Generic[RequestT], frozen=True, kw_only=True):
+    request_id: str
+    request: RequestT
+    decision: RouteDecision
+    policy: PolicyConfig
+    providers: Mapping[str, ProviderConfig]
+    # Each provider's accounts (Snapshot.accounts); a provider missing here has one.
+    accounts: Mapping[str, tuple[ProviderAccount, ...]] = msgspec.field(default_factory=dict)
+    # Targets whose half-open breaker this request claimed the trial of (gw/execution/health).
+    trials: frozenset[str] = frozenset()
+    # Snapshot.catalog: each target's max_output_tokens (gw/execution/output_limit.py).
+    catalog: Mapping[tuple[str, str], ModelEntry] = msgspec.field(default_factory=dict)
+    # Only this account of its provider may serve (the gateway keeps the chain on it).
+    pin: AccountPin | None = None
+
+
+class ExecutionFailedError(Exception):
+    """Every allowed attempt failed; ``error`` is the one the client sees."""
+
+    def __init__(self, error: GatewayError, attempts: list[AttemptRecord]) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.attempts = attempts
+
+
+class Answer(msgspec.Struct, Generic[ResponseT], frozen=True, kw_only=True):
+    response: ResponseT
+    target: TargetRef
+    attempts: list[AttemptRecord]
