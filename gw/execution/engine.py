@@ -397,13 +397,14 @@ class Engine:
 
     def _record_health(self, target: TargetRef, error: GatewayError | None, *, trial: bool) -> None:
         """An answer (or a stream's first token) is a success; only the upstream's own
-        faults count against it: a bad request or a rate limit says nothing of its health.
-        Every call, whatever its outcome, adds to the target's retry budget."""
+        faults count against it: a bad request, a rate limit or gw's own trouble (a full
+        connection pool, a missing credential) says nothing of its health. Every call,
+        whatever its outcome, adds to the target's retry budget."""
         if self._health is None:
             return
         now = self._clock.monotonic()
         self._health.retry_budget.record_call(target.key, now=now)
-        if error is None or error.code in HEALTH_FAILURES:
+        if error is None or (error.code in HEALTH_FAILURES and error.blame == "upstream"):
             self._health.record(target.key, error is None, now=now, trial=trial)
 
     def _record_latency(self, target: TargetRef, pending: PendingAttempt) -> None:
