@@ -40,9 +40,30 @@ so ``rate_limited`` from a provider and from a tenant limit are told apart in tr
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar, Final, Literal
 
 Blame = Literal["client", "upstream", "gateway"]
+
+CLIENT_VALUE_MAX_CHARS: Final = 200
+"""How much of one value a client sent (a model name, a field name, a path) an error quotes."""
+MESSAGE_MAX_CHARS: Final = 4000
+"""A backstop for any message: what an error body, a trace and a log line hold of it."""
+DEFAULT_RETRY_AFTER_S: Final = 1
+"""Retry-After on a 429 or 503 of gw's own when it knows no better wait."""
+
+
+def client_value(value: str, limit: int = CLIENT_VALUE_MAX_CHARS) -> str:
+    """``value`` quoted for an error message (``repr``), cut to ``limit`` characters with
+    its full length said: a 1 MB model name must not come back in a 2 MB error body."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value)} characters)"
+
+
+def clipped(text: str, limit: int = CLIENT_VALUE_MAX_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (the last an ellipsis when cut), for a client
+    value stored as is (a trace's requested model)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class GatewayError(Exception):
@@ -63,6 +84,8 @@ class GatewayError(Exception):
         upstream_message: str | None = None,
         blame: Blame | None = None,
     ) -> None:
+        if len(message) > MESSAGE_MAX_CHARS:
+            message = clipped(message, MESSAGE_MAX_CHARS)
         super().__init__(message)
         self.message = message
         self.param = param

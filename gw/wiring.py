@@ -311,6 +311,9 @@ def uvicorn_config(app: Any, server_config: ServerConfig) -> uvicorn.Config:
         ws="none",  # upgrades get 403 from the protocol (gw/server/no_websockets.py)
         lifespan="on",
         log_level="warning",
+        # uvicorn's own handlers print plain text (a traceback over many lines): its records
+        # go to gw's JSON log handler instead (gw/telemetry/log_lines.py).
+        log_config=None,
         access_log=False,
         timeout_keep_alive=15,
         timeout_graceful_shutdown=int(server_config.drain_timeout.seconds),

@@ -17,7 +17,9 @@ from gw.config.schema import (
     TenantConfig,
 )
 from gw.config.units import encode_unit
-from gw.errors import ModelNotFoundError
+from gw.errors import ModelNotFoundError, client_value
+
+MODEL_NAME_MAX_CHARS = 256  # a provider/model a client addresses directly
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -65,11 +67,17 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
             return route
         provider, sep, model = name.partition("/")
         if sep and model and provider in self.providers:
+            if len(model) > MODEL_NAME_MAX_CHARS:  # else sent upstream, traced and logged whole
+                raise ModelNotFoundError(
+                    f"model {client_value(name)} is longer than the {MODEL_NAME_MAX_CHARS} "
+                    "characters gw passes to a provider",
+                    param="model",
+                )
             return direct_route(provider, model)
         routes = ", ".join(sorted(self.routes)) or "none"
         raise ModelNotFoundError(
-            f"model {name!r} is neither a route nor provider/model of a configured provider; "
-            f"routes: {routes}",
+            f"model {client_value(name)} is neither a route nor provider/model of a configured "
+            f"provider; routes: {routes}",
             param="model",
         )
 

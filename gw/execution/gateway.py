@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from gw.config.snapshot import Snapshot
-from gw.errors import ClientAbortedError, GatewayError, InvalidRequestError
+from gw.errors import ClientAbortedError, GatewayError, InvalidRequestError, clipped
 from gw.execution.accounts import AccountBook, AccountPin
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.breaker_gate import breakers_open_error, gate_breakers
@@ -400,7 +400,7 @@ class Gateway:
             request_id=ctx.request_id,
             time=ctx.started_at,
             endpoint=ctx.endpoint,
-            requested_model=requested_model,
+            requested_model=clipped(requested_model),  # the client's text: bounded
             stream=stream,
             status=status,
             revision=ctx.snapshot.revision,

@@ -51,6 +51,7 @@ from gw.errors import (
     InvalidRequestError,
     ModelNotFoundError,
     PreconditionFailedError,
+    client_value,
 )
 from gw.execution.gateway import RequestContext, RequestFailedError
 from gw.server.auth import require_scope
@@ -230,8 +231,8 @@ def delete_change(section: Section, name: str) -> Change:
 
 def missing(section: Section, name: str) -> GatewayError:
     if section == "routes":
-        return ModelNotFoundError(f"no route named {name!r}", param="name")
-    return EndpointNotFoundError(f"no policy named {name!r}", param="name")
+        return ModelNotFoundError(f"no route named {client_value(name)}", param="name")
+    return EndpointNotFoundError(f"no policy named {client_value(name)}", param="name")
 
 
 def reload_status(reloads: ConfigReloads | None) -> dict[str, Any] | None:

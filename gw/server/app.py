@@ -11,6 +11,7 @@ from litestar.plugins import PluginProtocol
 from litestar.plugins.core import MsgspecDIPlugin
 
 from gw.errors import (
+    DEFAULT_RETRY_AFTER_S,
     GatewayError,
     PermissionDeniedError,
 )
@@ -56,7 +57,10 @@ def build_app(
                 await services.ready()
         except Exception as exc:  # noqa: BLE001 -- any failure means not ready; say which
             body = {"status": "unavailable", "reason": f"the state store: {type(exc).__name__}"}
-            return Response(content=msgspec.json.encode(body), media_type=JSON, status_code=503)
+            wait = {"retry-after": str(DEFAULT_RETRY_AFTER_S)}  # every 503 of gw's says when
+            return Response(
+                content=msgspec.json.encode(body), media_type=JSON, status_code=503, headers=wait
+            )
         ready = {"status": "ready", "revision": services.snapshot().revision}
         return Response(content=msgspec.json.encode(ready), media_type=JSON)
 
@@ -96,7 +100,14 @@ def build_app(
     def untraced_headers() -> dict[str, str]:
         return gw_headers(new_request_id(), "-", services.snapshot().revision)
 
-    return FastPath(app, endpoints, guard=guard, error_page=errors.any, gw_headers=untraced_headers)
+    return FastPath(
+        app,
+        endpoints,
+        guard=guard,
+        error_page=errors.any,
+        render=errors.render,
+        gw_headers=untraced_headers,
+    )
 
 
 class GatewayLitestar(Litestar):

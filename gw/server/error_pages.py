@@ -15,11 +15,14 @@ from litestar import Response
 from litestar.exceptions import HTTPException
 
 from gw.errors import (
+    CLIENT_VALUE_MAX_CHARS,
     EndpointNotFoundError,
     GatewayError,
     InternalError,
     InvalidRequestError,
     MethodNotAllowedError,
+    client_value,
+    clipped,
 )
 from gw.server.auth import is_gemini_path
 from gw.server.responses import (
@@ -38,7 +41,6 @@ SERVED = (
     "GET /v1/models; the Gemini API under /v1beta/models; the admin API under /admin/v1; "
     "GET /metrics, /livez, /readyz and the dashboard at /"
 )
-MAX_PATH_SHOWN = 200  # an unknown path is the client's text: shown cut
 
 
 class ErrorPages:
@@ -59,14 +61,15 @@ class ErrorPages:
     def framework_error(self, request: HttpRequest, exc: Exception) -> Response[bytes]:
         """Routing-level errors (unknown path, wrong method, unreadable request)."""
         status = exc.status_code if isinstance(exc, HTTPException) else 500
-        path = request.url.path
+        # The scope's path, not request.url: building that parses the Host header.
+        path = request.scope["path"]
+        shown = path if len(path) <= CLIENT_VALUE_MAX_CHARS else client_value(path)
         if status == 404:
-            shown = path if len(path) <= MAX_PATH_SHOWN else path[:MAX_PATH_SHOWN] + "..."
             return self.render(
                 request, EndpointNotFoundError(f"no such endpoint: {shown}; {SERVED}")
             )
         if status == 405:
-            message = f"{request.method} not allowed on {path}"
+            message = f"{request.method} not allowed on {shown}"
             return self.render(request, MethodNotAllowedError(message))
         if status < 500:
             message = f"the request could not be read ({status})"
@@ -77,7 +80,8 @@ class ErrorPages:
         """A gw bug: logged with its frames only (its text may carry request data,
         invariant 9), answered 500."""
         frames = "".join(traceback.format_tb(exc.__traceback__))
-        logger.error("unhandled %s on %s:\n%s", type(exc).__name__, request.url.path, frames)
+        path = clipped(request.scope["path"])
+        logger.error("unhandled %s on %s:\n%s", type(exc).__name__, path, frames)
         message = f"gw failed unexpectedly ({type(exc).__name__}); this is a gw bug"
         return self.render(request, InternalError(message))
 

@@ -14,12 +14,14 @@ requests to these paths included, goes to Litestar unchanged.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from litestar import Litestar, Request, Response
 from litestar.types import Receive, Scope, Send
 
+from gw.errors import GatewayError, InvalidRequestError
 from gw.server.services import HttpRequest
 
 # GETs that change something: a dashboard login link is redeemed once, a logout ends a
@@ -31,6 +33,18 @@ Endpoint = Callable[[HttpRequest], Awaitable[Response[Any]]]
 HeaderSource = Callable[[], Mapping[str, str]]
 Guard = Callable[[HttpRequest], Awaitable[Response[bytes] | None]]
 ErrorPage = Callable[[HttpRequest, Exception], Response[bytes]]
+Render = Callable[[HttpRequest, GatewayError], Response[bytes]]
+
+# RFC 9110 Host: uri-host [":" port], without userinfo. uvicorn passes any bytes on, and
+# Litestar (or building a request's URL) fails on some with a 500 (e.g. "host:1/x").
+_VALID_HOST = re.compile(
+    rb"(?:\[[0-9A-Fa-f:.]+(?:%25[0-9A-Za-z._~-]+)?\]|[0-9A-Za-z!$&'()*+,;=._~%-]*)"
+    rb"(?::(?P<port>[0-9]{0,5}))?"
+)
+BAD_HOST = (
+    "the Host header is not a valid host[:port] (RFC 9110); send the server's address, "
+    "e.g. 127.0.0.1:8787, once"
+)
 
 
 class FastPath:
@@ -41,16 +55,23 @@ class FastPath:
         *,
         guard: Guard,
         error_page: ErrorPage,
+        render: Render,
         gw_headers: HeaderSource,
     ) -> None:
         self.app = app  # the Litestar app behind: every other request, and the lifespan
         self._endpoints = dict(endpoints)
         self._guard = guard
         self._error_page = error_page
+        self._render = render
         self._gw_headers = gw_headers
 
     async def __call__(self, scope: Any, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            if not _valid_host(scope["headers"]):
+                request: HttpRequest = Request(scope, receive, send)
+                refusal = self._render(request, InvalidRequestError(BAD_HOST))
+                await refusal.to_asgi_response(None, request)(scope, receive, send)
+                return
             method = scope["method"]
             if method == "POST":
                 endpoint = self._endpoints.get(scope["path"])
@@ -102,6 +123,18 @@ def _headless(send: Send) -> Send:
         await send(message)
 
     return sending
+
+
+def _valid_host(headers: list[tuple[bytes, bytes]]) -> bool:
+    """At most one Host header, and a well-formed one (none at all is HTTP/1.0's way)."""
+    hosts = [value for name, value in headers if name == b"host"]
+    if not hosts:
+        return True
+    matched = _VALID_HOST.fullmatch(hosts[0]) if len(hosts) == 1 else None
+    if matched is None:
+        return False
+    port = matched["port"]
+    return not port or int(port) <= 65535
 
 
 def _from_a_browser(scope: Scope) -> bool:

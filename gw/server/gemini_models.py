@@ -18,7 +18,7 @@ from litestar import Response
 from gw.codecs.fields import decimal
 from gw.config.schema import ModelEntry
 from gw.config.snapshot import Snapshot
-from gw.errors import GatewayError, InvalidRequestError, ModelNotFoundError
+from gw.errors import GatewayError, InvalidRequestError, ModelNotFoundError, client_value
 from gw.execution.gateway import RequestContext
 from gw.server.auth import Principal, require_scope
 from gw.server.responses import JSON, gemini_error_response, gw_headers
@@ -57,7 +57,7 @@ async def serve_model(services: ServerServices, request: HttpRequest, name: str)
     try:
         principal = await _caller(services, request)
         if principal.models is not None and name not in principal.models:
-            raise ModelNotFoundError(f"model {name!r} is not one this API key may use")
+            raise ModelNotFoundError(f"model {client_value(name)} is not one this API key may use")
         ctx.snapshot.resolve_model(name)  # a route or provider/model, else model_not_found
     except GatewayError as error:
         return _refused(services, ctx, error)

@@ -10,7 +10,7 @@ import msgspec
 from litestar import Response, get
 from litestar.handlers import HTTPRouteHandler
 
-from gw.errors import GatewayError, ModelNotFoundError
+from gw.errors import GatewayError, ModelNotFoundError, client_value
 from gw.execution.gateway import RequestContext
 from gw.server.auth import require_scope
 from gw.server.gemini_models import from_google_sdk, serve_model, serve_models
@@ -50,7 +50,9 @@ def model_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
             names = await _visible_routes(services, ctx, request)
             if model_id not in names:
                 known = ", ".join(names) or "none"
-                raise ModelNotFoundError(f"there is no route {model_id!r}; routes: {known}")
+                raise ModelNotFoundError(
+                    f"there is no route {client_value(model_id)}; routes: {known}"
+                )
         except GatewayError as error:
             return _refused(services, ctx, request, error)
         now = services.clock.time()

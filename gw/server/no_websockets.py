@@ -12,13 +12,24 @@ from __future__ import annotations
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from gw.codecs.openai_chat import encode_error
+from gw.errors import GatewayError, PermissionDeniedError
 
-def closing_response(status: int, default_headers: list[tuple[bytes, bytes]]) -> bytes:
-    """A bodiless response that closes the connection, written by the protocol itself."""
+NO_WEBSOCKETS = "gw serves no WebSocket endpoint; use HTTP"
+
+
+def closing_response(
+    status: int, default_headers: list[tuple[bytes, bytes]], error: GatewayError
+) -> bytes:
+    """A response that closes the connection, written by the protocol itself: ``error`` in
+    OpenAI's error shape, as every other gw error (no request id: no request was read)."""
+    body = encode_error(error, gw_block={"code": error.code})
     content = [STATUS_LINE[status]]
     for name, value in default_headers:
         content += [name, b": ", value, b"\r\n"]
-    content.append(b"content-length: 0\r\nconnection: close\r\n\r\n")
+    length = str(len(body)).encode()
+    content.append(b"content-type: application/json\r\ncontent-length: " + length)
+    content += [b"\r\nconnection: close\r\n\r\n", body]
     return b"".join(content)
 
 
@@ -47,5 +58,9 @@ class WebSocketRefusingProtocol(HttpToolsProtocol):
         # ``cycle`` is the last request read before the upgrade: answered last.
         if self.transport.is_closing() or not (self.cycle is None or self.cycle.response_complete):
             return
-        self.transport.write(closing_response(403, self.server_state.default_headers))
+        self.transport.write(
+            closing_response(
+                403, self.server_state.default_headers, PermissionDeniedError(NO_WEBSOCKETS)
+            )
+        )
         self.transport.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from urllib.parse import quote
 
 from litestar import Response
@@ -9,7 +10,7 @@ from litestar import Response
 from gw.codecs.anthropic_messages.client_errors import encode_error as encode_anthropic_error
 from gw.codecs.gemini.client_errors import encode_error as encode_gemini_error
 from gw.codecs.openai_chat import encode_error
-from gw.errors import GatewayError
+from gw.errors import DEFAULT_RETRY_AFTER_S, GatewayError
 from gw.record import TraceRecord
 
 JSON = "application/json"
@@ -85,6 +86,7 @@ def gemini_error_response(error: GatewayError, trace: TraceRecord) -> Response[b
 
 def _error_response(error: GatewayError, trace: TraceRecord, body: bytes) -> Response[bytes]:
     headers = trace_headers(trace)
-    if error.retry_after is not None and error.status in (429, 503):
-        headers["retry-after"] = str(max(1, round(error.retry_after)))
+    if error.status in (429, 503):  # every one says when to come back: the known wait, or 1 s
+        wait = DEFAULT_RETRY_AFTER_S if error.retry_after is None else error.retry_after
+        headers["retry-after"] = str(max(1, math.ceil(wait)))
     return Response(content=body, status_code=error.status, media_type=JSON, headers=headers)

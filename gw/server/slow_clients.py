@@ -29,6 +29,7 @@ import asyncio
 
 import httptools
 
+from gw.errors import InvalidRequestError, RequestTimeoutError, RequestTooLargeError
 from gw.server.direct_body import DirectBodyProtocol
 from gw.server.disconnect import HangUpNoticeProtocol
 from gw.server.no_websockets import WebSocketRefusingProtocol, closing_response
@@ -94,8 +95,11 @@ class HeaderTimeoutProtocol(HangUpNoticeProtocol, DirectBodyProtocol, WebSocketR
         super().on_headers_complete()
 
     def send_400_response(self, msg: str) -> None:
-        if not self._head_refused:
-            super().send_400_response(msg)
+        """uvicorn's answer to bytes that are not HTTP/1.1, in gw's JSON error shape."""
+        if not self._head_refused and not self.transport.is_closing():
+            refusal = InvalidRequestError(NOT_HTTP)
+            self.transport.write(closing_response(400, self.server_state.default_headers, refusal))
+            self.transport.close()
 
     def _refuse_head(self) -> None:
         """Answer 431 and close; after the response under way, if a pipelined head was
@@ -107,7 +111,8 @@ class HeaderTimeoutProtocol(HangUpNoticeProtocol, DirectBodyProtocol, WebSocketR
 
     def _send_431(self) -> None:
         if not self.transport.is_closing():
-            self.transport.write(closing_response(431, self.server_state.default_headers))
+            refusal = RequestTooLargeError(HEAD_TOO_LARGE)
+            self.transport.write(closing_response(431, self.server_state.default_headers, refusal))
             self.transport.close()
 
     def on_response_complete(self) -> None:
@@ -134,12 +139,16 @@ class HeaderTimeoutProtocol(HangUpNoticeProtocol, DirectBodyProtocol, WebSocketR
             return
         # The timer only runs while no request is being served, so no response has begun.
         if self._in_head and (self.cycle is None or self.cycle.response_complete):
-            self.transport.write(closing_response(408, self.server_state.default_headers))
+            refusal = RequestTimeoutError(HEADERS_TOO_SLOW)
+            self.transport.write(closing_response(408, self.server_state.default_headers, refusal))
         self.transport.close()
 
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_HEADERS = 128
+HEAD_TOO_LARGE = "the request's URL and headers are over 64 KiB or 128 lines"
+HEADERS_TOO_SLOW = "the request's headers did not arrive within server.header_timeout"
+NOT_HTTP = "the request is not valid HTTP/1.1 (its request line or a header is malformed)"
 
 
 class HeadTooLargeError(httptools.HttpParserError):

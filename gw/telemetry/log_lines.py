@@ -1,6 +1,7 @@
 """gw's own log lines (``logging.getLogger("gw...")``) in the request log's format.
 
-``gw serve`` installs one handler on the ``gw`` logger: JSON objects (``time``, ``level``,
+``gw serve`` installs one handler (on the root logger: gw's records from INFO, any other
+library's from WARNING, uvicorn's included): JSON objects (``time``, ``level``,
 ``event: "log"``, ``logger``, ``message``; ``exception`` with a traceback) when stderr is
 not a TTY, Rich lines when it is, as ``telemetry.request_log`` resolves (``off`` turns off
 request lines only: warnings are still written, in the ``auto`` format). Log messages name
@@ -193,21 +194,27 @@ def install_log_handler(
     maxsize: int = QUEUE_MAXSIZE,
     stop_timeout: float = STOP_TIMEOUT_S,
 ) -> Callable[[], None]:
-    """Send ``logger``'s records (INFO and up) to ``stream`` in ``setting``'s format, by way
-    of a bounded queue and a writer thread; returns what undoes it, for when serving ends
-    (it waits at most ``stop_timeout`` seconds for the queued lines to be written)."""
+    """Send ``logger``'s records (INFO and up) and every other library's warnings (uvicorn's
+    "Exception in ASGI application" with its traceback, asyncio's) to ``stream`` in
+    ``setting``'s format, by way of a bounded queue and a writer thread: no line on stderr
+    is in another format. Returns what undoes it, for when serving ends (it waits at most
+    ``stop_timeout`` seconds for the queued lines to be written)."""
     records: queue.Queue[logging.LogRecord | None] = queue.Queue(maxsize)
     handler = DroppingQueueHandler(records)
     writer = LogWriter(records, log_writer(setting, stream), lambda: handler.dropped)
     writer.start()
-    target = logging.getLogger(logger)
-    level = target.level
-    target.addHandler(handler)
+    # On the root logger, so that records of any logger reach it; gw's own from INFO,
+    # others' from WARNING (httpx, say, logs a line per request at INFO).
+    root, target = logging.getLogger(), logging.getLogger(logger)
+    levels = root.level, target.level
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
     target.setLevel(logging.INFO)
 
     def uninstall() -> None:
-        target.removeHandler(handler)
-        target.setLevel(level)
+        root.removeHandler(handler)
+        root.setLevel(levels[0])
+        target.setLevel(levels[1])
         handler.close()
         writer.stop(stop_timeout)
 

@@ -4,6 +4,7 @@ test fails if gw leaves a connection open that long, and none measures how fast 
 
 from __future__ import annotations
 
+import json
 import socket
 
 from e2e.gw_process import GwServer
@@ -29,11 +30,16 @@ def read_until_closed(raw: socket.socket) -> bytes:
     raise AssertionError("the server kept sending")
 
 
-def assert_bare_close(answer: bytes, status_line: bytes) -> None:
-    """``answer`` is one bodiless response with ``status_line`` that closes the connection."""
+def assert_bare_close(answer: bytes, status_line: bytes, code: str | None = None) -> None:
+    """``answer`` is one response with ``status_line`` that closes the connection, its body
+    a gw error in OpenAI's shape (``code`` when given)."""
     head, _, body = answer.partition(b"\r\n\r\n")
     lines = head.lower().split(b"\r\n")
     assert lines[0] == status_line.lower(), answer
     assert b"connection: close" in lines
-    assert b"content-length: 0" in lines
-    assert body == b""
+    assert b"content-type: application/json" in lines
+    assert f"content-length: {len(body)}".encode() in lines
+    error = json.loads(body)["error"]
+    assert error["message"]
+    if code is not None:
+        assert error["code"] == code

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from litestar import Response
 
+from gw.errors import GatewayError
 from gw.server.fast_path import FastPath
 
 
@@ -45,8 +46,17 @@ def call(
         log.append(f"error page {type(exc).__name__}")
         return Response(content=b"oops", status_code=500)
 
+    def render(request: Any, error: GatewayError) -> Response[bytes]:
+        log.append(f"refused {error.code}")
+        return Response(content=b"refused", status_code=error.status)
+
     app = FastPath(  # type: ignore[arg-type]
-        litestar, {"/v1/chat": endpoint}, guard=guard, error_page=error_page, gw_headers=dict
+        litestar,
+        {"/v1/chat": endpoint},
+        guard=guard,
+        error_page=error_page,
+        render=render,
+        gw_headers=dict,
     )
 
     async def receive() -> dict[str, Any]:
@@ -98,3 +108,31 @@ def test_the_guard_can_refuse_and_errors_get_the_error_page() -> None:
     _, log, sent = call("POST", "/v1/chat", [], endpoint_raises=True)
     assert log == ["guard", "endpoint", "error page RuntimeError"]
     assert sent[0]["status"] == 500
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    [
+        [b"127.0.0.1:19310/x"],
+        [b"127.0.0.1:99999"],
+        [b"user@127.0.0.1"],
+        [b"a b"],
+        [b"[::1"],
+        [b"127.0.0.1", b"127.0.0.1"],
+    ],
+)
+def test_a_malformed_host_is_refused_before_litestar(hosts: list[bytes]) -> None:
+    for method, path in (("POST", "/v1/chat"), ("GET", "/v1/models")):
+        litestar, log, sent = call(method, path, [(b"host", host) for host in hosts])
+        assert log == ["refused invalid_request"]
+        assert litestar.scopes == []
+        assert sent[0]["status"] == 400
+
+
+@pytest.mark.parametrize(
+    "host", [b"127.0.0.1:8787", b"localhost", b"[::1]:8787", b"[fe80::1%25eth0]", b"gw.example"]
+)
+def test_a_well_formed_host_passes(host: bytes) -> None:
+    litestar, log, _ = call("GET", "/v1/models", [(b"host", host)])
+    assert log == []
+    assert len(litestar.scopes) == 1

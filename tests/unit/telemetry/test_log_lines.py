@@ -17,6 +17,7 @@ from fakes.blocked_pipe import BlockedPipe, run_within
 
 
 def queue_handler(logger: str) -> DroppingQueueHandler:
+    """The handler install_log_handler put on ``logger`` ("": the root logger)."""
     (handler,) = [
         h for h in logging.getLogger(logger).handlers if isinstance(h, DroppingQueueHandler)
     ]
@@ -27,7 +28,7 @@ def test_logging_on_a_blocked_stderr_never_blocks_the_event_loop() -> None:
     with BlockedPipe() as pipe:
         uninstall = install_log_handler("json", pipe.stream, maxsize=10, stop_timeout=0.2)
         try:
-            handler = queue_handler("gw")
+            handler = queue_handler("")
 
             async def main() -> int:
                 ticks = 0
@@ -57,7 +58,7 @@ def test_logging_on_a_blocked_stderr_never_blocks_the_event_loop() -> None:
 def test_dropped_lines_are_counted_and_said_once_the_stream_writes_again() -> None:
     stream = io.StringIO()
     uninstall = install_log_handler("json", stream, maxsize=2)
-    handler = queue_handler("gw")
+    handler = queue_handler("")
     try:
         handler.dropped = 5  # as if stderr had blocked for a while
         logging.getLogger("gw.reload").info("config revision %d applied", 2)
@@ -70,10 +71,10 @@ def test_dropped_lines_are_counted_and_said_once_the_stream_writes_again() -> No
 
 
 def test_a_failing_format_is_dropped_not_printed_to_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(logging.getLogger("gw"), "propagate", False)  # pytest's handler raises
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])  # pytest's handler raises
     stream = io.StringIO()
     uninstall = install_log_handler("json", stream)
-    handler = queue_handler("gw")
+    handler = queue_handler("")
     try:
         logging.getLogger("gw.server").warning("%d is not a number", "x")
     finally:
@@ -92,3 +93,22 @@ def test_rich_log_lines_escape_client_text() -> None:
     written = stream.getvalue()
     assert "no route evil\\x1b]52;c;eA==\\x07\\x1b[2J" in written
     assert "\x1b" not in written
+
+
+def test_other_libraries_warnings_are_json_lines_too() -> None:
+    """uvicorn's "Exception in ASGI application" (a traceback) is one JSON line, as gw's own;
+    their INFO lines stay out."""
+    stream = io.StringIO()
+    uninstall = install_log_handler("json", stream)
+    try:
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            logging.getLogger("uvicorn.error").exception("Exception in ASGI application")
+        logging.getLogger("httpx").info("HTTP Request: POST ...")
+        logging.getLogger("gw.reload").info("config revision %d applied", 3)
+    finally:
+        uninstall()
+    lines = [json.loads(text) for text in stream.getvalue().splitlines()]
+    assert [line["logger"] for line in lines] == ["uvicorn.error", "gw.reload"]
+    assert "ValueError: boom" in lines[0]["exception"]
