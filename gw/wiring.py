@@ -18,6 +18,7 @@ import uvicorn
 from gw import __version__
 from gw.adapters.directory import AdapterDirectory
 from gw.adapters.env_proxy import describe_proxies, public_proxies
+from gw.adapters.reply_budget import ReplyBudget
 from gw.adapters.upstream_client import build_transport
 from gw.config import compile_snapshot
 from gw.config.schema import ServerConfig
@@ -166,7 +167,7 @@ async def _serve(
     # What a killed run left in the usage journal goes back first (budgets read it below).
     telemetry = with_request_log(await journaled_telemetry(plan.home, store), snapshots)
     add_otel(telemetry, plan, snapshots)
-    transport = build_transport(server_config.upstream_transport, proxies)
+    transport = build_transport(server_config.upstream_transport, proxies, reply_budget(plan))
     health, latency = HealthBook(plan.config.health), LatencyBook()
     accounts = AccountBook(plan.config.health)
     directory = AdapterDirectory(transport, plan.environ, vault)
@@ -271,6 +272,13 @@ async def _serve(
         await GracefulServer(config).serve(sockets=[sock])
     finally:
         sock.close()
+
+
+def reply_budget(plan: ServePlan) -> ReplyBudget:
+    """The memory whole upstream answers may take (gw/adapters/reply_budget.py); read at
+    start, as the transport is built once."""
+    server = plan.config.server
+    return ReplyBudget(server.max_upstream_body_bytes.bytes, server.upstream_buffer_budget.bytes)
 
 
 def status_facts(

@@ -5,19 +5,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from gw.adapters.aiohttp_errors import CAUGHT, map_aiohttp_error
 from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES, HttpReply
+from gw.adapters.reply_budget import ReplyBudget
+from gw.adapters.upstream_address import AddressRefusedError, address_refusal, refused
 from gw.ports import AttemptTimeouts
 
 
 def build_session(max_connections: int = 512) -> aiohttp.ClientSession:
     """The one pooled session every HTTP adapter shares; build it inside the running loop."""
     connector = aiohttp.TCPConnector(
-        limit=max_connections, keepalive_timeout=30.0, ttl_dns_cache=300
+        limit=max_connections,
+        keepalive_timeout=30.0,
+        ttl_dns_cache=300,
+        resolver=CheckedResolver(aiohttp.DefaultResolver()),
     )
     return aiohttp.ClientSession(
         connector=connector,
@@ -41,6 +48,26 @@ def _timeout(timeouts: AttemptTimeouts, *, streaming: bool) -> aiohttp.ClientTim
         connect=timeouts.connect,
         sock_read=None if streaming else timeouts.read,
     )
+
+
+class CheckedResolver(AbstractResolver):
+    """``inner``'s answers, refused when one is link-local or a metadata address
+    (gw/adapters/upstream_address.py): aiohttp connects to the addresses returned here."""
+
+    def __init__(self, inner: AbstractResolver) -> None:
+        self._inner = inner
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        answers = await self._inner.resolve(host, port, family)
+        reason = address_refusal(host, [answer["host"] for answer in answers])
+        if reason is not None:
+            raise AddressRefusedError(reason)  # not an OSError: aiohttp lets it through
+        return answers
+
+    async def close(self) -> None:
+        await self._inner.close()
 
 
 class AiohttpStreamingReply:
@@ -71,8 +98,9 @@ class AiohttpStreamingReply:
 
 
 class AiohttpTransport:
-    def __init__(self, session: aiohttp.ClientSession) -> None:
+    def __init__(self, session: aiohttp.ClientSession, budget: ReplyBudget | None = None) -> None:
         self._session = session
+        self._budget = budget or ReplyBudget()  # a whole answer's memory (reply_budget.py)
 
     async def post(
         self,
@@ -91,10 +119,15 @@ class AiohttpTransport:
                 timeout=_timeout(timeouts, streaming=False),
                 allow_redirects=False,
             ) as response:
-                content = await response.read()
+                compressed = "content-encoding" in response.headers  # length before decoding
+                declared = None if compressed else response.content_length
+                chunks = response.content.iter_any()
+                content = await self._budget.read(chunks, provider, declared=declared)
                 return HttpReply(status=response.status, headers=response.headers, body=content)
         except CAUGHT as error:
             raise map_aiohttp_error(error, provider=provider) from None
+        except AddressRefusedError as refusal:
+            raise refused(provider, refusal.reason) from None
 
     @contextlib.asynccontextmanager
     async def post_streaming(
@@ -116,6 +149,8 @@ class AiohttpTransport:
             )
         except CAUGHT as error:
             raise map_aiohttp_error(error, provider=provider) from None
+        except AddressRefusedError as refusal:
+            raise refused(provider, refusal.reason) from None
         try:
             yield AiohttpStreamingReply(response, provider)
         finally:

@@ -20,6 +20,7 @@ from contextlib import AbstractAsyncContextManager
 from urllib.parse import urlsplit
 
 from gw.adapters.http_transport import HttpReply, HttpTransport, StreamingReply
+from gw.adapters.reply_budget import ReplyBudget
 from gw.ports import AttemptTimeouts
 
 PROXY_SCHEMES = ("http", "https")
@@ -173,8 +174,11 @@ class EnvProxyTransport:
     """``direct`` for every upstream but those the environment proxies, which go through an
     httpx client for their proxy, made on first use (none when no upstream is proxied)."""
 
-    def __init__(self, direct: HttpTransport, proxies: Mapping[str, str]) -> None:
+    def __init__(
+        self, direct: HttpTransport, proxies: Mapping[str, str], budget: ReplyBudget
+    ) -> None:
         self._direct = direct
+        self._budget = budget
         # NO_PROXY is read once per upstream URL, not per request (URLs come from config).
         self._proxy_for = functools.lru_cache(maxsize=1024)(
             functools.partial(proxy_for, proxies=dict(proxies))
@@ -189,7 +193,8 @@ class EnvProxyTransport:
         if transport is None:
             from gw.adapters.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415 -- httpx costs ~70 ms of imports; only when a proxy is used
 
-            transport = self._proxied[proxy] = HttpxTransport(build_http_client(proxy=proxy))
+            client = build_http_client(proxy=proxy)
+            transport = self._proxied[proxy] = HttpxTransport(client, self._budget)
         return transport
 
     async def post(
@@ -236,9 +241,11 @@ def proxy_settings(environ: Mapping[str, str]) -> dict[str, str]:
     return proxies
 
 
-def with_env_proxies(direct: HttpTransport, proxies: Mapping[str, str]) -> HttpTransport:
+def with_env_proxies(
+    direct: HttpTransport, proxies: Mapping[str, str], budget: ReplyBudget
+) -> HttpTransport:
     """``direct``, or, when ``proxies`` (``proxy_settings``) names any, ``direct`` wrapped
-    so that the upstreams they proxy go through their proxy."""
+    so that the upstreams they proxy go through their proxy (within the same ``budget``)."""
     if not any(scheme != "no" for scheme in proxies):
         return direct
-    return EnvProxyTransport(direct, proxies)
+    return EnvProxyTransport(direct, proxies, budget)

@@ -19,6 +19,7 @@ import httptools
 
 from gw.adapters.h1_inflate import Inflater
 from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES
+from gw.adapters.reply_budget import ReplyBudget
 from gw.errors import GatewayError, UpstreamError, UpstreamTimeoutError
 
 Origin = tuple[str, str, int]  # scheme, host, port: what a pooled connection is good for
@@ -156,24 +157,15 @@ class H1Connection(asyncio.Protocol):
     def stop_relay(self) -> None:
         self._relay = None
 
-    async def read_body(self, limit: int) -> bytes:
-        """The whole body; over ``limit`` bytes raises (the connection is then closed unless
-        the whole body had already arrived)."""
-        if self.complete and self._buffered <= limit:  # the usual: it came with its head
+    async def read_body(self, budget: ReplyBudget) -> bytes:
+        """The whole body, read within ``budget``'s bounds (past them it raises; the
+        connection is then closed unless the whole body had already arrived)."""
+        if self.complete and self._buffered <= budget.max_reply_bytes:  # came with its head
             self._buffered = 0
             return self._take_all()
-        parts: list[bytes] = []
-        size = 0
-        async for data in self.chunks():
-            size += len(data)
-            if size > limit:
-                raise UpstreamError(
-                    f"provider {self._provider}: the upstream answer is over "
-                    f"{limit // (1024 * 1024)} MiB, more than gw accepts",
-                    blame="upstream",
-                )
-            parts.append(data)
-        return b"".join(parts)
+        length = self._headers.get("content-length", "")
+        declared = int(length) if length.isdigit() and self._decoder is None else None
+        return await budget.read(self.chunks(), self._provider, declared=declared)
 
     async def read_error_body(self) -> bytes:
         """At most ``MAX_ERROR_BODY_BYTES``; a failing body gives what arrived, or b"" ."""

@@ -10,6 +10,7 @@ import ssl
 from collections import deque
 
 from gw.adapters.h1_connection import H1Connection, Origin
+from gw.adapters.upstream_address import Resolve, checked_addresses, system_resolve
 from gw.errors import UpstreamError, UpstreamTimeoutError
 
 
@@ -19,8 +20,10 @@ class ConnectionPool:
         max_connections: int = 512,
         keepalive_seconds: float = 30.0,
         tls_context: ssl.SSLContext | None = None,  # None: the system's trust store
+        resolve: Resolve = system_resolve,
     ) -> None:
         self._limit = max_connections
+        self._resolve = resolve
         self._tls_context = tls_context
         self._keepalive = keepalive_seconds
         self._idle: dict[Origin, list[H1Connection]] = {}
@@ -37,7 +40,7 @@ class ConnectionPool:
             return connection
         try:
             async with asyncio.timeout(connect_timeout):
-                return await self._connection_within_cap(origin)
+                return await self._connection_within_cap(origin, provider)
         except TimeoutError:  # before OSError: TimeoutError is one
             raise UpstreamTimeoutError(
                 f"provider {provider}: connecting to the upstream timed out", blame="upstream"
@@ -84,9 +87,9 @@ class ConnectionPool:
             return connection
         return None
 
-    async def _connection_within_cap(self, origin: Origin) -> H1Connection:
+    async def _connection_within_cap(self, origin: Origin, provider: str) -> H1Connection:
         """A new connection once fewer than the cap are open (or an idle one to ``origin``
-        that came back meanwhile)."""
+        that came back meanwhile), to an address of its host checked by upstream_address."""
         loop = asyncio.get_running_loop()
         while self._open >= self._limit:
             self._close_one_idle()
@@ -105,20 +108,43 @@ class ConnectionPool:
                 return connection
         self._open += 1
         connection = H1Connection(loop, origin, self._lost)
-        scheme, host, port = origin
-        tls = scheme == "https"
         try:
-            await loop.create_connection(
-                lambda: connection,
-                host,
-                port,
-                ssl=(self._tls_context or _system_tls_context()) if tls else None,
-                server_hostname=host if tls else None,
-            )
+            await self._connect(loop, connection, origin, provider)
         except BaseException:
             self._lost(connection)
             raise
         return connection
+
+    async def _connect(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        connection: H1Connection,
+        origin: Origin,
+        provider: str,
+    ) -> None:
+        """Connect to the first checked address of the host that takes it (in the
+        resolver's order, as asyncio does); TLS still verifies the host's name."""
+        scheme, host, port = origin
+        tls = scheme == "https"
+        addresses = await checked_addresses(host, port, provider, self._resolve)
+        failure: OSError = socket.gaierror(socket.EAI_NONAME, "no address")
+        for family, sockaddr in addresses:
+            try:
+                await loop.create_connection(
+                    lambda: connection,
+                    sockaddr[0],
+                    port,
+                    family=family,
+                    ssl=(self._tls_context or _system_tls_context()) if tls else None,
+                    server_hostname=host if tls else None,
+                )
+            except ssl.SSLError:
+                raise  # the host answered: another of its addresses would not do better
+            except OSError as error:
+                failure = error
+            else:
+                return
+        raise failure
 
     def _lost(self, connection: H1Connection) -> None:
         """A connection closed (or never opened): its slot is free."""

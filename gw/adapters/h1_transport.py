@@ -21,10 +21,10 @@ from urllib.parse import quote, urlsplit
 from gw.adapters.h1_connection import H1Connection, Origin
 from gw.adapters.h1_pool import ConnectionPool
 from gw.adapters.http_transport import HttpReply
+from gw.adapters.reply_budget import ReplyBudget
 from gw.errors import UpstreamAuthFailedError, UpstreamError
 from gw.ports import AttemptTimeouts
 
-MAX_REPLY_BYTES = 64 * 1024 * 1024  # a whole (non-streamed) answer held in memory
 # Framing is the client's own business: these never come from an adapter's headers.
 _OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 _DEFAULTS = {
@@ -45,8 +45,11 @@ class Target(NamedTuple):
 
 
 class BuiltinTransport:
-    def __init__(self, pool: ConnectionPool | None = None) -> None:
+    def __init__(
+        self, pool: ConnectionPool | None = None, budget: ReplyBudget | None = None
+    ) -> None:
         self._pool = pool or ConnectionPool()
+        self._budget = budget or ReplyBudget()  # a whole answer's memory (reply_budget.py)
 
     async def post(
         self,
@@ -59,7 +62,7 @@ class BuiltinTransport:
     ) -> HttpReply:
         exchange = self._exchange(url, headers, body, provider, timeouts, read=timeouts.read)
         async with exchange as connection:
-            content = await connection.read_body(MAX_REPLY_BYTES)
+            content = await connection.read_body(self._budget)
             return HttpReply(status=connection.status, headers=connection.headers, body=content)
 
     def post_streaming(

@@ -10,7 +10,9 @@ from http.cookiejar import CookieJar, DefaultCookiePolicy
 import httpx
 
 from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES, HttpReply
+from gw.adapters.reply_budget import ReplyBudget
 from gw.adapters.transport_errors import map_transport_error
+from gw.adapters.upstream_address import CheckedHosts
 from gw.ports import AttemptTimeouts
 
 
@@ -33,6 +35,9 @@ def build_http_client(max_connections: int = 512, proxy: str | None = None) -> h
         # No cookies kept (see aiohttp_transport.build_session): a jar no domain may enter.
         cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
     )
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _timeout(timeouts: AttemptTimeouts) -> httpx.Timeout:
@@ -76,8 +81,22 @@ class HttpxStreamingReply:
 
 
 class HttpxTransport:
-    def __init__(self, client: httpx.AsyncClient) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        budget: ReplyBudget | None = None,
+        hosts: CheckedHosts | None = None,
+    ) -> None:
         self._client = client
+        self._budget = budget or ReplyBudget()  # a whole answer's memory (reply_budget.py)
+        # Where the host's addresses are checked before a request (upstream_address.py);
+        # None through a proxy, which resolves the name itself.
+        self._hosts = hosts
+
+    async def _check_host(self, request: httpx.Request, provider: str) -> None:
+        if self._hosts is not None:
+            url = request.url
+            await self._hosts.check(url.host, url.port or _DEFAULT_PORTS[url.scheme], provider)
 
     def _request(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: AttemptTimeouts
@@ -95,13 +114,21 @@ class HttpxTransport:
         timeouts: AttemptTimeouts,
         provider: str,
     ) -> HttpReply:
+        request = self._request(url, headers, body, timeouts)
+        await self._check_host(request, provider)
         try:
-            response = await self._client.send(self._request(url, headers, body, timeouts))
+            response = await self._client.send(request, stream=True)
+            try:
+                compressed = "content-encoding" in response.headers  # length before decoding
+                length = response.headers.get("content-length", "")
+                declared = int(length) if length.isdigit() and not compressed else None
+                chunks = response.aiter_bytes()
+                content = await self._budget.read(chunks, provider, declared=declared)
+            finally:
+                await response.aclose()
         except httpx.RequestError as error:
             raise map_transport_error(error, provider=provider) from None
-        return HttpReply(
-            status=response.status_code, headers=response.headers, body=response.content
-        )
+        return HttpReply(status=response.status_code, headers=response.headers, body=content)
 
     @contextlib.asynccontextmanager
     async def post_streaming(
@@ -114,6 +141,7 @@ class HttpxTransport:
         provider: str,
     ) -> AsyncIterator[HttpxStreamingReply]:
         request = self._request(url, headers, body, timeouts)
+        await self._check_host(request, provider)
         try:
             response = await self._client.send(request, stream=True)
         except httpx.RequestError as error:

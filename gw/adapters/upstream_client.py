@@ -8,21 +8,27 @@ from collections.abc import Mapping
 from gw.adapters.env_proxy import with_env_proxies
 from gw.adapters.h1_transport import BuiltinTransport
 from gw.adapters.http_transport import HttpTransport
+from gw.adapters.reply_budget import ReplyBudget
+from gw.adapters.upstream_address import CheckedHosts
 
 
-def build_transport(kind: str, proxies: Mapping[str, str]) -> HttpTransport:
+def build_transport(
+    kind: str, proxies: Mapping[str, str], budget: ReplyBudget | None = None
+) -> HttpTransport:
     """The upstream HTTP client (call inside the running event loop), sending the
-    upstreams the environment proxies (``env_proxy.proxy_settings``) through httpx."""
+    upstreams the environment proxies (``env_proxy.proxy_settings``) through httpx; whole
+    answers are read within ``budget`` (gw/adapters/reply_budget.py)."""
+    budget = budget or ReplyBudget()
     # The others are imported only when chosen: httpx costs every start ~70 ms of imports,
     # aiohttp ~0.35 s (it builds its TLS contexts at import).
     if kind == "httpx":
         from gw.adapters.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415
 
-        direct: HttpTransport = HttpxTransport(build_http_client())
+        direct: HttpTransport = HttpxTransport(build_http_client(), budget, CheckedHosts())
     elif kind == "aiohttp":
         from gw.adapters.aiohttp_transport import AiohttpTransport, build_session  # noqa: PLC0415
 
-        direct = AiohttpTransport(build_session())
+        direct = AiohttpTransport(build_session(), budget)
     else:
-        direct = BuiltinTransport()
-    return with_env_proxies(direct, proxies)
+        direct = BuiltinTransport(budget=budget)
+    return with_env_proxies(direct, proxies, budget)

@@ -42,7 +42,7 @@ from gw.cli.options import (
 )
 from gw.config import ConfigError
 from gw.config.redact import REDACTED, redacted
-from gw.config.validate import config_warnings
+from gw.config.validate import config_warnings, local_upstreams
 from gw.environment import database_path
 from gw.store import SqliteStore, StoreError
 from gw.store.sqlite import RevisionRow, StoredRevision
@@ -92,6 +92,7 @@ def validate_command(
             print_json({"valid": False, **problem, "reason": error.reason})
         fail(str(error))
     warnings = config_warnings(loaded.config)
+    local = local_upstreams(loaded.config)
     summary = {
         "valid": True,
         "source": loaded.source,
@@ -100,6 +101,7 @@ def validate_command(
         "policies": len(loaded.config.policies),
         "models": len(loaded.config.models),
         "warnings": warnings,
+        "local_upstreams": [upstream._asdict() for upstream in local],
     }
     if as_json:
         print_json(summary)
@@ -111,6 +113,9 @@ def validate_command(
         f"{summary['policies']} policies, {summary['models']} catalog entries",
         highlight=False,
     )
+    if local:
+        named = ", ".join(f"{u.provider} ({u.kind} {u.host})" for u in local)
+        stdout.print(f"on loopback or private addresses: {named}", highlight=False, markup=False)
 
 
 def read_store(home: Path, read: Callable[[SqliteStore], Awaitable[T]], empty: T) -> T:

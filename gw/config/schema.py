@@ -38,6 +38,10 @@ class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call gw (gw/server/edges.py)
     trusted_proxies: tuple[str, ...] = ()  # IPs/CIDRs whose X-Forwarded-For is believed
     upstream_transport: UpstreamTransport = "builtin"
+    # A whole (non-streamed) upstream answer, and all of them being read at once, held in
+    # memory (gw/adapters/reply_budget.py).
+    max_upstream_body_bytes: ByteSize = ByteSize(16 * 1024 * 1024)
+    upstream_buffer_budget: ByteSize = ByteSize(256 * 1024 * 1024)
 
 
 class AuthConfig(ConfigStruct, frozen=True, kw_only=True):

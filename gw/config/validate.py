@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from gw.config.catalog import prices
@@ -16,6 +17,7 @@ from gw.config.schema import (
     ProviderConfig,
     StateConfig,
 )
+from gw.config.upstream_host import HostFormError, classify_host, refusal
 from gw.errors import ERRORS_BY_CODE
 
 Problem = tuple[str, str]  # (field path, reason)
@@ -103,6 +105,61 @@ def _base_url_problems(field: str, url: str | None) -> Iterator[Problem]:
     elif "@" in urlsplit(url).netloc:
         # It would be stored with the config and shown by `gw config show`.
         yield field, "must not hold credentials (user:password@); put the key in api_key"
+    else:
+        yield from _host_problems(field, url)
+
+
+def _host_problems(field: str, url: str) -> Iterator[Problem]:
+    """Where the key would go: never a link-local or metadata address (upstream_host)."""
+    try:
+        host = urlsplit(url).hostname
+    except ValueError as error:  # an unclosed [ in the host
+        yield field, f"is not a valid URL: {error}"
+        return
+    if not host:
+        yield field, "has no host"
+        return
+    try:
+        reason = refusal(classify_host(host))
+    except HostFormError as error:
+        yield field, str(error)
+        return
+    if reason is not None:
+        yield field, f"{host} {reason}"
+
+
+def local_upstreams(config: Config) -> list[LocalUpstream]:
+    """Providers whose base URL is a loopback or private address (allowed: a local model
+    server is a main use), for ``gw config validate`` to name."""
+    found = []
+    for provider in config.providers:
+        urls = [provider.base_url, *(account.base_url for account in provider.accounts)]
+        for url in dict.fromkeys(url for url in urls if url):
+            host = _host_of(url)
+            kind = _allowed_kind(host)
+            if kind in ("loopback", "private"):
+                found.append(LocalUpstream(provider=provider.name, host=host, kind=kind))
+    return found
+
+
+class LocalUpstream(NamedTuple):
+    provider: str
+    host: str
+    kind: str  # loopback | private
+
+
+def _host_of(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
+
+
+def _allowed_kind(host: str) -> str | None:
+    try:
+        return classify_host(host) if host else None
+    except HostFormError:
+        return None
 
 
 def _secret_reference(field: str, key: str | None) -> Iterator[Problem]:
@@ -210,6 +267,11 @@ def _server_problems(config: Config) -> Iterator[Problem]:
         yield "server.max_concurrency", "must be at least 1"
     if server.header_timeout.seconds <= 0:
         yield "server.header_timeout", "must be longer than 0s"
+    if server.upstream_buffer_budget.bytes < server.max_upstream_body_bytes.bytes:
+        yield (
+            "server.upstream_buffer_budget",
+            "must be at least server.max_upstream_body_bytes (one whole answer must fit)",
+        )
     if not 0 < config.auth.dashboard_link_ttl.seconds <= MAX_DASHBOARD_LINK_TTL_S:
         yield "auth.dashboard_link_ttl", "must be longer than 0s and at most 1h"
 

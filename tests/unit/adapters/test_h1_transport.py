@@ -26,6 +26,7 @@ from gw.adapters.h1_connection import PAUSE_ABOVE, H1Connection
 from gw.adapters.h1_inflate import MAX_DECODED_BYTES
 from gw.adapters.h1_pool import ConnectionPool
 from gw.adapters.h1_transport import BuiltinTransport
+from gw.adapters.reply_budget import ReplyBudget
 from gw.errors import UpstreamAuthFailedError, UpstreamError, UpstreamTimeoutError
 from gw.ports import AttemptTimeouts
 
@@ -600,8 +601,8 @@ def test_a_connection_whose_reading_paused_is_pooled_reading_again(run: Any) -> 
         opened: list[H1Connection] = []
         connect = pool._connection_within_cap
 
-        async def spy(origin: Any) -> H1Connection:
-            opened.append(await connect(origin))
+        async def spy(origin: Any, provider: str) -> H1Connection:
+            opened.append(await connect(origin, provider))
             return opened[-1]
 
         pool._connection_within_cap = spy  # type: ignore[method-assign]
@@ -627,7 +628,7 @@ def test_a_waiter_woken_then_cancelled_passes_the_free_slot_on(run: Any) -> None
         held = await pool.acquire(origin, 5.0, "fake")
         held.send([b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n"], "fake", 5.0)
         await held.head()
-        await held.read_body(1024)
+        await held.read_body(ReplyBudget(1024))
         second = asyncio.create_task(pool.acquire(origin, 5.0, "fake"))
         third = asyncio.create_task(pool.acquire(origin, 5.0, "fake"))
         await asyncio.sleep(0.05)  # both wait at the cap

@@ -101,10 +101,9 @@ def test_other_libraries_warnings_are_json_lines_too() -> None:
     stream = io.StringIO()
     uninstall = install_log_handler("json", stream)
     try:
-        try:
-            raise ValueError("boom")
-        except ValueError:
-            logging.getLogger("uvicorn.error").exception("Exception in ASGI application")
+        failure = ValueError("boom")
+        info = (ValueError, failure, None)
+        logging.getLogger("uvicorn.error").error("Exception in ASGI application", exc_info=info)
         logging.getLogger("httpx").info("HTTP Request: POST ...")
         logging.getLogger("gw.reload").info("config revision %d applied", 3)
     finally:

@@ -1,0 +1,97 @@
+"""The addresses an upstream's host resolves to, checked before gw connects to one.
+
+A base URL's host is checked when the config loads (gw/config/upstream_host.py), but a
+name is only an address once DNS answers, and the answer can change after the check (or be
+chosen by whoever runs that DNS). So each new connection resolves the name itself, refuses
+the lot when any answer is link-local or a cloud metadata address, and connects to the
+checked addresses, never to a second lookup's answer: the request, with its key, is
+written only on such a connection. Loopback and private answers are allowed, as in config.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from gw.config.upstream_host import classify_address, refusal
+from gw.errors import UpstreamError
+
+# (family, sockaddr) as getaddrinfo gives them: sockaddr[0] is the address text.
+Resolved = tuple[int, tuple[Any, ...]]
+Resolve = Callable[[str, int], Awaitable[Sequence[Resolved]]]
+
+
+async def system_resolve(host: str, port: int) -> list[Resolved]:
+    """The system resolver's answer (hosts file, DNS), for a TCP connection."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [(family, sockaddr) for family, _, _, _, sockaddr in infos]
+
+
+def address_refusal(host: str, addresses: Sequence[str]) -> str | None:
+    """Why connecting to ``host`` at ``addresses`` is refused, or None."""
+    for text in addresses:
+        address = ipaddress.ip_address(text.partition("%")[0])  # an fe80::1%eth0 zone id
+        reason = refusal(classify_address(address))
+        if reason is not None:
+            shown = host if host == str(address) else f"{host} (resolved to {address})"
+            return f"the upstream host {shown} {reason}"
+    return None
+
+
+async def checked_addresses(
+    host: str, port: int, provider: str, resolve: Resolve = system_resolve
+) -> Sequence[Resolved]:
+    """``host``'s addresses, all of them fit to receive a key; else ``upstream_error``.
+    An address literal is its own answer (no lookup)."""
+    try:
+        literal = ipaddress.ip_address(host)
+    except ValueError:
+        addresses = await resolve(host, port)
+    else:
+        family = socket.AF_INET6 if literal.version == 6 else socket.AF_INET
+        addresses = [(family, (host, port))]
+    reason = address_refusal(host, [sockaddr[0] for _, sockaddr in addresses])
+    if reason is not None:
+        raise refused(provider, reason)
+    return addresses
+
+
+class AddressRefusedError(Exception):
+    """Raised by a resolver that knows no provider; the transport names it (``refused``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class CheckedHosts:
+    """For a client whose connections gw does not open itself (httpx): each host checked
+    by a lookup of its own before a request, a good answer remembered for ``ttl``
+    seconds. The client then looks the name up again, so a DNS server that answers
+    differently within that time is not caught: the builtin and aiohttp transports check
+    the very addresses they connect to."""
+
+    def __init__(self, resolve: Resolve = system_resolve, ttl: float = 30.0) -> None:
+        self._resolve = resolve
+        self._ttl = ttl
+        self._good_until: dict[tuple[str, int], float] = {}
+
+    async def check(self, host: str, port: int, provider: str) -> None:
+        loop = asyncio.get_running_loop()
+        if self._good_until.get((host, port), 0.0) > loop.time():
+            return
+        await checked_addresses(host, port, provider, self._resolve)
+        if len(self._good_until) > 1024:  # hosts come from config: a handful
+            self._good_until.clear()
+        self._good_until[host, port] = loop.time() + self._ttl
+
+
+def refused(provider: str, reason: str) -> UpstreamError:
+    return UpstreamError(
+        f"provider {provider}: {reason}; nothing was sent (check its base_url and what "
+        "the name resolves to)",
+        blame="upstream",
+    )
