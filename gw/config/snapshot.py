@@ -19,7 +19,9 @@ from gw.config.schema import (
 from gw.config.units import encode_unit
 from gw.errors import ModelNotFoundError, client_value
 
-MODEL_NAME_MAX_CHARS = 256  # a provider/model a client addresses directly
+# The longest model a client may address directly (provider/model), and what a trace keeps
+# of any requested model: real names are far shorter; longer text is a client's noise.
+MODEL_NAME_MAX_CHARS = 1024
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 

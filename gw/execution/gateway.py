@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from gw.config.snapshot import Snapshot
+from gw.config.snapshot import MODEL_NAME_MAX_CHARS, Snapshot
 from gw.errors import ClientAbortedError, GatewayError, InvalidRequestError, clipped
 from gw.execution.accounts import AccountBook, AccountPin
 from gw.execution.attempt_log import AttemptLog
@@ -400,7 +400,7 @@ class Gateway:
             request_id=ctx.request_id,
             time=ctx.started_at,
             endpoint=ctx.endpoint,
-            requested_model=clipped(requested_model),  # the client's text: bounded
+            requested_model=clipped(requested_model, MODEL_NAME_MAX_CHARS),  # client text
             stream=stream,
             status=status,
             revision=ctx.snapshot.revision,

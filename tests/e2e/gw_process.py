@@ -22,7 +22,12 @@ class GwServer:
     """A `gw serve` subprocess; ``url`` is read from the server.json it writes."""
 
     def __init__(
-        self, state_dir: Path, config: Path | None = None, env: dict[str, str] | None = None
+        self,
+        state_dir: Path,
+        config: Path | None = None,
+        env: dict[str, str] | None = None,
+        *,
+        separate_stderr: bool = False,
     ):
         self.state_dir = state_dir
         self.config = config
@@ -31,6 +36,8 @@ class GwServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.log_path = state_dir / "serve.log"
+        # stderr alone (gw's log lines), when a test reads it apart from stdout's banner.
+        self.stderr_path = state_dir / "serve.stderr" if separate_stderr else None
 
     def start(self) -> GwServer:
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -38,7 +45,8 @@ class GwServer:
         if self.config is not None:
             args += ["--config", str(self.config)]
         log = self.log_path.open("wb")
-        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=self.env)
+        errors = self.stderr_path.open("wb") if self.stderr_path else subprocess.STDOUT
+        self.process = subprocess.Popen(args, stdout=log, stderr=errors, env=self.env)
         server_file = self.state_dir / "server.json"
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
