@@ -65,9 +65,9 @@ class ReplyBudget:
             raise self.too_large(provider)
         if self.held > self.total_bytes:
             raise OverloadedError(
-                f"provider {provider}: gw is holding {self.held // MIB} MiB of upstream "
-                f"answers, over server.upstream_buffer_budget ({_size(self.total_bytes)}); "
-                "retry shortly",
+                f"provider {provider}: whole upstream answers being read would take "
+                f"{self.held / MIB:.1f} MiB, over server.upstream_buffer_budget "
+                f"({_size(self.total_bytes)}); retry shortly",
                 retry_after=BUDGET_RETRY_AFTER_S,
                 blame="gateway",
             )

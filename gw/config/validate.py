@@ -17,7 +17,7 @@ from gw.config.schema import (
     ProviderConfig,
     StateConfig,
 )
-from gw.config.upstream_host import HostFormError, classify_host, refusal
+from gw.config.upstream_host import HostFormError, HostKind, classify_host, refusal
 from gw.errors import ERRORS_BY_CODE
 
 Problem = tuple[str, str]  # (field path, reason)
@@ -135,8 +135,7 @@ def local_upstreams(config: Config) -> list[LocalUpstream]:
     for provider in config.providers:
         urls = [provider.base_url, *(account.base_url for account in provider.accounts)]
         for url in dict.fromkeys(url for url in urls if url):
-            host = _host_of(url)
-            kind = _allowed_kind(host)
+            host, kind = _host_kind(url)
             if kind in ("loopback", "private"):
                 found.append(LocalUpstream(provider=provider.name, host=host, kind=kind))
     return found
@@ -148,18 +147,13 @@ class LocalUpstream(NamedTuple):
     kind: str  # loopback | private
 
 
-def _host_of(url: str) -> str:
+def _host_kind(url: str) -> tuple[str, HostKind | None]:
+    """A base URL's host and the kind of place it is (None: unreadable, refused above)."""
     try:
-        return urlsplit(url).hostname or ""
-    except ValueError:
-        return ""
-
-
-def _allowed_kind(host: str) -> str | None:
-    try:
-        return classify_host(host) if host else None
-    except HostFormError:
-        return None
+        host = urlsplit(url).hostname or ""
+        return host, classify_host(host) if host else None
+    except ValueError:  # an unclosed [, or a HostFormError
+        return "", None
 
 
 def _secret_reference(field: str, key: str | None) -> Iterator[Problem]:
