@@ -95,9 +95,14 @@ def test_rich_log_lines_escape_client_text() -> None:
     assert "\x1b" not in written
 
 
-def test_other_libraries_warnings_are_json_lines_too() -> None:
+def test_other_libraries_warnings_are_json_lines_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """uvicorn's "Exception in ASGI application" (a traceback) is one JSON line, as gw's own;
     their INFO lines stay out."""
+    # As gw serve leaves it (uvicorn.Config(log_config=None)); another test in this process
+    # may have built a uvicorn.Config with uvicorn's own logging, which stops propagation.
+    uvicorn_logger = logging.getLogger("uvicorn")
+    monkeypatch.setattr(uvicorn_logger, "propagate", True)
+    monkeypatch.setattr(uvicorn_logger, "handlers", [])
     stream = io.StringIO()
     uninstall = install_log_handler("json", stream)
     try:
