@@ -16,7 +16,9 @@ from typing import Any
 import msgspec
 
 from gw.config import Config, ConfigError, load_config
-from gw.config.loader import BUILTIN_SOURCE
+from gw.config.limits import ConfigLimits, check_size
+from gw.config.loader import BUILTIN_SOURCE, DEFAULT_LIMITS
+from gw.config.units import ByteSize
 
 CONFIG_FILE_NAME = "gw.yaml"
 DATABASE_FILE_NAME = "gw.db"
@@ -64,29 +66,62 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
     return overrides
 
 
+def config_limits(environ: Mapping[str, str]) -> ConfigLimits:
+    """How large a config file gw reads: ``GW_MAX_CONFIG_BYTES`` (``32MiB``, or bytes)."""
+    value = environ.get("GW_MAX_CONFIG_BYTES")
+    if not value:
+        return DEFAULT_LIMITS
+    try:
+        return ConfigLimits(
+            max_bytes=ByteSize.parse(int(value) if value.isdigit() else value).bytes
+        )
+    except ValueError:
+        raise ConfigError(
+            "$GW_MAX_CONFIG_BYTES", "", f"{value!r} is not a size; write e.g. 32MiB"
+        ) from None
+
+
 class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
     config: Config
     source: str
     path: Path
     exists: bool
+    text: str | None = None  # the file's text as read (None: the built-in default)
+
+
+def read_config_text(path: Path, limits: ConfigLimits = DEFAULT_LIMITS) -> str:
+    """The config file's text; a file over the size limit is refused unread.
+    Raises FileNotFoundError for a missing file, ConfigError for any other failure."""
+    try:
+        with path.open(encoding="utf-8") as file:
+            check_size(str(path), os.fstat(file.fileno()).st_size, limits)
+            return file.read()
+    except FileNotFoundError:
+        raise
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(path), "", f"cannot read the file: {exc}") from None
 
 
 def read_config(
-    path: Path, *, explicit: bool, overrides: Mapping[str, Any] | None = None
+    path: Path,
+    *,
+    explicit: bool,
+    overrides: Mapping[str, Any] | None = None,
+    limits: ConfigLimits = DEFAULT_LIMITS,
 ) -> LoadedConfig:
     """Load ``path``; a missing default file means the built-in config, a missing
     explicit one (``--config``/``GW_CONFIG``) is an error."""
-    if path.exists():
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(str(path), "", f"cannot read the file: {exc}") from None
-        config = load_config(text, str(path), overrides)
-        return LoadedConfig(config=config, source=str(path), path=path, exists=True)
-    if explicit:
-        raise ConfigError(str(path), "", "no such file (run `gw init` to write an example)")
-    config = load_config(None, BUILTIN_SOURCE, overrides)
-    return LoadedConfig(config=config, source=BUILTIN_SOURCE, path=path, exists=False)
+    try:
+        text = read_config_text(path, limits)
+    except FileNotFoundError:
+        if explicit:
+            raise ConfigError(
+                str(path), "", "no such file (run `gw init` to write an example)"
+            ) from None
+        config = load_config(None, BUILTIN_SOURCE, overrides)
+        return LoadedConfig(config=config, source=BUILTIN_SOURCE, path=path, exists=False)
+    config = load_config(text, str(path), overrides, limits)
+    return LoadedConfig(config=config, source=str(path), path=path, exists=True, text=text)
 
 
 def process_environ() -> dict[str, str]:

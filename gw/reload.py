@@ -31,8 +31,11 @@ from typing import Any, Literal
 
 import msgspec
 
-from gw.config import Config, ConfigError, Snapshot, config_hash, load_config
-from gw.environment import LoadedConfig, read_config, replace_file
+from gw.config import Config, ConfigError, Snapshot, load_config
+from gw.config.limits import ConfigLimits
+from gw.config.loader import DEFAULT_LIMITS
+from gw.config_worker import load_in_child
+from gw.environment import LoadedConfig, replace_file
 from gw.errors import ConflictError, InvalidRequestError
 from gw.file_watch import FileWatch
 from gw.store.sqlite import StoredRevision
@@ -48,21 +51,6 @@ class AppliedConfig(msgspec.Struct, frozen=True, kw_only=True):
     hash: str
     source: RevisionSource
     text: str | None  # the file's text as read and applied; None: the built-in default
-
-
-def read_applied(
-    path: Path, *, explicit: bool, overrides: Mapping[str, Any]
-) -> tuple[LoadedConfig, str | None]:
-    """``read_config``, plus the exact text it loaded (None for the built-in default):
-    the file is read once, so the text recorded is the text applied."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return read_config(path, explicit=explicit, overrides=overrides), None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(str(path), "", f"cannot read the file: {exc}") from None
-    config = load_config(text, str(path), overrides)
-    return LoadedConfig(config=config, source=str(path), path=path, exists=True), text
 
 
 class ReloadStatus(msgspec.Struct, kw_only=True):
@@ -99,6 +87,8 @@ class Reloader:
         stored_revision: Callable[[int], Awaitable[StoredRevision | None]] | None = None,
         prepare: Callable[[Config], Awaitable[None]] | None = None,
         start_text: str | None = None,
+        limits: ConfigLimits = DEFAULT_LIMITS,
+        on_applied: Callable[[Snapshot], None] | None = None,
     ) -> None:
         self._path = path
         # The file's text the running config was read from (None: no file, or unknown):
@@ -115,6 +105,8 @@ class Reloader:
         # Checks a new config against the world outside the file (the vault holds every
         # vault:NAME it names) and raises ConfigError when it does not hold.
         self._prepare = prepare
+        self._limits = limits
+        self._on_applied = on_applied  # after the swap: timers that follow the config re-arm
         self._lock = asyncio.Lock()
         self.status = ReloadStatus(path=str(path), revision=current().revision)
 
@@ -138,7 +130,10 @@ class Reloader:
             except (OSError, UnicodeDecodeError) as exc:
                 raise ConflictError(f"cannot read {self._path}: {exc}") from None
             new_text = change(text)
-            await self._check_outside(load_config(new_text, str(self._path), self._overrides))
+            config = await asyncio.to_thread(
+                load_config, new_text, str(self._path), self._overrides, self._limits
+            )
+            await self._check_outside(config)
             await asyncio.to_thread(replace_file, self._path, new_text)
             return await self._reload(source)
 
@@ -174,8 +169,7 @@ class Reloader:
 
     async def _reload(self, source: RevisionSource) -> Snapshot | None:
         try:
-            loaded, text = self._read()
-            digest = config_hash(loaded.config)
+            loaded, digest = await self._read()
             if digest == self._current().config_hash:
                 if source == "signal":  # SIGHUP also re-reads the vault (`gw vault set`)
                     await self._check_outside(loaded.config)
@@ -188,20 +182,26 @@ class Reloader:
             await self._check_outside(loaded.config)
             # Compiled before it is recorded, so a revision is never recorded unapplied.
             trial = self._compile(loaded.config, 0, loaded.source)
-            applied = AppliedConfig(config=loaded.config, hash=digest, source=source, text=text)
+            applied = AppliedConfig(
+                config=loaded.config, hash=digest, source=source, text=loaded.text
+            )
             revision = await self._record_revision(applied)
         except Exception as error:  # noqa: BLE001 -- any failure keeps the running snapshot
             self._failed(error)
             return None
         snapshot = msgspec.structs.replace(trial, revision=revision)
         self._apply(snapshot)
+        if self._on_applied is not None:
+            self._on_applied(snapshot)
         self.status.revision, self.status.applied_at = revision, self._now()
         self.status.error = self.status.error_at = None
         self.status.reloads += 1
         log.info("config revision %d applied (%s)", revision, source)
         return snapshot
 
-    def _read(self) -> tuple[LoadedConfig, str | None]:
+    async def _read(self) -> tuple[LoadedConfig, str]:
+        """The file's config and its hash, loaded in a child process (gw/config_worker.py):
+        a large config is parsed without holding up a request."""
         running = self._current()
         if running.source == str(self._path) and not self._path.exists():
             # Never fall back to the built-in default: that would swap the user's
@@ -212,7 +212,9 @@ class Reloader:
                 f"the file is gone (deleted or moved); still serving revision "
                 f"{running.revision}: put it back, or `gw config rollback {running.revision}`",
             )
-        return read_applied(self._path, explicit=self._explicit, overrides=self._overrides)
+        return await load_in_child(
+            self._path, explicit=self._explicit, overrides=self._overrides, limits=self._limits
+        )
 
     async def _edited_since_start(self) -> bool:
         """Whether the file is not (or no longer) what the running config was read from."""

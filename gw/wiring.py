@@ -159,7 +159,7 @@ async def _serve(
     authenticator = await build_authenticator(
         plan, admin_key, store, clock, on_keys_mode=lambda: server_facts(auth_mode="keys")
     )
-    revision, start_text = await record_start(plan, store, clock)
+    revision = await record_start(plan, store, clock)
     shipped = shipped_catalog()
     snapshots = SnapshotHolder(
         compile_snapshot(plan.config, revision=revision, source=plan.source, shipped=shipped)
@@ -186,7 +186,8 @@ async def _serve(
         health=health,
         accounts=accounts,
         directory=directory,
-        start_text=start_text,
+        start_text=plan.config_text,
+        on_applied=pruner.settings_changed,
     )
     counts = RequestCounts(telemetry.sink())  # for GET /admin/v1/status
     gateway = Gateway(

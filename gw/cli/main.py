@@ -23,7 +23,7 @@ from gw.cli.options import (
     resolve_config,
     resolve_home,
 )
-from gw.environment import env_overrides, process_environ
+from gw.environment import config_limits, env_overrides, process_environ
 from gw.store import StoreError
 
 app = typer.Typer(
@@ -114,6 +114,8 @@ def serve(
         source=loaded.source,
         environ=environ,
         config_path=path,
+        config_text=loaded.text,
+        limits=config_limits(environ),
         explicit=explicit,
         overrides={**env_overrides(environ), **flags},
         on_listening=resume_after_start,

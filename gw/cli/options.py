@@ -13,6 +13,7 @@ from gw.config import ConfigError
 from gw.environment import (
     ENV_OVERRIDES,
     LoadedConfig,
+    config_limits,
     config_path,
     env_overrides,
     process_environ,
@@ -50,8 +51,9 @@ def load_effective(
     path: Path, *, explicit: bool, flags: Mapping[str, object] | None = None
 ) -> LoadedConfig:
     """The config as gw would run it: defaults < file < GW_* variables < ``flags``."""
-    overrides = {**env_overrides(process_environ()), **(flags or {})}
-    return read_config(path, explicit=explicit, overrides=overrides)
+    environ = process_environ()
+    overrides = {**env_overrides(environ), **(flags or {})}
+    return read_config(path, explicit=explicit, overrides=overrides, limits=config_limits(environ))
 
 
 def load_or_fail(

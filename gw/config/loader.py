@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from gw.config.builtin import DEFAULT_CONFIG
+from gw.config.limits import ConfigLimits, check_expansion, check_size
 from gw.config.problems import ConfigError
 from gw.config.schema import Config
 from gw.config.units import decode_unit
@@ -20,6 +21,7 @@ from gw.config.validate import find_problems
 from gw.config.yamlmap import line_of, parse_yaml
 
 BUILTIN_SOURCE = "<built-in default>"
+DEFAULT_LIMITS = ConfigLimits()
 # YAML 1.1, which PyYAML reads, takes a bare yes/no/on/off as a boolean.
 _BARE_WORD_HINT = "; YAML reads a bare true/false/yes/no/on/off as a boolean: quote the word"
 _UNKNOWN_FIELD = re.compile(r"^object contains unknown field `(?P<key>[^`]*)`$")
@@ -28,18 +30,24 @@ _MSGSPEC_PATH = re.compile(r"^(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", r
 
 
 def load_config(
-    text: str | None, source: str, overrides: Mapping[str, Any] | None = None
+    text: str | None,
+    source: str,
+    overrides: Mapping[str, Any] | None = None,
+    limits: ConfigLimits = DEFAULT_LIMITS,
 ) -> Config:
     """Parse and validate ``text`` (``None``: the built-in default), then apply ``overrides``.
 
     ``overrides`` maps dotted paths (``server.port``) to values that win over the file:
-    this is how ``GW_*`` variables and command-line flags take precedence.
+    this is how ``GW_*`` variables and command-line flags take precedence. A text over
+    ``limits`` is refused before it is parsed (gw/config/limits.py).
     """
     if text is None:
         data: Any = copy.deepcopy(DEFAULT_CONFIG)
         lines: dict[str, int] = {}
     else:
+        check_size(source, _utf8_size(text, limits.max_bytes), limits)
         data, lines = parse_yaml(text, source)
+        check_expansion(source, data, limits)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -57,6 +65,13 @@ def load_config(
         path, reason = problems[0]
         raise ConfigError(source, path, reason, line_of(lines, path))
     return config
+
+
+def _utf8_size(text: str, limit: int) -> int:
+    """The text's size in bytes, encoded only when its length leaves it in doubt."""
+    if len(text) > limit or len(text) * 4 <= limit:
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _set_path(data: dict[str, Any], dotted: str, value: Any) -> None:

@@ -3,32 +3,38 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any
 
 import yaml
 
 from gw.config.problems import ConfigError
 
-# libyaml's parser, when PyYAML was built with it (its wheels are), for gw's own files only:
-# it accepts a few things the Python parser refuses (tabs as separators, for one), and a
-# user's config must load the way ruamel.yaml, which edits it in place, reads it.
+# libyaml's parser, when PyYAML was built with it (its wheels are): ~5x faster than the
+# Python parser. It accepts tabs as separators, which the Python parser and ruamel.yaml
+# (which edits the file in place) refuse, so text with a tab goes to the Python parser: a
+# file must not load and then refuse admin edits. So does text with a bare `!` tag, which
+# libyaml builds as '' where the Python parser builds null. Any other text libyaml refuses is parsed
+# again by the Python parser too, so an error is reported in its words (and a text only
+# the Python parser accepts still loads).
 _LIBYAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PYTHON_PARSER_ONLY = re.compile(r"\t|(?:^|[\s\[{,])!(?:[\s\]},]|$)", re.MULTILINE)
 
 
 def parse_yaml(text: str, source: str, *, own_file: bool = False) -> tuple[Any, dict[str, int]]:
     """Return the data in ``text`` and ``{"routes[0].targets[1]": line}`` (1-based lines).
 
-    ``own_file``: text gw ships (the catalog), parsed by libyaml, ~8x faster; an error is
-    still reported in the Python parser's words.
+    ``own_file``: text gw ships (the catalog), which libyaml reads whatever it holds.
     """
     try:
-        if own_file:
-            with contextlib.suppress(yaml.YAMLError):
+        if own_file or not _PYTHON_PARSER_ONLY.search(text):
+            with contextlib.suppress(_SyntaxError):
                 return _load(text, _LIBYAML_LOADER)
         return _load(text, yaml.SafeLoader)
+    except _SyntaxError as exc:
+        raise _config_error(source, exc.error) from None
     except yaml.MarkedYAMLError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else None
-        raise ConfigError(source, "", f"not valid YAML: {exc.problem}", line) from None
+        raise _config_error(source, exc) from None
     except yaml.YAMLError as exc:
         raise ConfigError(source, "", f"not valid YAML: {exc}") from None
     except RecursionError:
@@ -37,12 +43,30 @@ def parse_yaml(text: str, source: str, *, own_file: bool = False) -> tuple[Any, 
         raise ConfigError(source, "", f"not valid YAML: {exc}") from None
 
 
+class _SyntaxError(Exception):
+    """The parser refused the text (as opposed to gw's own checks on a parsed tree, whose
+    errors read the same from either parser)."""
+
+    def __init__(self, error: yaml.YAMLError) -> None:
+        self.error = error
+
+
+def _config_error(source: str, exc: yaml.YAMLError) -> ConfigError:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        return ConfigError(source, "", f"not valid YAML: {exc.problem}", line)
+    return ConfigError(source, "", f"not valid YAML: {exc}")
+
+
 def _load(text: str, loader_class: type[yaml.SafeLoader]) -> tuple[Any, dict[str, int]]:
     """Parse once: lines are read off the node tree before the data is built from it
     (building flattens ``<<`` merge keys in place)."""
     loader = loader_class(text)
     try:
-        node = loader.get_single_node()
+        try:
+            node = loader.get_single_node()
+        except yaml.YAMLError as exc:
+            raise _SyntaxError(exc) from None
         if node is None:
             return None, {}
         lines = _line_index(node)

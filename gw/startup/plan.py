@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from gw.config import Config, Snapshot
+from gw.config.limits import ConfigLimits
 
 
 class SystemClock:
@@ -33,6 +34,8 @@ class ServePlan(msgspec.Struct, frozen=True, kw_only=True):
     # Where the config came from, to reload it (None: the built-in default, not watched)
     # with the same GW_* variables and flags on top.
     config_path: Path | None = None
+    config_text: str | None = None  # the file's text ``config`` was loaded from
+    limits: ConfigLimits = ConfigLimits()  # how large a config file a reload reads
     explicit: bool = False
     overrides: Mapping[str, Any] = msgspec.field(default_factory=dict)
     on_listening: Callable[[], None] | None = None  # once the server accepts requests

