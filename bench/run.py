@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import os
 import platform
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, replace
@@ -38,6 +40,7 @@ from bench.loadgen import ensure_wrk, lua_script
 from bench.measure import Settings, measure
 from bench.micro import run_micro
 from bench.processes import ProcessSet, clean_env
+from bench.reload_stall import run_reload_stall
 from bench.render import print_tables
 from bench.results import TARGET_NAMES, MicroResult, RunInfo, TargetName, TargetResult
 from bench.targets import Target, direct_target, start_gw, start_relay
@@ -82,6 +85,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--stream-concurrency", type=int, default=4)
     parser.add_argument("--no-micro", action="store_true", help="skip the micro-benchmarks")
+    parser.add_argument(
+        "--reload-stall",
+        type=int,
+        nargs="?",
+        const=5000,
+        default=None,
+        metavar="ROUTES",
+        help="only this: how long the requests of a one-at-a-time client wait while gw "
+        "reloads a config of ROUTES routes (default 5000); bench/reload_stall.py",
+    )
     return parser.parse_args(argv)  # fmt: skip
 
 
@@ -234,6 +247,22 @@ def save(document: dict[str, object], stamp: str) -> Path:
     return path
 
 
+def reload_stall(routes: int, console: Console, stamp: str) -> int:
+    """``--reload-stall``: bench/reload_stall.py alone, saved beside the other runs."""
+    say = functools.partial(console.print, highlight=False)
+    try:
+        with tempfile.TemporaryDirectory(prefix="gw-bench-") as work:
+            result = run_reload_stall(routes, Path(work), RESULTS_DIR / "logs" / stamp, say)
+    except (BenchError, subprocess.CalledProcessError) as error:
+        console.print(f"[red]bench: {error}[/red]")
+        return 2
+    RESULTS_DIR.mkdir(exist_ok=True)
+    path = RESULTS_DIR / f"reload-stall-{stamp}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    console.print(f"saved {path.relative_to(REPO)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     console = Console()
@@ -241,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         console = Console(width=160)
     started = dt.datetime.now().astimezone()
     stamp = started.strftime("%Y%m%d-%H%M%S")
+    if args.reload_stall is not None:
+        return reload_stall(args.reload_stall, console, stamp)
     bench = Bench(args, console, stamp)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:

@@ -15,7 +15,9 @@ Protocol: one msgpack request on stdin (``_Request``), one msgpack reply on stdo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,10 +27,11 @@ import msgspec
 
 from gw.config import Config, ConfigError, config_hash
 from gw.config.limits import ConfigLimits
+from gw.config.redact import redacted_json
 from gw.config.units import decode_unit, encode_unit
 from gw.environment import LoadedConfig, read_config
 
-CHUNK: Final = 250  # list entries decoded per event loop turn
+CHUNK: Final = 100  # list entries decoded per event loop turn
 _SPLIT: Final = ("providers", "models", "routes", "policies", "tenants")
 
 
@@ -53,8 +56,17 @@ class _Reply(msgspec.Struct, frozen=True, kw_only=True):
     exists: bool = False
     text: str | None = None
     hash: str = ""
+    redacted: str = ""  # gw/config/redact.py's JSON
     head: bytes = b""  # the Config without the _SPLIT lists
     chunks: dict[str, list[bytes]] = {}  # each _SPLIT list, CHUNK entries per blob
+
+
+class ChildLoad(msgspec.Struct, frozen=True, kw_only=True):
+    """What the child loaded: the config, its ``config_hash`` and its redacted JSON."""
+
+    loaded: LoadedConfig
+    hash: str
+    redacted: str
 
 
 class ConfigWorkerError(Exception):
@@ -63,8 +75,8 @@ class ConfigWorkerError(Exception):
 
 async def load_in_child(
     path: Path, *, explicit: bool, overrides: Mapping[str, Any], limits: ConfigLimits
-) -> tuple[LoadedConfig, str]:
-    """``read_config`` in a child process: the loaded config and its ``config_hash``.
+) -> ChildLoad:
+    """``read_config`` in a child process, at a lower CPU priority than the server's.
     Raises ``ConfigError`` as ``read_config`` would, ``ConfigWorkerError`` when the child
     fails otherwise."""
     request = _Request(
@@ -100,7 +112,7 @@ async def load_in_child(
     loaded = LoadedConfig(
         config=config, source=reply.source, path=path, exists=reply.exists, text=reply.text
     )
-    return loaded, reply.hash
+    return ChildLoad(loaded=loaded, hash=reply.hash, redacted=reply.redacted)
 
 
 async def _decode(reply: _Reply) -> Config:
@@ -148,6 +160,7 @@ def _load(request: _Request) -> _Reply:
         exists=loaded.exists,
         text=loaded.text,
         hash=config_hash(config),
+        redacted=redacted_json(config),
         head=encode(head),
         chunks=chunks,
     )
@@ -155,6 +168,8 @@ def _load(request: _Request) -> _Reply:
 
 def main() -> None:
     gc.disable()  # a short-lived process: collecting would only slow the parse (~2x)
+    with contextlib.suppress(OSError):  # requests first: the server keeps the CPU it needs
+        os.nice(10)
     request = msgspec.msgpack.decode(sys.stdin.buffer.read(), type=_Request)
     try:
         reply = _load(request)

@@ -34,8 +34,8 @@ import msgspec
 from gw.config import Config, ConfigError, Snapshot, load_config
 from gw.config.limits import ConfigLimits
 from gw.config.loader import DEFAULT_LIMITS
-from gw.config_worker import load_in_child
-from gw.environment import LoadedConfig, replace_file
+from gw.config_worker import ChildLoad, load_in_child
+from gw.environment import replace_file
 from gw.errors import ConflictError, InvalidRequestError
 from gw.file_watch import FileWatch
 from gw.store.sqlite import StoredRevision
@@ -51,6 +51,7 @@ class AppliedConfig(msgspec.Struct, frozen=True, kw_only=True):
     hash: str
     source: RevisionSource
     text: str | None  # the file's text as read and applied; None: the built-in default
+    redacted: str  # the config, redacted, as JSON (gw/config/redact.py)
 
 
 class ReloadStatus(msgspec.Struct, kw_only=True):
@@ -82,7 +83,7 @@ class Reloader:
         current: Callable[[], Snapshot],
         apply: Callable[[Snapshot], None],
         record_revision: Callable[[AppliedConfig], Awaitable[int]],
-        compile_config: Callable[[Config, int, str], Snapshot],
+        compile_config: Callable[[Config, int, str, str], Snapshot],
         now: Callable[[], float],
         stored_revision: Callable[[int], Awaitable[StoredRevision | None]] | None = None,
         prepare: Callable[[Config], Awaitable[None]] | None = None,
@@ -100,7 +101,8 @@ class Reloader:
         self._apply = apply
         self._record_revision = record_revision  # -> the new revision number
         self._stored_revision = stored_revision  # for rollback; None: no rollback
-        self._compile = compile_config  # (config, revision, source) -> snapshot, as at start
+        # (config, revision, source, hash) -> snapshot, as at start
+        self._compile = compile_config
         self._now = now
         # Checks a new config against the world outside the file (the vault holds every
         # vault:NAME it names) and raises ConfigError when it does not hold.
@@ -169,7 +171,8 @@ class Reloader:
 
     async def _reload(self, source: RevisionSource) -> Snapshot | None:
         try:
-            loaded, digest = await self._read()
+            child = await self._read()
+            loaded, digest = child.loaded, child.hash
             if digest == self._current().config_hash:
                 if source == "signal":  # SIGHUP also re-reads the vault (`gw vault set`)
                     await self._check_outside(loaded.config)
@@ -181,9 +184,13 @@ class Reloader:
                 return None
             await self._check_outside(loaded.config)
             # Compiled before it is recorded, so a revision is never recorded unapplied.
-            trial = self._compile(loaded.config, 0, loaded.source)
+            trial = self._compile(loaded.config, 0, loaded.source, digest)
             applied = AppliedConfig(
-                config=loaded.config, hash=digest, source=source, text=loaded.text
+                config=loaded.config,
+                hash=digest,
+                source=source,
+                text=loaded.text,
+                redacted=child.redacted,
             )
             revision = await self._record_revision(applied)
         except Exception as error:  # noqa: BLE001 -- any failure keeps the running snapshot
@@ -199,7 +206,7 @@ class Reloader:
         log.info("config revision %d applied (%s)", revision, source)
         return snapshot
 
-    async def _read(self) -> tuple[LoadedConfig, str]:
+    async def _read(self) -> ChildLoad:
         """The file's config and its hash, loaded in a child process (gw/config_worker.py):
         a large config is parsed without holding up a request."""
         running = self._current()

@@ -18,6 +18,11 @@ from gw.config.units import encode_unit
 REDACTED = "***"
 
 
+def redacted_json(config: Config) -> str:
+    """The config as stored beside each revision: redacted, JSON."""
+    return msgspec.json.encode(redacted(config)).decode()
+
+
 def redacted(config: Config) -> dict[str, Any]:
     """``config`` as JSON-ready builtins, header values replaced by ``***``."""
     data: dict[str, Any] = msgspec.to_builtins(config, enc_hook=encode_unit)

@@ -120,19 +120,25 @@ def config_hash(config: Config) -> str:
 
 
 def compile_snapshot(
-    config: Config, *, revision: int, source: str, shipped: ShippedCatalog = EMPTY_CATALOG
+    config: Config,
+    *,
+    revision: int,
+    source: str,
+    shipped: ShippedCatalog = EMPTY_CATALOG,
+    digest: str | None = None,
 ) -> Snapshot:
     """Build the lookup tables of ``config``.
 
     ``shipped`` is the catalog gw ships (``gw/catalog.yaml``, read by the composition
     root): its entries apply to every provider of their kind, under config's own
     ``models:`` entries. Leave it empty (the default) for a snapshot of config alone;
-    a running gateway always passes it, reloads included.
+    a running gateway always passes it, reloads included. ``digest``: ``config_hash(config)``
+    when the caller has it (a reload's child process computed it).
     """
     return Snapshot(
         revision=revision,
         source=source,
-        config_hash=config_hash(config),
+        config_hash=digest or config_hash(config),
         config=config,
         providers={provider.name: provider for provider in config.providers},
         accounts={provider.name: provider_accounts(provider) for provider in config.providers},

@@ -7,13 +7,11 @@ import asyncio
 import functools
 from collections.abc import Callable
 
-import msgspec
-
 from gw.adapters.directory import AdapterDirectory
 from gw.adapters.secrets import vault_references
 from gw.config import Config, ConfigError, Snapshot, compile_snapshot, config_hash
 from gw.config.catalog import ShippedCatalog
-from gw.config.redact import redacted
+from gw.config.redact import redacted_json
 from gw.execution.accounts import AccountBook
 from gw.execution.health import HealthBook
 from gw.reload import AppliedConfig, Reloader
@@ -50,11 +48,13 @@ def build_reloader(
             source=applied.source,
             time=clock.time(),
             content=applied.text,
-            redacted=redacted_json(applied.config),
+            redacted=applied.redacted,
         )
 
-    def compile_config(config: Config, revision: int, source: str) -> Snapshot:
-        return compile_snapshot(config, revision=revision, source=source, shipped=shipped)
+    def compile_config(config: Config, revision: int, source: str, digest: str) -> Snapshot:
+        return compile_snapshot(
+            config, revision=revision, source=source, shipped=shipped, digest=digest
+        )
 
     return Reloader(
         path=plan.config_path or plan.home / "gw.yaml",
@@ -107,11 +107,6 @@ async def record_start(plan: ServePlan, store: SqliteStore, clock: SystemClock) 
         content=plan.config_text,
         redacted=redacted_json(plan.config),
     )
-
-
-def redacted_json(config: Config) -> str:
-    """The config as stored beside each revision: redacted (gw/config/redact.py), JSON."""
-    return msgspec.json.encode(redacted(config)).decode()
 
 
 def route_target_keys(snapshot: Snapshot) -> set[str]:

@@ -38,7 +38,7 @@ def test_a_deleted_config_file_keeps_the_running_config(tmp_path: Path, explicit
 
 
 def test_a_config_that_fails_to_compile_is_not_recorded(tmp_path: Path) -> None:
-    def refuse(config: Config, revision: int, source: str) -> object:
+    def refuse(config: Config, revision: int, source: str, digest: str) -> object:
         raise ValueError("catalog entry m2 is malformed")
 
     h, path = make(tmp_path, compile_config=refuse)

@@ -34,7 +34,7 @@ class Harness:
             current=lambda: self.snapshot,
             apply=self.apply,
             record_revision=self.record,
-            compile_config=lambda config, revision, source: compile_snapshot(
+            compile_config=lambda config, revision, source, digest: compile_snapshot(
                 config, revision=revision, source=source
             ),
             now=lambda: 1000.0,
