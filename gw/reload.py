@@ -38,7 +38,7 @@ from gw.config_worker import ChildLoad, load_in_child
 from gw.environment import replace_file
 from gw.errors import ConflictError, InvalidRequestError
 from gw.file_watch import FileWatch
-from gw.store.sqlite import StoredRevision
+from gw.store.revisions import StoredRevision
 
 log = logging.getLogger("gw.reload")
 RevisionSource = Literal["start", "file", "admin", "rollback", "signal"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import functools
 import json
 import os
@@ -45,10 +46,12 @@ from gw.startup.checks import check_otel, checked_start, shipped_catalog
 from gw.startup.plan import ServeError, ServePlan, SnapshotHolder, SystemClock, reachable_as
 from gw.startup.reloading import build_reloader, record_start
 from gw.startup.responses_state import responses_state
+from gw.startup.store_health import StoreHealth
 from gw.startup.telemetry import add_otel, gateway_metrics, with_request_log
 from gw.startup.usage_recovery import journaled_telemetry
 from gw.store.serve_lock import ServeLock, StateDirBusyError
 from gw.store.sqlite import SqliteStore
+from gw.telemetry.hub import TelemetryHub
 from gw.telemetry.log_lines import install_log_handler
 from gw.telemetry.pruner import TracePruner
 from gw.vault import VAULT_FILE_NAME
@@ -141,6 +144,9 @@ async def seeded_limiter(store: SqliteStore, clock: SystemClock) -> TenantLimite
 
 async def serve(plan: ServePlan) -> None:
     """Run gw until SIGINT/SIGTERM, then drain, flush traces and close the store."""
+    # A fatal signal (SIGBUS from a memory-mapped file gone bad, say) leaves a traceback
+    # on stderr rather than nothing.
+    faulthandler.enable()
     vault, admin_key, proxies = checked_start(plan)
     await _serve(plan, vault, admin_key, proxies)
 
@@ -175,8 +181,7 @@ async def _serve(
         directory, clock, asyncio.sleep, health=health, latency=latency, accounts=accounts
     )
     prober = Prober(directory, health, snapshots.get, clock, asyncio.sleep)
-    # Old traces are deleted in the background; the limits follow config reloads.
-    pruner = TracePruner(store, lambda: snapshots.get().config.state, clock, asyncio.sleep)
+    pruner, store_health = store_keepers(store, snapshots, clock, telemetry)
     reloader = build_reloader(
         plan,
         snapshots,
@@ -215,9 +220,16 @@ async def _serve(
         accounts=accounts,
         usage=store,
         reloader=reloader,
-        ready=store.ping,
+        ready=store_health.check,
         facts=status_facts(
-            plan, store, clock, address, counts, proxies=proxies, journal=telemetry.journal_report
+            plan,
+            store,
+            clock,
+            address,
+            counts,
+            proxies=proxies,
+            watched=(store_health, pruner),
+            journal=telemetry.journal_report,
         ),
         background=background,
         response_links=links,
@@ -243,6 +255,7 @@ async def _serve(
         await asyncio.gather(
             prober.stop(),
             pruner.stop(),
+            store_health.stop(),
             authenticator.stop(),
             background.worker.stop(server_config.drain_timeout.seconds),
         )
@@ -261,6 +274,7 @@ async def _serve(
             *telemetry.starts,
             prober.start,
             pruner.start,
+            store_health.start,
             background.worker.start,
             watch.start,
             announce,
@@ -282,6 +296,15 @@ def reply_budget(plan: ServePlan) -> ReplyBudget:
     return ReplyBudget(server.max_upstream_body_bytes.bytes, server.upstream_buffer_budget.bytes)
 
 
+def store_keepers(
+    store: SqliteStore, snapshots: SnapshotHolder, clock: SystemClock, telemetry: TelemetryHub
+) -> tuple[TracePruner, StoreHealth]:
+    """Old traces deleted in the background (the limits follow config reloads), and the
+    check of whether the store can be written (/readyz: gw/startup/store_health.py)."""
+    pruner = TracePruner(store, lambda: snapshots.get().config.state, clock, asyncio.sleep)
+    return pruner, StoreHealth(store, lambda: telemetry.usage.failing)
+
+
 def status_facts(
     plan: ServePlan,
     store: SqliteStore,
@@ -291,8 +314,10 @@ def status_facts(
     *,
     proxies: Mapping[str, str],
     journal: Callable[[], dict[str, object] | None] | None = None,
+    watched: tuple[StoreHealth, TracePruner],
 ) -> ServerFacts:
     """What ``GET /admin/v1/status`` reports beside the snapshot and the reloader."""
+    health, pruner = watched
     return ServerFacts(
         url=f"http://{_url_host(address[0])}:{address[1]}",
         host=str(address[0]),
@@ -307,6 +332,8 @@ def status_facts(
         counts=counts,
         upstream_proxies=public_proxies(proxies),
         usage_journal=journal,
+        store_problem=lambda: health.problem,
+        prune_rounds=lambda: pruner.rounds,
     )
 
 

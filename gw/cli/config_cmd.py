@@ -45,7 +45,7 @@ from gw.config.redact import REDACTED, redacted
 from gw.config.validate import config_warnings, local_upstreams
 from gw.environment import database_path
 from gw.store import SqliteStore, StoreError
-from gw.store.sqlite import RevisionRow, StoredRevision
+from gw.store.revisions import RevisionRow, StoredRevision
 
 __all__ = ["REDACTED", "config_app", "redacted"]
 

@@ -35,6 +35,7 @@ from gw.server.response_jobs_api import response_job_handlers
 from gw.server.responses import JSON, gw_headers
 from gw.server.responses_api import RESPONSES_PATH, responses_endpoint, responses_handlers
 from gw.server.services import HttpRequest, ServerServices
+from gw.store.file_checks import StoreUnavailableError
 
 Hook = Callable[[], Awaitable[None]]
 PROBES = frozenset({"/livez", "/readyz"})  # liveness checks carry no data: never guarded
@@ -51,10 +52,14 @@ def build_app(
 
     @get("/readyz", include_in_schema=False)
     async def readyz() -> Response[bytes]:
-        """Ready when a snapshot is loaded (always, once serving) and the store answers."""
+        """Ready when a snapshot is loaded (always, once serving) and the store can be
+        written (gw/startup/store_health.py); unready says why, with a stable code."""
         try:
             if services.ready is not None:
                 await services.ready()
+        except StoreUnavailableError as exc:
+            body = {"status": "unavailable", "code": exc.problem.code, "reason": str(exc)}
+            return Response(content=msgspec.json.encode(body), media_type=JSON, status_code=503)
         except Exception as exc:  # noqa: BLE001 -- any failure means not ready; say which
             body = {"status": "unavailable", "reason": f"the state store: {type(exc).__name__}"}
             wait = {"retry-after": str(DEFAULT_RETRY_AFTER_S)}  # every 503 of gw's says when

@@ -10,7 +10,9 @@ the callables that read the rest when asked. The report::
      "revision": 3,                     // the running config revision
      "config": {"path", "exists", "source", "revision", "applied_at", "error",
                 "error_at", "reloads", "failures"},  // error: file:line: field: reason
-     "store": {"path", "size_bytes", "schema_version"},
+     "store": {"path", "size_bytes", "schema_version",
+               "problem": {"code", "message"} | null,  // why it cannot be written (/readyz)
+               "prune_rounds"},                         // trace pruning rounds since start
      "vault": {"path", "exists", "references": {"providers[0].api_key": "NAME", ...}},
      "requests": {"total", "by_class": {"2xx", "3xx", "4xx", "5xx"}, "since"},
      "upstream_proxies": {"http", "https", "all", "no_proxy"},  // those set; {}: none
@@ -32,6 +34,7 @@ from gw.adapters.secrets import vault_references
 from gw.config.snapshot import Snapshot
 from gw.ports import TraceSink
 from gw.record import TraceRecord
+from gw.store.file_checks import StoreProblem
 
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
 
@@ -69,6 +72,8 @@ class ServerFacts(msgspec.Struct, frozen=True, kw_only=True):
     counts: RequestCounts
     upstream_proxies: dict[str, str]  # env_proxy.public_proxies: no credentials
     usage_journal: Callable[[], dict[str, object] | None] | None = None  # TelemetryHub's
+    store_problem: Callable[[], StoreProblem | None] | None = None  # StoreHealth.problem
+    prune_rounds: Callable[[], int] | None = None  # TracePruner.rounds
 
 
 class ReloadFacts(Protocol):
@@ -104,6 +109,7 @@ async def status_report(
             "reloads": reload.reloads,
             "failures": reload.failures,
         }
+    problem = facts.store_problem() if facts.store_problem is not None else None
     return {
         "server": {
             "url": facts.url,
@@ -121,6 +127,8 @@ async def status_report(
             "path": str(facts.database),
             "size_bytes": await asyncio.to_thread(file_size, facts.database),
             "schema_version": await facts.schema_version(),
+            "problem": msgspec.to_builtins(problem) if problem is not None else None,
+            "prune_rounds": facts.prune_rounds() if facts.prune_rounds is not None else 0,
         },
         "vault": {
             "path": str(facts.vault_file),

@@ -1,12 +1,8 @@
 """State stores. SQLite today (``SqliteStore``); PostgreSQL later behind the same methods."""
 
 from gw.store.migrations import LATEST_VERSION, SchemaTooNewError, StoreError
-from gw.store.sqlite import (
-    AmbiguousRequestIdError,
-    RevisionRow,
-    SqliteStore,
-    UnreadableTraceError,
-)
+from gw.store.revisions import RevisionRow
+from gw.store.sqlite import AmbiguousRequestIdError, SqliteStore, UnreadableTraceError
 
 __all__ = [
     "LATEST_VERSION",

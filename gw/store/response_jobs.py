@@ -97,11 +97,11 @@ class ResponseJobs:
 
     def __init__(
         self,
-        conn: aiosqlite.Connection,
+        conn: Callable[[], aiosqlite.Connection],
         lock: AbstractAsyncContextManager[object],
         transaction: Transaction,
     ) -> None:
-        self._conn = conn
+        self._conn = conn  # read at each use: the store reopens a database that vanished
         self._lock = lock
         self._transaction = transaction
 
@@ -110,7 +110,7 @@ class ResponseJobs:
         ``limit`` jobs queued or running, or ended with their answer not yet fetched (each
         holds its content on disk until then): nothing is written and that count returned."""
         async with self._transaction():
-            rows = await self._conn.execute_fetchall(
+            rows = await self._conn().execute_fetchall(
                 "SELECT count(*) FROM response_jobs WHERE tenant IS ?"
                 " AND (status IN (?, ?) OR content = 'held')",
                 (job.tenant, *WAITING),
@@ -119,7 +119,7 @@ class ResponseJobs:
             if waiting >= limit:
                 return waiting
             try:
-                await self._conn.execute(
+                await self._conn().execute(
                     f"INSERT INTO response_jobs ({_COLUMNS}, request)"  # noqa: S608 - fixed columns
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (*msgspec.structs.astuple(job), request),
@@ -130,7 +130,7 @@ class ResponseJobs:
 
     async def get(self, request_id: str) -> Job | None:
         async with self._lock:
-            rows = await self._conn.execute_fetchall(
+            rows = await self._conn().execute_fetchall(
                 f"SELECT {_COLUMNS} FROM response_jobs WHERE request_id = ?",  # noqa: S608
                 (request_id,),
             )
@@ -139,7 +139,7 @@ class ResponseJobs:
 
     async def content(self, request_id: str) -> SealedContent | None:
         async with self._lock:
-            rows = await self._conn.execute_fetchall(
+            rows = await self._conn().execute_fetchall(
                 "SELECT request, result FROM response_jobs WHERE request_id = ?", (request_id,)
             )
         row = next(iter(rows), None)
@@ -148,14 +148,14 @@ class ResponseJobs:
     async def claim(self, *, now: float) -> tuple[Job, bytes] | None:
         """The oldest queued job, now ``in_progress``, with its sealed request."""
         async with self._transaction(), self._secure_delete():
-            rows = await self._conn.execute_fetchall(
+            rows = await self._conn().execute_fetchall(
                 f"SELECT {_COLUMNS}, request FROM response_jobs WHERE status = 'queued'"  # noqa: S608
                 " ORDER BY created_at, request_id LIMIT 1"
             )
             row = next(iter(rows), None)
             if row is None:
                 return None
-            await self._conn.execute(  # secure: the row, content included, is rewritten
+            await self._conn().execute(  # secure: the row, content included, is rewritten
                 "UPDATE response_jobs SET status = 'in_progress', started_at = ?"
                 " WHERE request_id = ?",
                 (now, row[0]),
@@ -205,7 +205,7 @@ class ResponseJobs:
         """The sealed result of an ended job, cleared in the same transaction (it is handed
         out once); None when there is none (not ended, or already fetched or expired)."""
         async with self._transaction():
-            rows = await self._conn.execute_fetchall(
+            rows = await self._conn().execute_fetchall(
                 "SELECT result FROM response_jobs WHERE request_id = ? AND content = 'held'"
                 " AND result IS NOT NULL",
                 (request_id,),
@@ -214,7 +214,7 @@ class ResponseJobs:
             if row is None:
                 return None
             async with self._secure_delete():
-                await self._conn.execute(
+                await self._conn().execute(
                     "UPDATE response_jobs SET content = ?, request = NULL, result = NULL"
                     " WHERE request_id = ?",
                     ("fetched", request_id),
@@ -254,7 +254,7 @@ class ResponseJobs:
     async def waiting(self) -> int:
         """Jobs queued or running, all tenants."""
         async with self._lock:
-            rows = await self._conn.execute_fetchall(
+            rows = await self._conn().execute_fetchall(
                 "SELECT count(*) FROM response_jobs WHERE status IN (?, ?)", WAITING
             )
         return int(next(iter(rows))[0])
@@ -269,7 +269,7 @@ class ResponseJobs:
         rewrites a whole row on any change, so even a status update frees the pages that
         held the content. ``clears``: content went, so the log is emptied after."""
         async with self._transaction(), self._secure_delete():
-            cursor = await self._conn.execute(sql, params)
+            cursor = await self._conn().execute(sql, params)
             changed = cursor.rowcount
         if clears and changed:
             await self._truncate_wal()
@@ -279,21 +279,21 @@ class ResponseJobs:
     async def _secure_delete(self) -> AsyncIterator[None]:
         """Freed bytes overwritten with zeros for the statements inside; the connection's
         own setting (a build default: on in Debian's SQLite, off in others) after."""
-        rows = await self._conn.execute_fetchall("PRAGMA secure_delete")
+        rows = await self._conn().execute_fetchall("PRAGMA secure_delete")
         before = int(next(iter(rows))[0])
-        await self._conn.execute("PRAGMA secure_delete = 1")
+        await self._conn().execute("PRAGMA secure_delete = 1")
         try:
             yield
         finally:
             # A PRAGMA takes no bound parameters; ``before`` is an int SQLite gave.
-            await self._conn.execute(f"PRAGMA secure_delete = {before}")
+            await self._conn().execute(f"PRAGMA secure_delete = {before}")
 
     async def _truncate_wal(self) -> None:
         """Copy the log into the database and empty it, so no older page image with the
         cleared content stays in ``-wal``. A reader (a CLI command) may hold it back: then
         the next clear or the next automatic checkpoint does it."""
         async with self._lock:
-            rows = await self._conn.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
+            rows = await self._conn().execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
         busy = next(iter(rows), (0,))[0]
         if busy:
             logger.info("the write-ahead log could not be emptied yet (a reader holds it)")

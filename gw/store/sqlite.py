@@ -35,10 +35,12 @@ from gw.ports import UsageRow
 from gw.record import TraceRecord, kept_client_request_id, request_id_of
 from gw.store.api_keys import ApiKey
 from gw.store.batch_insert import insert_statements
+from gw.store.file_checks import DatabaseFile, StoreUnavailableError, shm_problem
 from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
 from gw.store.migrations import LATEST_VERSION, SCHEMA_VERSION_TABLE, StoreError, pending_migrations
 from gw.store.private_files import DIR_MODE, make_database_private
 from gw.store.response_jobs import ResponseJobs
+from gw.store.revisions import ConfigRevisions, RevisionRow, StoredRevision
 from gw.store.trace_rows import (
     DELETE_OLDEST_TRACES,
     DELETE_TRACES_BEFORE,
@@ -67,28 +69,13 @@ class UnreadableTraceError(StoreError):
     """A stored trace does not decode (written by an incompatible gw)."""
 
 
-class RevisionRow(msgspec.Struct, frozen=True, kw_only=True):
-    """One applied config revision; ``gw config history --json`` prints these fields."""
-
-    revision: int
-    time: float
-    source: str
-    hash: str
-
-
-class StoredRevision(RevisionRow, frozen=True, kw_only=True):
-    """A revision with what was stored beside it (schema version 3 on; NULL before)."""
-
-    content: str | None  # the config file's text as applied; None: built-in default
-    redacted: str | None  # the resolved config, redacted, as JSON
-
-
 class SqliteStore:
     """The SQLite state store. Build it with ``await SqliteStore.open(path)``."""
 
     def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
         self._conn = conn
         self.path = path
+        self.file = DatabaseFile(path)
         self._lock = asyncio.Lock()
         self._encoder = msgspec.json.Encoder()
         self._decoder = msgspec.json.Decoder(TraceRecord)
@@ -100,12 +87,11 @@ class SqliteStore:
         Raises ``SchemaTooNewError`` when the file was written by a newer gw.
         """
         await asyncio.to_thread(path.parent.mkdir, mode=DIR_MODE, parents=True, exist_ok=True)
-        await asyncio.to_thread(make_database_private, path)
-        conn = await aiosqlite.connect(path, isolation_level=None)
+        problem = await asyncio.to_thread(shm_problem, path)
+        if problem is not None:
+            raise StoreError(problem.message)
+        conn = await _connect(path)
         try:
-            await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            await conn.execute("PRAGMA journal_mode = WAL")
-            await conn.execute("PRAGMA synchronous = NORMAL")
             store = cls(conn, path)
             await store._migrate()
         except BaseException:
@@ -246,9 +232,12 @@ class SqliteStore:
 
     def response_jobs(self) -> ResponseJobs:
         """The background Responses jobs (gw/store/response_jobs.py), on this connection."""
-        return ResponseJobs(self._conn, self._lock, self._transaction)
+        return ResponseJobs(lambda: self._conn, self._lock, self._transaction)
 
-    # -- config revisions -----------------------------------------------------------------
+    # -- config revisions (gw/store/revisions.py) ---------------------------------------
+
+    def revisions(self) -> ConfigRevisions:
+        return ConfigRevisions(lambda: self._conn, self._lock, self._transaction)
 
     async def record_revision(
         self,
@@ -259,67 +248,16 @@ class SqliteStore:
         content: str | None = None,
         redacted: str | None = None,
     ) -> int:
-        """Record an applied config and return its revision number.
-
-        ``content`` is the config file's text as applied (None: the built-in default) and
-        ``redacted`` the resolved config as redacted JSON; both are kept for rollback and
-        diff. The number grows by one per distinct config and never goes back: when the
-        latest stored revision has the same hash (a restart with an unchanged config), its
-        number is returned and nothing is written, except that a row stored before these
-        columns existed gets its missing ``content`` and ``redacted`` filled in.
-        """
-        async with self._transaction():
-            rows = await self._conn.execute_fetchall(
-                "SELECT revision, hash FROM config_revisions ORDER BY revision DESC LIMIT 1"
-            )
-            latest = next(iter(rows), None)
-            if latest is not None and latest[1] == config_hash:
-                await self._conn.execute(
-                    "UPDATE config_revisions SET content = coalesce(content, ?),"
-                    " redacted = coalesce(redacted, ?) WHERE revision = ?",
-                    (content, redacted, latest[0]),
-                )
-                return int(latest[0])
-            revision = (int(latest[0]) if latest is not None else 0) + 1
-            await self._conn.execute(
-                "INSERT INTO config_revisions (revision, time, source, hash, content, redacted)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (revision, time, source, config_hash, content, redacted),
-            )
-        return revision
+        """``ConfigRevisions.record``."""
+        return await self.revisions().record(
+            config_hash=config_hash, source=source, time=time, content=content, redacted=redacted
+        )
 
     async def list_revisions(self, *, limit: int | None = None) -> list[RevisionRow]:
-        """Applied config revisions, newest first."""
-        sql = "SELECT revision, time, source, hash FROM config_revisions ORDER BY revision DESC"
-        async with self._lock:
-            rows = await self._conn.execute_fetchall(
-                sql + " LIMIT ?", (-1 if limit is None else limit,)
-            )
-        return [
-            RevisionRow(revision=int(r[0]), time=float(r[1]), source=str(r[2]), hash=str(r[3]))
-            for r in rows
-        ]
+        return await self.revisions().list(limit=limit)
 
     async def get_revision(self, revision: int) -> StoredRevision | None:
-        """One revision with its stored file text and redacted config; None when unknown."""
-        async with self._lock:
-            rows = await self._conn.execute_fetchall(
-                "SELECT revision, time, source, hash, content, redacted FROM config_revisions"
-                " WHERE revision = ?",
-                (revision,),
-            )
-        row = next(iter(rows), None)
-        if row is None:
-            return None
-        number, time, source, digest, content, redacted = row
-        return StoredRevision(
-            revision=int(number),
-            time=float(time),
-            source=str(source),
-            hash=str(digest),
-            content=content,
-            redacted=redacted,
-        )
+        return await self.revisions().get(revision)
 
     # -- api keys -------------------------------------------------------------------------
 
@@ -456,11 +394,32 @@ class SqliteStore:
 
     async def _write_one(self, sql: str, params: Sequence[object]) -> None:
         """One write statement, atomic by itself (autocommit: see the module docstring)."""
+        await self._writable()
         async with self._lock:
             await self._conn.execute(sql, params)
 
+    async def _writable(self) -> None:
+        """Before a write: raise ``StoreUnavailableError`` while the opened file is gone (a
+        write would go to an unlinked file, lost); once its directory is back, open the
+        file at the path (created and migrated when new) and go on."""
+        problem = self.file.gone()
+        if problem is None:
+            return
+        if not self.file.directory_back():
+            raise StoreUnavailableError(problem)
+        async with self._lock:
+            if self.file.gone() is None:  # another write reopened it meanwhile
+                return
+            logger.warning("%s: reopening it", problem.message)
+            old, self._conn = self._conn, await _connect(self.path)
+            self.file.rebind()
+            with contextlib.suppress(sqlite3.Error):
+                await old.close()
+        await self._migrate()
+
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[None]:
+        await self._writable()
         async with self._lock:
             try:
                 await self._conn.execute("BEGIN IMMEDIATE")
@@ -500,3 +459,17 @@ class SqliteStore:
             # PRAGMA takes no bound parameters; LATEST_VERSION is an int constant.
             await self._conn.execute(f"PRAGMA user_version = {LATEST_VERSION}")
             logger.info("migrated %s to schema version %d", self.path, LATEST_VERSION)
+
+
+async def _connect(path: Path) -> aiosqlite.Connection:
+    """A connection to ``path`` (created private when missing), in WAL mode."""
+    await asyncio.to_thread(make_database_private, path)
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    try:
+        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        await conn.execute("PRAGMA journal_mode = WAL")
+        await conn.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        await conn.close()
+        raise
+    return conn

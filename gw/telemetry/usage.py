@@ -91,10 +91,16 @@ class UsageRecorder:
         self.waited = 0
         self.overflowed = 0
         self.lost = 0
+        self._failing: str | None = None
 
     @property
     def queued(self) -> int:
         return len(self._rows)
+
+    @property
+    def failing(self) -> str | None:
+        """The error kind of the last write, while no write has succeeded since (/readyz)."""
+        return self._failing
 
     def submit(self, row: UsageRow) -> None:
         """Queue a row; never blocks, never raises (see the module docstring for limits)."""
@@ -197,6 +203,7 @@ class UsageRecorder:
             raise
         except Exception as exc:  # noqa: BLE001 -- any writer error is counted, logged and retried: the rows stay queued
             self.write_errors += 1
+            self._failing = error_kind(exc)
             self._log.warning(
                 "usage write failed: %s; %d rows kept",
                 error_kind(exc),
@@ -204,6 +211,7 @@ class UsageRecorder:
                 kind="write",
             )
             return False
+        self._failing = None
         for _ in batch:
             self._rows.popleft()
         self.written += len(batch)

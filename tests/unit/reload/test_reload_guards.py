@@ -13,7 +13,7 @@ from unit.reload.test_reloader import BETTER, BROKEN, GOOD, Harness, model_of
 
 from gw.config import Config, ConfigError
 from gw.reload import AppliedConfig, WatchTask
-from gw.store.sqlite import StoredRevision
+from gw.store.revisions import StoredRevision
 
 
 def make(tmp_path: Path, **options: object) -> tuple[Harness, Path]:

@@ -10,7 +10,7 @@ import pytest
 from gw.config import Snapshot, compile_snapshot, load_config
 from gw.errors import ConflictError, InvalidRequestError
 from gw.reload import AppliedConfig, Reloader
-from gw.store.sqlite import StoredRevision
+from gw.store.revisions import StoredRevision
 
 GOOD = """# ours: a rollback keeps this comment
 providers: [{name: mock, kind: mock}]

@@ -19,7 +19,7 @@ import pytest
 from gw.store import SqliteStore
 from gw.store.backup import LiveDatabaseError, backup, restore, summarize
 from gw.store.migrations import MIGRATIONS, SCHEMA_VERSION_TABLE
-from gw.store.sqlite import RevisionRow
+from gw.store.revisions import RevisionRow
 
 NOW = 1_773_583_323.0
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gw.store import LATEST_VERSION, SqliteStore
 from gw.store.migrations import MIGRATIONS
-from gw.store.sqlite import StoredRevision
+from gw.store.revisions import StoredRevision
 
 TEXT = "# the team's config\nproviders: [{name: mock, kind: mock}]\n"
 

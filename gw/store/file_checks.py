@@ -1,0 +1,123 @@
+"""What the SQLite store checks about its files, outside SQLite: that the database is still
+the file it opened, that its -shm can be written, that the disk has room.
+
+Why: an open SQLite connection writes on into a database whose directory was deleted (the
+rows go to an unlinked file and are lost at close), and SQLite maps the WAL index (-shm)
+into memory: a -shm the process cannot write, or a full disk under it, can end the process
+with SIGBUS instead of an error. Each check returns a ``StoreProblem`` (a stable code and
+a message a person can act on), or None.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import Final, Literal
+
+import msgspec
+
+MIN_FREE_BYTES: Final = 256 * 1024
+"""Below this much free space beside the database, the store counts as full: SQLite needs
+room for the WAL and the -shm, and a write that finds none fails."""
+
+
+ProblemCode = Literal[
+    "state_dir_removed", "database_replaced", "shm_unwritable", "disk_full", "writes_failing"
+]  # fmt: skip
+
+
+class StoreProblem(msgspec.Struct, frozen=True):
+    code: ProblemCode
+    message: str
+
+
+class StoreUnavailableError(OSError):
+    """The database cannot be written now (its file is gone, say); the write is not
+    attempted, so a caller that retries (the usage recorder) keeps its rows."""
+
+    def __init__(self, problem: StoreProblem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+class DatabaseFile:
+    """The database file as opened: its device and inode, to tell it from a file put in
+    its place, or from no file at all."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._identity = _identity(path)
+
+    def rebind(self) -> None:
+        """The store reopened ``path``: that file is the one to watch now."""
+        self._identity = _identity(self.path)
+
+    def gone(self) -> StoreProblem | None:
+        """Why the opened file is no longer at its path; None while it is."""
+        now = _identity(self.path)
+        if now is not None and now == self._identity:
+            return None
+        directory = self.path.parent
+        if not directory.is_dir():
+            return StoreProblem(
+                "state_dir_removed",
+                f"the state directory {directory} was removed: gw records nothing until it "
+                "is back (usage rows wait in memory); recreate it, or restart gw",
+            )
+        what = "removed" if now is None else "replaced"
+        return StoreProblem(
+            "database_replaced",
+            f"the database {self.path} was {what} while gw had it open; the next write "
+            "opens the file at that path",
+        )
+
+    def directory_back(self) -> bool:
+        """Whether the database's directory exists again (the store may reopen)."""
+        return self.path.parent.is_dir()
+
+
+def shm_problem(database: Path) -> StoreProblem | None:
+    """Why the database's -shm (if there is one) cannot be written by this process."""
+    shm = database.with_name(database.name + "-shm")
+    try:
+        fd = os.open(shm, os.O_RDWR | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None  # SQLite creates it
+    except OSError as exc:
+        return StoreProblem(
+            "shm_unwritable",
+            f"cannot write {shm} ({exc.strerror}): SQLite maps it into memory, where an "
+            "unwritable one can crash gw; fix its owner and permissions, or delete it while "
+            "no gw process uses the database",
+        )
+    os.close(fd)
+    return None
+
+
+def space_problem(database: Path) -> StoreProblem | None:
+    """Why the disk holding the database has no room for writes; None when it has."""
+    try:
+        stats = os.statvfs(database.parent)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None  # DatabaseFile.gone says so
+        return StoreProblem(
+            "disk_full", f"cannot check the free space beside {database}: {exc.strerror}"
+        )
+    free = stats.f_bavail * stats.f_frsize
+    if free < MIN_FREE_BYTES:
+        return StoreProblem(
+            "disk_full",
+            f"the disk holding {database} is full ({free // 1024} KiB free): usage rows "
+            "wait in memory until space is freed",
+        )
+    return None
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stats = os.stat(path)
+    except OSError:
+        return None
+    return stats.st_dev, stats.st_ino
