@@ -10,8 +10,10 @@ a message a person can act on), or None.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final, Literal
 
@@ -75,6 +77,24 @@ class DatabaseFile:
     def directory_back(self) -> bool:
         """Whether the database's directory exists again (the store may reopen)."""
         return self.path.parent.is_dir()
+
+
+class GuardedLock(asyncio.Lock):
+    """The store's lock, which every database call takes: refused (``StoreUnavailableError``)
+    while ``check`` finds a problem. SQLite readers write to the memory-mapped -shm too,
+    so a -shm that became unwritable (``chattr +i``, measured: SIGBUS on the next
+    statement) must stop every call, not only writes; the check (one ``open``) costs
+    microseconds against a statement's tens."""
+
+    def __init__(self, check: Callable[[], StoreProblem | None]) -> None:
+        super().__init__()
+        self._check = check
+
+    async def acquire(self) -> Literal[True]:
+        problem = self._check()
+        if problem is not None:
+            raise StoreUnavailableError(problem)
+        return await super().acquire()
 
 
 def shm_problem(database: Path) -> StoreProblem | None:

@@ -35,7 +35,7 @@ from gw.ports import UsageRow
 from gw.record import TraceRecord, kept_client_request_id, request_id_of
 from gw.store.api_keys import ApiKey
 from gw.store.batch_insert import insert_statements
-from gw.store.file_checks import DatabaseFile, StoreUnavailableError, shm_problem
+from gw.store.file_checks import DatabaseFile, GuardedLock, StoreUnavailableError, shm_problem
 from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
 from gw.store.migrations import LATEST_VERSION, SCHEMA_VERSION_TABLE, StoreError, pending_migrations
 from gw.store.private_files import DIR_MODE, make_database_private
@@ -76,7 +76,7 @@ class SqliteStore:
         self._conn = conn
         self.path = path
         self.file = DatabaseFile(path)
-        self._lock = asyncio.Lock()
+        self._lock = GuardedLock(lambda: shm_problem(path))
         self._encoder = msgspec.json.Encoder()
         self._decoder = msgspec.json.Decoder(TraceRecord)
 
