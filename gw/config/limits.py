@@ -47,11 +47,12 @@ def check_expansion(source: str, data: Any, limits: ConfigLimits) -> None:
     """Refuse parsed ``data`` holding more than ``limits.max_values`` values, counting a
     subtree each time an alias uses it (as validation would expand it). Stops counting at
     the limit, so an alias bomb costs no more than a file at the limit."""
-    budget = limits.max_values
-    pending: list[Any] = [data]
+    budget = limits.max_values - 1
+    pending: list[Any] = [data] if isinstance(data, (dict, list)) else []
     while pending:
         node = pending.pop()
-        budget -= 1
+        values = node.values() if isinstance(node, dict) else node
+        budget -= len(values)
         if budget < 0:
             raise ConfigError(
                 source,
@@ -60,7 +61,4 @@ def check_expansion(source: str, data: Any, limits: ConfigLimits) -> None:
                 f"count each time they are used); the limit follows the "
                 f"{ByteSize(limits.max_bytes)} limit on a config file: {RAISE_HINT}",
             )
-        if isinstance(node, dict):
-            pending.extend(node.values())
-        elif isinstance(node, list):
-            pending.extend(node)
+        pending.extend(value for value in values if isinstance(value, (dict, list)))

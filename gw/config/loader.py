@@ -43,7 +43,7 @@ def load_config(
     """
     if text is None:
         data: Any = copy.deepcopy(DEFAULT_CONFIG)
-        lines: dict[str, int] = {}
+        lines: Mapping[str, int] = {}
     else:
         check_size(source, _utf8_size(text, limits.max_bytes), limits)
         data, lines = parse_yaml(text, source)
