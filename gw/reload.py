@@ -1,6 +1,7 @@
 """Hot reload: the config file is watched, and each valid edit becomes the next snapshot.
 
-An edit is read, parsed, validated and compiled off to the side; only a config that
+An edit is read, parsed and validated in a child process (gw/config_worker.py: a large
+config must not hold up requests), then compiled off to the side; only a config that
 passed every check replaces the running snapshot, in one assignment (requests already
 running keep the snapshot they pinned: invariant 2). An edit whose resolved config hashes
 the same as the running one (a touch, a comment, a save without changes) applies nothing.
