@@ -45,6 +45,8 @@ class StoreHealth:
         return self._problem
 
     async def check(self) -> None:
+        with contextlib.suppress(StoreUnavailableError):  # reported below
+            await self._store.writable()  # a recreated directory: its database reopened now
         problem = await asyncio.to_thread(self._file_problem)
         failing = self._usage_failing()
         if problem is None and failing is not None:

@@ -394,11 +394,11 @@ class SqliteStore:
 
     async def _write_one(self, sql: str, params: Sequence[object]) -> None:
         """One write statement, atomic by itself (autocommit: see the module docstring)."""
-        await self._writable()
+        await self.writable()
         async with self._lock:
             await self._conn.execute(sql, params)
 
-    async def _writable(self) -> None:
+    async def writable(self) -> None:
         """Before a write: raise ``StoreUnavailableError`` while the opened file is gone (a
         write would go to an unlinked file, lost); once its directory is back, open the
         file at the path (created and migrated when new) and go on."""
@@ -419,7 +419,7 @@ class SqliteStore:
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[None]:
-        await self._writable()
+        await self.writable()
         async with self._lock:
             try:
                 await self._conn.execute("BEGIN IMMEDIATE")

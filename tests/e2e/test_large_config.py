@@ -100,15 +100,14 @@ def test_a_config_over_the_size_limit_is_refused_while_requests_go_on(
     worker.start()
     try:
         revision = status(gw)["revision"]
-        # 9 MiB: a valid small config padded with a comment, over the 8 MiB default.
-        config.write_text(SMALL.replace("m0", "m1") + "# " + "x" * (9 * 1024 * 1024) + "\n")
+        config.write_text(large_config(100_000))  # 12.5 MiB, over the 8 MiB default
         error = wait_until(lambda: status(gw)["config"]["error"], "the refusal was reported")
         wait_until(lambda: len(statuses) > 3, "requests answered after the refusal")
     finally:
         stop.set()
         worker.join(timeout=60)
     assert str(config) in error
-    assert "over the 8MiB limit on a config file" in error
+    assert "the file is 12.5 MiB, over the 8MiB limit on a config file" in error
     assert "GW_MAX_CONFIG_BYTES" in error
     assert status(gw)["revision"] == revision
     assert set(statuses) == {200}

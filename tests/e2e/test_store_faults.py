@@ -146,7 +146,9 @@ def test_a_removed_state_directory_makes_gw_unready_until_it_is_back(
         send(gw, REQUESTS)
         assert unready_code(gw) == "state_dir_removed"
         state.mkdir()
+        # Ready again before any write: the check itself opens the database at the path.
         wait_until(lambda: readyz(gw)[0] == 200, "/readyz ready once the directory is back")
+        assert (state / "gw.db").exists()
         # A new database at the path: the rows queued while it was gone, none lost.
         wait_until(lambda: usage_requests(state) == REQUESTS, "every queued row written")
     log = gw.log()
