@@ -44,21 +44,28 @@ class StoreUnavailableError(OSError):
 
 
 class DatabaseFile:
-    """The database file as opened: its device and inode, to tell it from a file put in
-    its place, or from no file at all."""
+    """The database file as opened, held by a descriptor of its own: its link count says
+    when it was deleted (an inode number alone does not: a new file may reuse it), its
+    device and inode tell it from a file put at its path."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._identity = _identity(path)
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
 
     def rebind(self) -> None:
         """The store reopened ``path``: that file is the one to watch now."""
-        self._identity = _identity(self.path)
+        old, self._fd = self._fd, os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        os.close(old)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def gone(self) -> StoreProblem | None:
         """Why the opened file is no longer at its path; None while it is."""
-        now = _identity(self.path)
-        if now is not None and now == self._identity:
+        opened = os.fstat(self._fd)
+        if opened.st_nlink > 0 and _identity(self.path) == (opened.st_dev, opened.st_ino):
             return None
         directory = self.path.parent
         if not directory.is_dir():
@@ -67,7 +74,7 @@ class DatabaseFile:
                 f"the state directory {directory} was removed: gw records nothing until it "
                 "is back (usage rows wait in memory); recreate it, or restart gw",
             )
-        what = "removed" if now is None else "replaced"
+        what = "removed" if opened.st_nlink == 0 else "replaced"
         return StoreProblem(
             "database_replaced",
             f"the database {self.path} was {what} while gw had it open; the next write "

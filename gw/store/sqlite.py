@@ -100,8 +100,15 @@ class SqliteStore:
         return store
 
     async def close(self) -> None:
-        async with self._lock:
-            await self._conn.close()
+        """Close the connection; not while the -shm cannot be written (closing checkpoints
+        through it): the WAL then stays, and the next open applies it."""
+        try:
+            async with self._lock:
+                await self._conn.close()
+        except StoreUnavailableError as exc:
+            logger.warning("not closing the database: %s", exc)
+        finally:
+            self.file.close()
 
     async def __aenter__(self) -> Self:
         return self
