@@ -93,9 +93,13 @@ class SqliteStore:
         conn = await _connect(path)
         try:
             store = cls(conn, path)
-            await store._migrate()
         except BaseException:
             await conn.close()
+            raise
+        try:
+            await store._migrate()
+        except BaseException:
+            await store.close()
             raise
         return store
 
