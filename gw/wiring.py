@@ -173,7 +173,13 @@ async def _serve(
     # What a killed run left in the usage journal goes back first (budgets read it below).
     telemetry = with_request_log(await journaled_telemetry(plan.home, store), snapshots)
     add_otel(telemetry, plan, snapshots)
-    transport = build_transport(server_config.upstream_transport, proxies, reply_budget(plan))
+    transport = build_transport(
+        server_config.upstream_transport,
+        proxies,
+        reply_budget(plan),
+        max_connections=server_config.upstream_max_connections,
+        max_per_host=server_config.upstream_max_connections_per_host,
+    )
     health, latency = HealthBook(plan.config.health), LatencyBook()
     accounts = AccountBook(plan.config.health)
     directory = AdapterDirectory(transport, plan.environ, vault)

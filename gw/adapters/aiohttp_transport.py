@@ -18,10 +18,13 @@ from gw.adapters.upstream_address import AddressRefusedError, address_refusal, r
 from gw.ports import AttemptTimeouts
 
 
-def build_session(max_connections: int = 512) -> aiohttp.ClientSession:
+def build_session(
+    max_connections: int = 512, max_per_host: int | None = None
+) -> aiohttp.ClientSession:
     """The one pooled session every HTTP adapter shares; build it inside the running loop."""
     connector = aiohttp.TCPConnector(
         limit=max_connections,
+        limit_per_host=max_per_host or 0,  # 0: no cap per host
         keepalive_timeout=30.0,
         ttl_dns_cache=300,
         resolver=CheckedResolver(aiohttp.DefaultResolver()),

@@ -11,45 +11,70 @@ from collections import deque
 
 from gw.adapters.h1_connection import H1Connection, Origin
 from gw.adapters.upstream_address import Resolve, checked_addresses, system_resolve
-from gw.errors import UpstreamError, UpstreamTimeoutError
+from gw.errors import OverloadedError, UpstreamError, UpstreamTimeoutError
 
 
 class ConnectionPool:
+    """At most ``max_connections`` open connections, ``max_per_host`` to one origin.
+
+    A request that finds every allowed slot taken waits for one, within its connect
+    timeout; a wait that runs out is gw's own saturation (503 ``overloaded``, blamed on the
+    gateway, so it never counts against the upstream's health), not the upstream's.
+    """
+
     def __init__(
         self,
         max_connections: int = 512,
         keepalive_seconds: float = 30.0,
         tls_context: ssl.SSLContext | None = None,  # None: the system's trust store
         resolve: Resolve = system_resolve,
+        max_per_host: int | None = None,  # None: only max_connections
     ) -> None:
         self._limit = max_connections
+        self._per_host_limit = max_per_host or max_connections
         self._resolve = resolve
         self._tls_context = tls_context
         self._keepalive = keepalive_seconds
         self._idle: dict[Origin, list[H1Connection]] = {}
         self._open = 0  # connecting, in use or idle
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._open_to: dict[Origin, int] = {}  # the same, per origin
+        self._waiters: deque[tuple[Origin, asyncio.Future[None]]] = deque()
         self._sweeper: asyncio.TimerHandle | None = None
         self._closed = False
 
     async def acquire(self, origin: Origin, connect_timeout: float, provider: str) -> H1Connection:
-        """A live idle connection to ``origin``, or a new one within ``connect_timeout``
-        (which also bounds a wait for a free slot when all ``max_connections`` are open)."""
+        """A live idle connection to ``origin``, or a new one; ``connect_timeout`` bounds
+        the wait for a free slot and the connecting together."""
         connection = self._take_idle(origin)
         if connection is not None:
             return connection
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + connect_timeout
         try:
-            async with asyncio.timeout(connect_timeout):
-                return await self._connection_within_cap(origin, provider)
+            async with asyncio.timeout_at(deadline):
+                connection = await self._slot(origin)
+        except TimeoutError:
+            raise self._saturated(origin) from None
+        if connection.open:  # an idle one that came back while this request waited
+            return connection
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self._connect(loop, connection, origin, provider)
         except TimeoutError:  # before OSError: TimeoutError is one
+            self._lost(connection)
             raise UpstreamTimeoutError(
                 f"provider {provider}: connecting to the upstream timed out", blame="upstream"
             ) from None
         except OSError as error:
+            self._lost(connection)
             raise UpstreamError(
                 f"provider {provider}: could not connect to the upstream ({_reason(error)})",
                 blame="upstream",
             ) from None
+        except BaseException:
+            self._lost(connection)
+            raise
+        return connection
 
     def release(self, connection: H1Connection) -> None:
         """Back to the pool when its exchange ended cleanly; closed otherwise."""
@@ -61,7 +86,7 @@ class ConnectionPool:
         self._idle.setdefault(connection.origin, []).append(connection)
         if self._sweeper is None:
             self._sweeper = loop.call_later(self._keepalive, self._sweep)
-        self._wake_one()  # a waiter for this origin can take it
+        self._wake_next()  # a waiter for this origin can take it
 
     async def close(self) -> None:
         self._closed = True
@@ -87,33 +112,42 @@ class ConnectionPool:
             return connection
         return None
 
-    async def _connection_within_cap(self, origin: Origin, provider: str) -> H1Connection:
-        """A new connection once fewer than the cap are open (or an idle one to ``origin``
-        that came back meanwhile), to an address of its host checked by upstream_address."""
+    async def _slot(self, origin: Origin) -> H1Connection:
+        """A new, unconnected connection holding a slot once the caps allow one, or an idle
+        connection to ``origin`` that came back meanwhile."""
         loop = asyncio.get_running_loop()
-        while self._open >= self._limit:
-            self._close_one_idle()
+        while self._open >= self._limit or self._open_to.get(origin, 0) >= self._per_host_limit:
+            if self._open >= self._limit:
+                self._close_one_idle()
             waiter = loop.create_future()
-            self._waiters.append(waiter)
+            entry = (origin, waiter)
+            self._waiters.append(entry)
             try:
                 await waiter
             except BaseException:
-                if waiter in self._waiters:
-                    self._waiters.remove(waiter)
+                if entry in self._waiters:
+                    self._waiters.remove(entry)
                 elif waiter.done() and not waiter.cancelled():
-                    self._wake_one()  # woken, then cancelled: pass the free slot on
+                    self._wake_next()  # woken, then cancelled: pass the free slot on
                 raise
             connection = self._take_idle(origin)
             if connection is not None:
                 return connection
         self._open += 1
-        connection = H1Connection(loop, origin, self._lost)
-        try:
-            await self._connect(loop, connection, origin, provider)
-        except BaseException:
-            self._lost(connection)
-            raise
-        return connection
+        self._open_to[origin] = self._open_to.get(origin, 0) + 1
+        return H1Connection(loop, origin, self._lost)
+
+    def _saturated(self, origin: Origin) -> OverloadedError:
+        _, host, port = origin
+        return OverloadedError(
+            f"gw's upstream connection pool is full ({self._open} connections open, "
+            f"{self._open_to.get(origin, 0)} of them to {host}:{port}; caps: "
+            f"server.upstream_max_connections {self._limit}, "
+            f"server.upstream_max_connections_per_host {self._per_host_limit}); "
+            "raise them, or lower server.max_concurrency",
+            blame="gateway",
+            retry_after=1.0,
+        )
 
     async def _connect(
         self,
@@ -151,15 +185,24 @@ class ConnectionPool:
         if connection.counted:
             connection.counted = False
             self._open -= 1
-            idle = self._idle.get(connection.origin)
+            origin = connection.origin
+            self._open_to[origin] -= 1
+            if not self._open_to[origin]:
+                del self._open_to[origin]
+            idle = self._idle.get(origin)
             if idle and connection in idle:
                 idle.remove(connection)
-            self._wake_one()
+            self._wake_next()
 
-    def _wake_one(self) -> None:
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
+    def _wake_next(self) -> None:
+        """Wake the longest waiter that the pool can now serve: one whose origin has an
+        idle connection or is under its per-host cap (it takes a free slot, or closes an
+        idle connection elsewhere to get one)."""
+        for index, (origin, waiter) in enumerate(self._waiters):
+            if waiter.done():
+                continue
+            if self._idle.get(origin) or self._open_to.get(origin, 0) < self._per_host_limit:
+                del self._waiters[index]
                 waiter.set_result(None)
                 return
 

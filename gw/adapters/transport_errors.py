@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import httpx
 
-from gw.errors import GatewayError, UpstreamError, UpstreamTimeoutError
+from gw.errors import Blame, GatewayError, OverloadedError, UpstreamError, UpstreamTimeoutError
 
 # Most specific classes first: the first isinstance match wins.
 TRANSPORT_ERRORS: tuple[tuple[type[httpx.RequestError], type[GatewayError], str], ...] = (
     (httpx.ConnectTimeout, UpstreamTimeoutError, "connecting to the upstream timed out"),
     (httpx.ReadTimeout, UpstreamTimeoutError, "the upstream stopped sending (read timeout)"),
     (httpx.WriteTimeout, UpstreamTimeoutError, "sending the request upstream timed out"),
-    (httpx.PoolTimeout, UpstreamTimeoutError, "no free connection to the upstream in time"),
+    # gw's own saturation, never the upstream's fault (blamed on the gateway below)
+    (httpx.PoolTimeout, OverloadedError, "gw's upstream connection pool is full"),
     (httpx.ConnectError, UpstreamError, "could not connect to the upstream"),
     (httpx.ReadError, UpstreamError, "reading from the upstream failed"),
     (httpx.WriteError, UpstreamError, "sending to the upstream failed"),
@@ -33,5 +34,6 @@ TRANSPORT_ERRORS: tuple[tuple[type[httpx.RequestError], type[GatewayError], str]
 def map_transport_error(error: httpx.RequestError, *, provider: str) -> GatewayError:
     for kind, gw_error, message in TRANSPORT_ERRORS:
         if isinstance(error, kind):
-            return gw_error(f"provider {provider}: {message}", blame="upstream")
+            blame: Blame = "gateway" if gw_error is OverloadedError else "upstream"
+            return gw_error(f"provider {provider}: {message}", blame=blame)
     raise AssertionError("unreachable: httpx.RequestError is the last row")  # pragma: no cover

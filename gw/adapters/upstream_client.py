@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gw.adapters.env_proxy import with_env_proxies
+from gw.adapters.h1_pool import ConnectionPool
 from gw.adapters.h1_transport import BuiltinTransport
 from gw.adapters.http_transport import HttpTransport
 from gw.adapters.reply_budget import ReplyBudget
@@ -13,22 +14,31 @@ from gw.adapters.upstream_address import CheckedHosts
 
 
 def build_transport(
-    kind: str, proxies: Mapping[str, str], budget: ReplyBudget | None = None
+    kind: str,
+    proxies: Mapping[str, str],
+    budget: ReplyBudget | None = None,
+    *,
+    max_connections: int = 512,
+    max_per_host: int | None = None,
 ) -> HttpTransport:
     """The upstream HTTP client (call inside the running event loop), sending the
     upstreams the environment proxies (``env_proxy.proxy_settings``) through httpx; whole
-    answers are read within ``budget`` (gw/adapters/reply_budget.py)."""
+    answers are read within ``budget`` (gw/adapters/reply_budget.py). Its pool opens at
+    most ``max_connections``, ``max_per_host`` to one host (httpx has no per-host cap)."""
     budget = budget or ReplyBudget()
     # The others are imported only when chosen: httpx costs every start ~70 ms of imports,
     # aiohttp ~0.35 s (it builds its TLS contexts at import).
     if kind == "httpx":
         from gw.adapters.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415
 
-        direct: HttpTransport = HttpxTransport(build_http_client(), budget, CheckedHosts())
+        direct: HttpTransport = HttpxTransport(
+            build_http_client(max_connections), budget, CheckedHosts()
+        )
     elif kind == "aiohttp":
         from gw.adapters.aiohttp_transport import AiohttpTransport, build_session  # noqa: PLC0415
 
-        direct = AiohttpTransport(build_session(), budget)
+        direct = AiohttpTransport(build_session(max_connections, max_per_host), budget)
     else:
-        direct = BuiltinTransport(budget=budget)
+        pool = ConnectionPool(max_connections, max_per_host=max_per_host)
+        direct = BuiltinTransport(pool, budget=budget)
     return with_env_proxies(direct, proxies, budget)

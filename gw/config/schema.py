@@ -42,6 +42,8 @@ class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
     # memory (gw/adapters/reply_budget.py).
     max_upstream_body_bytes: ByteSize = ByteSize(16 * 1024 * 1024)
     upstream_buffer_budget: ByteSize = ByteSize(256 * 1024 * 1024)
+    upstream_max_connections: int = 512  # open upstream connections, all hosts together
+    upstream_max_connections_per_host: int | None = None  # None: only the total
 
 
 class AuthConfig(ConfigStruct, frozen=True, kw_only=True):

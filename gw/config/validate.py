@@ -261,6 +261,15 @@ def _server_problems(config: Config) -> Iterator[Problem]:
         yield "server.max_concurrency", "must be at least 1"
     if server.header_timeout.seconds <= 0:
         yield "server.header_timeout", "must be longer than 0s"
+    if server.upstream_max_connections < 1:
+        yield "server.upstream_max_connections", "must be at least 1"
+    per_host = server.upstream_max_connections_per_host
+    if per_host is not None and not 1 <= per_host <= server.upstream_max_connections:
+        yield (
+            "server.upstream_max_connections_per_host",
+            f"must be at least 1 and at most upstream_max_connections "
+            f"({server.upstream_max_connections})",
+        )
     if server.upstream_buffer_budget.bytes < server.max_upstream_body_bytes.bytes:
         yield (
             "server.upstream_buffer_budget",

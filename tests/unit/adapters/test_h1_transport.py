@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import datetime
 import gzip
+import re
 import ssl
 import zlib
 from collections.abc import Awaitable, Callable, Coroutine
@@ -27,7 +28,12 @@ from gw.adapters.h1_inflate import MAX_DECODED_BYTES
 from gw.adapters.h1_pool import ConnectionPool
 from gw.adapters.h1_transport import BuiltinTransport
 from gw.adapters.reply_budget import ReplyBudget
-from gw.errors import UpstreamAuthFailedError, UpstreamError, UpstreamTimeoutError
+from gw.errors import (
+    OverloadedError,
+    UpstreamAuthFailedError,
+    UpstreamError,
+    UpstreamTimeoutError,
+)
 from gw.ports import AttemptTimeouts
 
 TIMEOUTS = AttemptTimeouts(connect=5.0, read=30.0)
@@ -439,8 +445,11 @@ def test_the_pool_cap_bounds_open_connections_and_waits_within_the_connect_timeo
             upstream.url(), headers={}, body=b"{}", timeouts=TIMEOUTS, provider="fake"
         ) as reply:
             assert reply.status == 200
-            with pytest.raises(UpstreamTimeoutError, match="connecting to the upstream timed out"):
+            # A wait for a slot that runs out is gw's saturation, never the upstream's.
+            with pytest.raises(OverloadedError, match="connection pool is full") as full:
                 await post(transport, upstream.url(), timeouts=short)
+            assert full.value.blame == "gateway"
+            assert full.value.retry_after == 1.0
         # The stream was left unfinished: its connection closed, so the slot is free again.
         assert (await post(transport, upstream.url())).status == 200
         assert upstream.connections == 2
@@ -448,6 +457,25 @@ def test_the_pool_cap_bounds_open_connections_and_waits_within_the_connect_timeo
     scenario(
         run, lambda box: answering(box, held, OK_JSON), body, pool=ConnectionPool(max_connections=1)
     )
+
+
+def test_the_cap_per_host_holds_one_host_and_lets_another_through(run: Any) -> None:
+    held = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhi\r\n"
+
+    async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
+        short = AttemptTimeouts(connect=0.3, read=5)
+        other_host = upstream.url().replace("127.0.0.1", "localhost")  # another origin
+        async with transport.post_streaming(
+            upstream.url(), headers={}, body=b"{}", timeouts=TIMEOUTS, provider="fake"
+        ) as reply:
+            assert reply.status == 200
+            with pytest.raises(OverloadedError, match=re.escape("1 of them to 127.0.0.1")):
+                await post(transport, upstream.url(), timeouts=short)
+            assert (await post(transport, other_host)).status == 200
+        assert upstream.connections == 2
+
+    pool = ConnectionPool(max_connections=4, max_per_host=1)
+    scenario(run, lambda box: answering(box, held, OK_JSON), body, pool=pool)
 
 
 def test_connections_that_cannot_be_trusted_again_are_not_reused(run: Any) -> None:
@@ -599,13 +627,13 @@ def test_a_connection_whose_reading_paused_is_pooled_reading_again(run: Any) -> 
     async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
         pool = transport._pool
         opened: list[H1Connection] = []
-        connect = pool._connection_within_cap
+        slot = pool._slot
 
-        async def spy(origin: Any, provider: str) -> H1Connection:
-            opened.append(await connect(origin, provider))
+        async def spy(origin: Any) -> H1Connection:
+            opened.append(await slot(origin))
             return opened[-1]
 
-        pool._connection_within_cap = spy  # type: ignore[method-assign]
+        pool._slot = spy  # type: ignore[method-assign]
         first = asyncio.create_task(post(transport, upstream.url()))
         for _ in range(500):  # bounded: until the whole answer is in, unread
             if opened and opened[0].complete:
