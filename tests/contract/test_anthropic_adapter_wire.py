@@ -20,6 +20,7 @@ from gw.errors import (
     InvalidRequestError,
     NativeFeatureUnsupportedError,
     OverloadedError,
+    PersistentUpstreamError,
     RateLimitedError,
     RequestTooLargeError,
     UpstreamAuthFailedError,
@@ -420,7 +421,7 @@ ERROR_CASES: list[tuple[str, Behavior, type[GatewayError], float | None]] = [
     ("401", Behavior(status=401), UpstreamAuthFailedError, None),
     ("402", Behavior(status=402), RateLimitedError, None),
     ("403", Behavior(status=403), UpstreamAuthFailedError, None),
-    ("404", Behavior(status=404), UpstreamError, None),
+    ("404", Behavior(status=404), PersistentUpstreamError, None),
     ("413", Behavior(status=413), RequestTooLargeError, None),
     ("429", Behavior(status=429, headers={"retry-after": "7"}), RateLimitedError, 7.0),
     ("500", Behavior(status=500), UpstreamError, None),
@@ -533,7 +534,7 @@ def test_malformed_answers_raise_upstream_error(
         assert outcome.error is not None
         error = outcome.error
 
-    assert type(error) is UpstreamError
+    assert type(error) is PersistentUpstreamError  # the same answer would come again
     assert error.blame == "upstream"
 
 

@@ -13,7 +13,12 @@ import msgspec
 import pytest
 
 from gw.config.schema import ProviderConfig
-from gw.errors import GatewayError, UpstreamAuthFailedError, UpstreamError
+from gw.errors import (
+    GatewayError,
+    PersistentUpstreamError,
+    UpstreamAuthFailedError,
+    UpstreamError,
+)
 from gw.ir import (
     AssistantMessage,
     ChatRequest,
@@ -455,7 +460,7 @@ def test_malformed_answer_raises_upstream_error(
         assert outcome.error is not None
         error = outcome.error
 
-    assert type(error) is UpstreamError
+    assert type(error) is PersistentUpstreamError  # the same answer would come again
     assert error.blame == "upstream"
 
 

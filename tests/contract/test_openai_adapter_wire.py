@@ -16,6 +16,7 @@ from gw.config.schema import ProviderConfig
 from gw.errors import (
     GatewayError,
     InvalidRequestError,
+    PersistentUpstreamError,
     RateLimitedError,
     UpstreamAuthFailedError,
     UpstreamError,
@@ -239,7 +240,7 @@ def test_malformed_body_raises_upstream_error(fake: FakeOpenAI, provider: Provid
 
     error = call_failing("complete", provider, chat_request())
 
-    assert type(error) is UpstreamError
+    assert type(error) is PersistentUpstreamError
     assert error.blame == "upstream"
 
 
@@ -251,7 +252,7 @@ def test_malformed_stream_chunk_raises_upstream_error(
     outcome = run_stream(provider, chat_request())
 
     assert not any(isinstance(event, TextDelta | Finish) for event in outcome.events)
-    assert type(outcome.error) is UpstreamError
+    assert type(outcome.error) is PersistentUpstreamError
     assert outcome.error.blame == "upstream"
 
 
@@ -384,7 +385,7 @@ def test_embeddings_on_azure_use_the_deployment_url(fake: FakeOpenAI) -> None:
         (Behavior(status=500), UpstreamError),
         (Behavior(status=401), UpstreamAuthFailedError),
         (Behavior(status=400), InvalidRequestError),
-        (Behavior(malformed=True), UpstreamError),
+        (Behavior(malformed=True), PersistentUpstreamError),
         (Behavior(drop_before_headers=True), UpstreamError),
         (Behavior(drop_after_chunks=1), UpstreamError),
     ],

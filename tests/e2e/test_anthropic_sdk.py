@@ -177,13 +177,15 @@ def test_models_list_in_anthropic_shape(gw: GwServer) -> None:
         sdk(gw).models.retrieve("no-such-route")
 
 
-def test_an_answer_the_anthropic_format_cannot_carry_falls_back(
+def test_a_tool_call_cut_by_the_limit_ends_the_answer_at_the_limit(
     gw: GwServer, primary: FakeOpenAI, backup: FakeOpenAI
 ) -> None:
-    # Arguments cut short by a token limit are not a JSON object: no tool_use input exists
-    # for them, so that attempt failed and the next target answers.
+    # Arguments cut short by a token limit are not a JSON object, so no tool_use input
+    # exists for them: the call is dropped and the answer ends at the limit, from the same
+    # target, with no retry (the limit was the client's own).
     cut = Behavior(tool_call=("get_weather", '{"city": "Par'), finish_reason="length")
-    primary.enqueue(cut, cut)
+    primary.enqueue(cut)
+    backup_calls = backup.count
     raw = sdk(gw).messages.with_raw_response.create(
         model="chat",
         max_tokens=64,
@@ -191,13 +193,13 @@ def test_an_answer_the_anthropic_format_cannot_carry_falls_back(
         messages=HELLO,  # type: ignore[list-item]
     )
     assert raw.http_response.status_code == 200
-    assert raw.headers["x-gw-route"] == "backup/gpt-b"
+    assert raw.headers["x-gw-route"] == "primary/gpt-a"
+    message = raw.parse()
+    assert message.stop_reason == "max_tokens"
+    assert [block.type for block in message.content if block.type == "tool_use"] == []
     trace = gw.wait_for_trace(raw.headers["x-gw-request-id"])
-    assert [(a["outcome"], a["error_code"]) for a in trace["attempts"]] == [
-        ("retried", "upstream_error"),
-        ("fell_back", "upstream_error"),
-        ("answered", None),
-    ]
+    assert [(a["outcome"], a["error_code"]) for a in trace["attempts"]] == [("answered", None)]
+    assert backup.count == backup_calls
 
 
 def test_an_openai_refusal_reaches_an_anthropic_client_as_text(

@@ -33,9 +33,16 @@ CLIENT_TIMEOUT_S = 60.0  # no request may hang: each one gets an answer within t
 
 # One gw for scenarios 2-6, a route (and fakes of its own) each. A target is degraded
 # after 3 consecutive failures (only reordered, still tried) and no breaker ever opens:
-# unhealthy_after is out of reach and no failure share is above an error_rate of 1.0.
+# unhealthy_after is out of reach and no failure share is above an error_rate of 1.0. The
+# retry budget is out of reach too (tests/e2e/test_upstream_protection.py tests it), so
+# max_attempts alone bounds the storm.
 MAIN_CONFIG = """
-health: {{degraded_after: 3, unhealthy_after: 1000, error_rate: 1.0, lock_accounts: false}}
+health:
+  degraded_after: 3
+  unhealthy_after: 1000
+  error_rate: 1.0
+  lock_accounts: false
+  retry_budget: {{ratio: 1.0, min_retries: 1000}}
 providers:
   - {{name: storm-a, kind: openai_compatible, base_url: "{storm_a}"}}
   - {{name: storm-b, kind: openai_compatible, base_url: "{storm_b}"}}
