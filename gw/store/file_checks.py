@@ -19,6 +19,8 @@ from typing import Final, Literal
 
 import msgspec
 
+_EFFECTIVE_IDS: Final = os.access in os.supports_effective_ids
+
 MIN_FREE_BYTES: Final = 256 * 1024
 """Below this much free space beside the database, the store counts as full: SQLite needs
 room for the WAL and the -shm, and a write that finds none fails."""
@@ -105,21 +107,30 @@ class GuardedLock(asyncio.Lock):
 
 
 def shm_problem(database: Path) -> StoreProblem | None:
-    """Why the database's -shm (if there is one) cannot be written by this process."""
+    """Why the database's -shm (if there is one) cannot be written by this process.
+
+    Asked with access(2), never by opening the file: closing any descriptor of a file
+    drops every POSIX lock this process holds on it, SQLite's included. With its lock on
+    the -shm gone, another process's connection takes itself for the first, truncates
+    the -shm, and this process's mapping of it ends gw with SIGBUS (seen in the tests).
+    """
     shm = database.with_name(database.name + "-shm")
+    if os.access(shm, os.W_OK, effective_ids=_EFFECTIVE_IDS):
+        return None
     try:
-        fd = os.open(shm, os.O_RDWR | os.O_NOFOLLOW)
+        os.lstat(shm)
     except FileNotFoundError:
         return None  # SQLite creates it
     except OSError as exc:
-        return StoreProblem(
-            "shm_unwritable",
-            f"cannot write {shm} ({exc.strerror}): SQLite maps it into memory, where an "
-            "unwritable one can crash gw; fix its owner and permissions, or delete it while "
-            "no gw process uses the database",
-        )
-    os.close(fd)
-    return None
+        reason = exc.strerror
+    else:
+        reason = "not writable"
+    return StoreProblem(
+        "shm_unwritable",
+        f"cannot write {shm} ({reason}): SQLite maps it into memory, where an "
+        "unwritable one can crash gw; fix its owner and permissions, or delete it while "
+        "no gw process uses the database",
+    )
 
 
 def space_problem(database: Path) -> StoreProblem | None:

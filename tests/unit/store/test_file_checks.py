@@ -8,6 +8,7 @@ import asyncio
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,44 @@ def test_an_immutable_shm_stops_every_call_and_a_new_open(tmp_path: Path) -> Non
         await store.close()
 
     asyncio.run(scenario())
+
+
+_LOCKS_KEPT = """
+import os, sqlite3, sys
+from pathlib import Path
+from gw.store.file_checks import shm_problem
+
+path = Path(sys.argv[1])
+db = sqlite3.connect(path, isolation_level=None)
+db.execute("PRAGMA journal_mode=WAL")
+db.execute("CREATE TABLE t (x)")
+shm = os.stat(path.with_name(path.name + "-shm"))
+mark = f":{shm.st_ino:d} "  # /proc/locks names a file by major:minor:inode
+
+def shm_locks():
+    with open("/proc/locks") as locks:
+        return [line for line in locks if mark in line and f" {os.getpid()} " in line]
+
+held = shm_locks()
+assert held, "SQLite holds no lock on its -shm: nothing to check"
+assert shm_problem(path) is None
+assert shm_locks() == held, f"the check dropped SQLite's locks: {held} -> {shm_locks()}"
+print("ok")
+"""
+
+
+def test_the_shm_check_keeps_sqlites_locks(tmp_path: Path) -> None:
+    """Checking the -shm must not close a descriptor of it: that drops every POSIX lock
+    this process holds on it, SQLite's included; another process then takes itself for the
+    first user and truncates the -shm this one has mapped, and the next statement here
+    dies of SIGBUS (seen under load). Run in a child, as /proc/locks is read by pid."""
+    if not Path("/proc/locks").exists():
+        pytest.skip("needs /proc/locks (Linux) to see the locks")
+    done = subprocess.run(
+        [sys.executable, "-c", _LOCKS_KEPT, str(tmp_path / "gw.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr[-2000:]
