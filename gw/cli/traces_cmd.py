@@ -19,7 +19,7 @@ from gw.environment import database_path
 from gw.record import TraceRecord, request_id_of
 from gw.store import SqliteStore, StoreError
 from gw.store.response_jobs import Job
-from gw.store.sqlite import MIN_PREFIX, AmbiguousRequestIdError
+from gw.store.trace_reads import MIN_PREFIX, AmbiguousRequestIdError
 from gw.telemetry.explain import explain_json
 
 

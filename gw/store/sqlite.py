@@ -12,7 +12,10 @@ the event loop. WAL lets readers proceed while the server writes;
 corrupts the file, which is the right trade for lossy traces.
 
 One store object serialises its own calls with a lock: aiosqlite runs statements on one
-thread, but two coroutines interleaving ``BEGIN`` ... ``COMMIT`` would collide.
+thread, but two coroutines interleaving ``BEGIN`` ... ``COMMIT`` would collide. The reads
+an admin asks for (usage reports, trace lists and lookups) go through a second, read-only
+connection with a lock of its own (gw/store/read_connection.py), so they never hold this
+one: the writes and the API key lookups of the request path never wait behind a report.
 """
 
 from __future__ import annotations
@@ -32,21 +35,22 @@ import aiosqlite
 import msgspec
 
 from gw.ports import UsageRow
-from gw.record import TraceRecord, kept_client_request_id, request_id_of
+from gw.record import TraceRecord
 from gw.store.api_keys import ApiKey
 from gw.store.batch_insert import insert_statements
 from gw.store.file_checks import DatabaseFile, GuardedLock, StoreUnavailableError, shm_problem
 from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
 from gw.store.migrations import LATEST_VERSION, SCHEMA_VERSION_TABLE, StoreError, pending_migrations
 from gw.store.private_files import DIR_MODE, make_database_private
+from gw.store.read_connection import ReadConnection
 from gw.store.response_jobs import ResponseJobs
 from gw.store.revisions import ConfigRevisions, RevisionRow, StoredRevision
+from gw.store.trace_reads import TraceReads
 from gw.store.trace_rows import (
     DELETE_OLDEST_TRACES,
     DELETE_TRACES_BEFORE,
     INSERT_TRACES,
     TRACE_ROW_OVERHEAD,
-    readable_traces,
     trace_row,
 )
 from gw.store.usage import INSERT_USAGE, UsageGroup, UsageTotals, report_sql, totals_from_row
@@ -55,18 +59,7 @@ from gw.store.usage_recovery import UsageRecovery
 logger = logging.getLogger("gw.store")
 
 BUSY_TIMEOUT_MS: Final = 5_000
-MIN_PREFIX: Final = 8
-"""Shortest request id prefix ``get_trace`` resolves (shorter ones only match exactly)."""
-
 AUTO_VACUUM_INCREMENTAL: Final = 2  # ``PRAGMA auto_vacuum`` values: 0 none, 1 full, 2 incremental
-
-
-class AmbiguousRequestIdError(StoreError):
-    """A request id prefix matches more than one trace."""
-
-
-class UnreadableTraceError(StoreError):
-    """A stored trace does not decode (written by an incompatible gw)."""
 
 
 class SqliteStore:
@@ -78,7 +71,9 @@ class SqliteStore:
         self.file = DatabaseFile(path)
         self._lock = GuardedLock(lambda: shm_problem(path))
         self._encoder = msgspec.json.Encoder()
-        self._decoder = msgspec.json.Decoder(TraceRecord)
+        # Admin reads (usage reports, trace lists and lookups) on a connection of their own.
+        self._reads = ReadConnection(path)
+        self._traces = TraceReads(self._reads)
 
     @classmethod
     async def open(cls, path: Path) -> Self:
@@ -107,6 +102,7 @@ class SqliteStore:
         """Close the connection; not while the -shm cannot be written (closing checkpoints
         through it): the WAL then stays, and the next open applies it."""
         try:
+            await self._reads.close()
             async with self._lock:
                 await self._conn.close()
         except StoreUnavailableError as exc:
@@ -140,106 +136,23 @@ class SqliteStore:
         for sql, params in insert_statements(INSERT_TRACES, rows):
             await self._write_one(sql, params)
 
+    # Reads of traces go through the read connection (gw/store/trace_reads.py).
+
     async def list_traces(
         self, *, limit: int = 20, client_request_id: str | None = None
     ) -> list[TraceRecord]:
-        """The newest ``limit`` traces, newest first, optionally only a client's request id.
-
-        A row that no longer decodes is skipped and logged (``readable_traces``).
-        """
-        if limit < 0:
-            raise ValueError("limit must be >= 0")
-        sql = "SELECT request_id, body FROM traces"
-        params: tuple[str | int, ...] = (limit,)
-        if client_request_id is not None:
-            sql += " WHERE client_request_id = ?"
-            params = (kept_client_request_id(client_request_id), limit)
-        sql += " ORDER BY time DESC, request_id DESC LIMIT ?"
-        async with self._lock:
-            rows = await self._conn.execute_fetchall(sql, params)
-        return readable_traces(rows, self._decoder)
+        """``TraceReads.list_traces``."""
+        return await self._traces.list_traces(limit=limit, client_request_id=client_request_id)
 
     async def traces_written_after(
         self, cursor: int | None, *, limit: int
     ) -> tuple[list[TraceRecord], int]:
-        """Traces in the order they were written, for ``gw traces --follow``: the next
-        ``limit`` after ``cursor`` (a value this method returned), or with ``cursor=None``
-        the last ``limit`` written; with the cursor to pass next.
-
-        The cursor is the rowid, not the request's time: a long stream's trace is written
-        after those of shorter requests that started later, and would be skipped by a
-        cursor on ``time``. Rowids only grow (a replaced trace gets a new one, and is
-        shown again); when every row above the cursor was deleted (pruning) and new rows
-        reuse lower rowids, the cursor starts over from the lowest.
-        """
-        if limit < 1:
-            raise ValueError("limit must be >= 1")
-        async with self._lock:
-            if cursor is None:
-                rows = list(
-                    await self._conn.execute_fetchall(
-                        "SELECT rowid, request_id, body FROM traces ORDER BY rowid DESC LIMIT ?",
-                        (limit,),
-                    )
-                )
-                rows.reverse()
-            else:
-                newest = next(
-                    iter(await self._conn.execute_fetchall("SELECT max(rowid) FROM traces"))
-                )[0]
-                if newest is not None and newest < cursor:
-                    cursor = 0
-                rows = list(
-                    await self._conn.execute_fetchall(
-                        "SELECT rowid, request_id, body FROM traces WHERE rowid > ?"
-                        " ORDER BY rowid LIMIT ?",
-                        (cursor, limit),
-                    )
-                )
-        return readable_traces(rows, self._decoder), int(rows[-1][0]) if rows else (cursor or 0)
+        """``TraceReads.traces_written_after``."""
+        return await self._traces.traces_written_after(cursor, limit=limit)
 
     async def get_trace(self, request_id: str) -> TraceRecord | None:
-        """The trace with this request id, or with this id prefix when that is unique.
-
-        An Anthropic message id gw gave (``msg_...``) finds its request too. A prefix
-        needs at least ``MIN_PREFIX`` characters. Raises
-        ``AmbiguousRequestIdError`` when a prefix matches several traces and
-        ``UnreadableTraceError`` when the stored trace does not decode.
-        """
-        request_id = request_id_of(request_id)
-        async with self._lock:
-            rows = await self._conn.execute_fetchall(
-                "SELECT request_id, body FROM traces WHERE request_id = ?", (request_id,)
-            )
-            found = list(rows)
-            if not found and len(request_id) >= MIN_PREFIX:
-                # A range on the primary key finds the prefix without a scan; the
-                # ``substr`` check keeps the match exact (BINARY collation, case-sensitive).
-                found = list(
-                    await self._conn.execute_fetchall(
-                        "SELECT request_id, body FROM traces"
-                        " WHERE request_id >= ? AND request_id < ?"
-                        " AND substr(request_id, 1, ?) = ?"
-                        " ORDER BY request_id LIMIT 3",
-                        (request_id, request_id + "\U0010ffff", len(request_id), request_id),
-                    )
-                )
-        if not found:
-            return None
-        if len(found) > 1:
-            ids = ", ".join(str(row[0]) for row in found[:2])
-            raise AmbiguousRequestIdError(
-                f"request id prefix {request_id!r} matches several traces ({ids}, ...);"
-                " give more characters"
-            )
-        full_id, body = found[0]
-        try:
-            return self._decoder.decode(body)
-        except msgspec.DecodeError as exc:
-            raise UnreadableTraceError(
-                f"trace {full_id} cannot be read by this gw ({type(exc).__name__}); it was"
-                " probably written by a different version"
-            ) from exc
+        """``TraceReads.get_trace``."""
+        return await self._traces.get_trace(request_id)
 
     def response_jobs(self) -> ResponseJobs:
         """The background Responses jobs (gw/store/response_jobs.py), on this connection."""
@@ -332,8 +245,8 @@ class SqliteStore:
         of ``tenant`` when given; ordered as ``gw.store.usage`` documents."""
         sql = report_sql(by, since=since is not None, tenant=tenant is not None)
         params = tuple(value for value in (since, tenant) if value is not None)
-        async with self._lock:
-            rows = await self._conn.execute_fetchall(sql, params)
+        async with self._reads.use() as conn:
+            rows = await conn.execute_fetchall(sql, params)
         return [totals_from_row(by, row) for row in rows]
 
     async def ping(self) -> None:
@@ -426,6 +339,7 @@ class SqliteStore:
             self.file.rebind()
             with contextlib.suppress(sqlite3.Error):
                 await old.close()
+            await self._reads.reset()
         await self._migrate()
 
     @asynccontextmanager
