@@ -200,6 +200,105 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "ALTER TABLE usage ADD COLUMN recovered INTEGER NOT NULL DEFAULT 0",
         ),
     ),
+    Migration(
+        version=8,
+        description="usage rolled up per hour, tenant, key, route, provider and model",
+        statements=(
+            # The usage report's sums per UTC hour and group (gw/store/usage_rollup.py), so
+            # a report reads as many rows as there are groups, not requests. ``hour``: the
+            # start of the hour holding the row's ``time`` (epoch seconds); ``day`` and
+            # ``month`` are the rows' budget labels, carried for the by-day report and the
+            # budgets. The measures are the report's (gw/store/usage.py).
+            """
+            CREATE TABLE usage_rollup (
+                hour INTEGER NOT NULL,
+                day TEXT NOT NULL,
+                month TEXT NOT NULL,
+                tenant TEXT,
+                key_id TEXT,
+                route TEXT NOT NULL,
+                provider TEXT,
+                model TEXT,
+                requests INTEGER NOT NULL,
+                errors INTEGER NOT NULL,
+                input_tokens INTEGER NOT NULL,
+                cached_input_tokens INTEGER NOT NULL,
+                output_tokens INTEGER NOT NULL,
+                reasoning_tokens INTEGER NOT NULL,
+                cost_usd REAL NOT NULL,
+                unpriced INTEGER NOT NULL,
+                estimated INTEGER NOT NULL,
+                recovered INTEGER NOT NULL
+            )
+            """,
+            # One row per group: NULL (no tenant, key, provider or model) is a group of its
+            # own, spelled x'' in the index (a BLOB never equals the TEXT names stored).
+            """
+            CREATE UNIQUE INDEX usage_rollup_group ON usage_rollup (
+                hour, day, month, ifnull(tenant, x''), ifnull(key_id, x''), route,
+                ifnull(provider, x''), ifnull(model, x'')
+            )
+            """,
+            # For the budgets seeded at start (``SqliteStore.tenant_spend``).
+            "CREATE INDEX usage_rollup_day ON usage_rollup (day, tenant)",
+            "CREATE INDEX usage_rollup_month ON usage_rollup (month, tenant)",
+            # Maintained in the transaction that writes the row: on INSERT only (a row
+            # ``INSERT OR IGNORE`` skips fires nothing), so deleting old rows
+            # (``state.usage_max_age``) leaves the sums. The hour is the start of the hour
+            # at or before ``time``: the division may round up just below a boundary,
+            # and the second term takes that back, so hour <= time < hour + 3600 always.
+            """
+            CREATE TRIGGER usage_rollup_insert AFTER INSERT ON usage BEGIN
+                INSERT INTO usage_rollup (
+                    hour, day, month, tenant, key_id, route, provider, model, requests,
+                    errors, input_tokens, cached_input_tokens, output_tokens,
+                    reasoning_tokens, cost_usd, unpriced, estimated, recovered
+                ) VALUES (
+                    CAST(NEW.time / 3600 AS INTEGER) * 3600
+                        - 3600 * (CAST(NEW.time / 3600 AS INTEGER) * 3600 > NEW.time),
+                    NEW.day, NEW.month, NEW.tenant, NEW.key_id, NEW.route, NEW.provider,
+                    NEW.model, 1, NEW.error_code IS NOT NULL, NEW.input_tokens,
+                    NEW.cached_input_tokens, NEW.output_tokens, NEW.reasoning_tokens,
+                    ifnull(NEW.cost_usd, 0.0),
+                    NEW.cost_usd IS NULL AND NEW.input_tokens + NEW.output_tokens > 0,
+                    NEW.usage_source IS 'estimate', NEW.recovered
+                )
+                ON CONFLICT (
+                    hour, day, month, ifnull(tenant, x''), ifnull(key_id, x''), route,
+                    ifnull(provider, x''), ifnull(model, x'')
+                ) DO UPDATE SET
+                    requests = requests + 1,
+                    errors = errors + excluded.errors,
+                    input_tokens = input_tokens + excluded.input_tokens,
+                    cached_input_tokens = cached_input_tokens + excluded.cached_input_tokens,
+                    output_tokens = output_tokens + excluded.output_tokens,
+                    reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
+                    cost_usd = cost_usd + excluded.cost_usd,
+                    unpriced = unpriced + excluded.unpriced,
+                    estimated = estimated + excluded.estimated,
+                    recovered = recovered + excluded.recovered;
+            END
+            """,
+            # The rows written before this version, summed the same way.
+            """
+            INSERT INTO usage_rollup (
+                hour, day, month, tenant, key_id, route, provider, model, requests, errors,
+                input_tokens, cached_input_tokens, output_tokens, reasoning_tokens,
+                cost_usd, unpriced, estimated, recovered
+            )
+            SELECT
+                CAST(time / 3600 AS INTEGER) * 3600
+                    - 3600 * (CAST(time / 3600 AS INTEGER) * 3600 > time) AS bucket,
+                day, month, tenant, key_id, route, provider, model, COUNT(*),
+                SUM(error_code IS NOT NULL), SUM(input_tokens), SUM(cached_input_tokens),
+                SUM(output_tokens), SUM(reasoning_tokens), TOTAL(cost_usd),
+                SUM(cost_usd IS NULL AND input_tokens + output_tokens > 0),
+                SUM(usage_source IS 'estimate'), SUM(recovered)
+            FROM usage
+            GROUP BY bucket, day, month, tenant, key_id, route, provider, model
+            """,
+        ),
+    ),
 )
 
 LATEST_VERSION: Final = MIGRATIONS[-1].version

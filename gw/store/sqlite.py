@@ -53,8 +53,9 @@ from gw.store.trace_rows import (
     TRACE_ROW_OVERHEAD,
     trace_row,
 )
-from gw.store.usage import INSERT_USAGE, UsageGroup, UsageTotals, report_sql, totals_from_row
+from gw.store.usage import INSERT_USAGE, UsageGroup, UsageTotals
 from gw.store.usage_recovery import UsageRecovery
+from gw.store.usage_rollup import TENANT_SPEND, rollup_report
 
 logger = logging.getLogger("gw.store")
 
@@ -242,12 +243,10 @@ class SqliteStore:
         self, by: UsageGroup, since: float | None = None, tenant: str | None = None
     ) -> list[UsageTotals]:
         """Usage summed per ``by`` value, for rows at or after ``since`` (epoch seconds) and
-        of ``tenant`` when given; ordered as ``gw.store.usage`` documents."""
-        sql = report_sql(by, since=since is not None, tenant=tenant is not None)
-        params = tuple(value for value in (since, tenant) if value is not None)
+        of ``tenant`` when given; ordered as ``gw.store.usage`` documents. Read from the
+        rollup (gw/store/usage_rollup.py) on the read connection."""
         async with self._reads.use() as conn:
-            rows = await conn.execute_fetchall(sql, params)
-        return [totals_from_row(by, row) for row in rows]
+            return await rollup_report(conn, by, since, tenant)
 
     async def ping(self) -> None:
         """Raise unless the database answers a trivial query (for /readyz)."""
@@ -256,15 +255,10 @@ class SqliteStore:
 
     async def tenant_spend(self, day: str, month: str) -> list[tuple[str, str, float]]:
         """(tenant, period label, USD) settled in the ``day`` and ``month`` periods (their
-        labels), to seed the tenant budgets at start-up."""
-        sql = (
-            "SELECT tenant, 'day', SUM(cost_usd) FROM usage WHERE tenant IS NOT NULL"
-            " AND day = ? GROUP BY tenant UNION ALL"
-            " SELECT tenant, 'month', SUM(cost_usd) FROM usage WHERE tenant IS NOT NULL"
-            " AND month = ? GROUP BY tenant"
-        )
+        labels), to seed the tenant budgets at start-up; from the rollup, which keeps the
+        sums of rows retention deleted."""
         async with self._lock:
-            rows = await self._conn.execute_fetchall(sql, (day, month))
+            rows = await self._conn.execute_fetchall(TENANT_SPEND, (day, month))
         labels = {"day": day, "month": month}
         return [(tenant, labels[period], usd or 0.0) for tenant, period, usd in rows]
 

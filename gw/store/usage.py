@@ -4,7 +4,8 @@ Rows go in as multi-row inserts (``batch_insert.py``), in one transaction;
 ``INSERT OR IGNORE`` on the request id keeps the first row of a request, so a batch
 written twice (a retry after an unclear failure) counts once.
 
-The report groups rows by one key and sums them.
+The report groups rows by one key and sums them; it is read from the rollup the store keeps
+beside the rows (gw/store/usage_rollup.py), which gives the same answer.
 
 ``gw usage --json`` and ``GET /admin/v1/usage`` print the same array, one object per
 group, the biggest spender first (by day: oldest first)::
@@ -83,21 +84,48 @@ class UsageReader(Protocol):
     ) -> list[UsageTotals]: ...
 
 
+def group_column(by: UsageGroup) -> str:
+    """The column of ``usage`` (and ``usage_rollup``) holding the ``by`` value."""
+    return _COLUMNS[by]
+
+
+def report_order(by: UsageGroup) -> str:
+    """The report's ORDER BY over ``k``, ``requests`` and ``cost`` (see the module
+    docstring); cost compared as shown (rounded), so equal sums tie however summed."""
+    if by == "day":
+        return "k"
+    return f"round(cost, {COST_DIGITS}) DESC, requests DESC, k IS NULL, k"
+
+
+ROW_MEASURES: Final = (
+    "1",
+    "error_code IS NOT NULL",
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+    "cost_usd IS NULL AND input_tokens + output_tokens > 0",
+    "usage_source IS 'estimate'",
+    "recovered",
+)
+"""What one ``usage`` row adds to each measure of ``UsageTotals``, in its field order."""
+
+
 def report_sql(by: UsageGroup, *, since: bool, tenant: bool) -> str:
-    """The grouping query; its parameters are ``since`` then ``tenant``, where asked for."""
+    """The report's definition, over the rows: the grouping query, its parameters
+    ``since`` then ``tenant`` where asked for. Reports are read from the rollup
+    (gw/store/usage_rollup.py), which must give the same answer (tests compare)."""
     column = _COLUMNS[by]
     where = [clause for clause, on in (("time >= ?", since), ("tenant = ?", tenant)) if on]
-    order = "k" if by == "day" else "cost DESC, requests DESC, k IS NULL, k"
+    requests, *sums = ROW_MEASURES
     # ``column`` comes from the fixed table above, never from the caller's text.
     return (
-        f"SELECT {column} AS k, COUNT(*) AS requests,"  # noqa: S608 - column from _COLUMNS
-        " SUM(error_code IS NOT NULL), SUM(input_tokens), SUM(cached_input_tokens),"
-        " SUM(output_tokens), SUM(reasoning_tokens), TOTAL(cost_usd) AS cost,"
-        " SUM(cost_usd IS NULL AND input_tokens + output_tokens > 0),"
-        " SUM(usage_source = 'estimate'), SUM(recovered)"
-        " FROM usage"
+        f"SELECT {column} AS k, SUM({requests}) AS requests, "  # noqa: S608 - fixed names
+        + ", ".join(f"TOTAL({m}) AS cost" if m == "cost_usd" else f"SUM({m})" for m in sums)
+        + " FROM usage"
         + (f" WHERE {' AND '.join(where)}" if where else "")
-        + f" GROUP BY k ORDER BY {order}"
+        + f" GROUP BY k ORDER BY {report_order(by)}"
     )
 
 
