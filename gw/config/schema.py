@@ -249,10 +249,13 @@ class HealthConfig(ConfigStruct, frozen=True, kw_only=True):
 class StateConfig(ConfigStruct, frozen=True, kw_only=True):
     """What the state database keeps (``gw/telemetry/pruner.py``): every ``prune_interval``
     traces older than ``trace_max_age`` are deleted, then the oldest ones until the traces
-    take at most ``trace_max_bytes``. Usage rows and config revisions are never pruned."""
+    take at most ``trace_max_bytes``; usage rows older than ``usage_max_age``, when set
+    (None: kept for ever), are deleted too, their hourly sums kept (usage reports and
+    budgets read those). Config revisions are never pruned."""
 
     trace_max_age: Duration = Duration(7 * 86_400.0)
     trace_max_bytes: ByteSize = ByteSize(256 * 1024 * 1024)
+    usage_max_age: Duration | None = None
     prune_interval: Duration = Duration(300.0)
 
 

@@ -319,9 +319,10 @@ def _state_problems(state: StateConfig) -> Iterator[Problem]:
     # trace_max_bytes is a ByteSize, positive by construction.
     for field, span in (
         ("trace_max_age", state.trace_max_age),
+        ("usage_max_age", state.usage_max_age),
         ("prune_interval", state.prune_interval),
     ):
-        if span.seconds <= 0:
+        if span is not None and span.seconds <= 0:
             yield f"state.{field}", "must be longer than 0s"
 
 

@@ -53,9 +53,9 @@ from gw.store.trace_rows import (
     TRACE_ROW_OVERHEAD,
     trace_row,
 )
-from gw.store.usage import INSERT_USAGE, UsageGroup, UsageTotals
+from gw.store.usage import DELETE_USAGE_BEFORE, INSERT_USAGE, UsageGroup, UsageTotals
 from gw.store.usage_recovery import UsageRecovery
-from gw.store.usage_rollup import TENANT_SPEND, rollup_report
+from gw.store.usage_rollup import TENANT_SPEND, hour_start, rollup_report
 
 logger = logging.getLogger("gw.store")
 
@@ -268,7 +268,7 @@ class SqliteStore:
     # table (an optional build feature the bundled SQLite may lack). Bodies are stored as
     # TEXT, whose ``length`` reads the whole value, so nothing here touches ``body``;
     # deletes report what they freed (``RETURNING``), so a prune round sums the table once.
-    # Usage rows and config revisions are never deleted here.
+    # Usage rows go by age only, their sums staying in the rollup; config revisions stay.
 
     async def trace_volume(self) -> tuple[int, int]:
         """(rows, estimated bytes) of the traces table."""
@@ -288,6 +288,15 @@ class SqliteStore:
         """Delete the ``limit`` oldest traces in one short transaction; return (rows,
         estimated bytes) deleted."""
         return await self._delete_traces(DELETE_OLDEST_TRACES, (limit,))
+
+    async def delete_usage_before(self, cutoff: float, *, limit: int) -> int:
+        """Delete up to ``limit`` usage rows of the UTC hours before the one holding
+        ``cutoff``, oldest first, in one short transaction; return how many. Whole hours
+        go, so a report's first partial hour finds all its rows or none (see
+        gw/store/usage_rollup.py); the rollup keeps their sums."""
+        async with self._transaction():
+            cursor = await self._conn.execute(DELETE_USAGE_BEFORE, (hour_start(cutoff), limit))
+        return max(cursor.rowcount, 0)
 
     async def reclaim_space(self) -> int:
         """Hand free pages back to the file system when the database uses

@@ -58,6 +58,11 @@ COST_DIGITS: Final = 10
 _FIELDS: Final = UsageRow.__struct_fields__
 INSERT_USAGE: Final = f"INSERT OR IGNORE INTO usage ({', '.join(_FIELDS)})"
 """The head of the multi-row insert (gw/store/batch_insert.py), one value per field."""
+DELETE_USAGE_BEFORE: Final = """
+DELETE FROM usage WHERE rowid IN (SELECT rowid FROM usage WHERE time < ? ORDER BY time LIMIT ?)
+"""
+"""Retention (``state.usage_max_age``): the oldest rows before a time, a batch at a time;
+the rollup keeps their sums (its trigger fires on INSERT only)."""
 
 
 class UsageTotals(msgspec.Struct, frozen=True, kw_only=True):

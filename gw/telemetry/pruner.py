@@ -1,16 +1,19 @@
-"""TracePruner: keeps the traces table within ``state.trace_max_age`` and ``trace_max_bytes``.
+"""TracePruner: keeps the traces table within ``state.trace_max_age`` and ``trace_max_bytes``,
+and the usage rows within ``state.usage_max_age`` when that is set.
 
 Strategy: a background task wakes shortly after start, then every ``state.prune_interval``
 (read from the current snapshot). A reload that changes the interval re-arms the wait at
 once (``settings_changed``): the next round comes one new interval after the last one, or
 now when that has passed, not when the old wait would have ended. A round deletes traces
 older than the age limit, then, while the traces' estimated size (see the retention
-section of ``gw/store/sqlite.py``) is above the byte limit, the oldest ones. Deletes run in
-batches of ``batch_size`` rows, one short transaction each, and the store's lock is
-released between them, so trace and usage writes from the request path wait at most one
-batch. Usage rows and config revisions are never touched. Afterwards the store may hand
-free pages back to the file system (``reclaim_space``); either way SQLite reuses them, so
-the file does not grow without bound.
+section of ``gw/store/sqlite.py``) is above the byte limit, the oldest ones; then usage
+rows older than ``usage_max_age`` (whole UTC hours: the store rounds the cutoff down), whose
+sums the store's rollup keeps for reports and budgets. Deletes run in batches of
+``batch_size`` rows, one short transaction each, and the store's lock is released between
+them, so trace and usage writes from the request path wait at most one batch. Config
+revisions are never touched. Afterwards the store may hand free pages back to the file
+system (``reclaim_space``); either way SQLite reuses them, so the file does not grow
+without bound.
 
 A failed round is logged and the loop goes on: pruning never takes the server down.
 """
@@ -36,15 +39,17 @@ FIRST_ROUND_DELAY_S: Final = 5.0
 """The first round runs this long after start (or after one interval, when shorter)."""
 
 
-class PrunableTraces(Protocol):
-    """The trace store as the pruner sees it; ``SqliteStore`` is one. Counts are
-    (rows, estimated bytes)."""
+class PrunableStore(Protocol):
+    """The store as the pruner sees it; ``SqliteStore`` is one. Trace counts are (rows,
+    estimated bytes)."""
 
     async def trace_volume(self) -> tuple[int, int]: ...
 
     async def delete_traces_before(self, cutoff: float, *, limit: int) -> tuple[int, int]: ...
 
     async def delete_oldest_traces(self, *, limit: int) -> tuple[int, int]: ...
+
+    async def delete_usage_before(self, cutoff: float, *, limit: int) -> int: ...
 
     async def reclaim_space(self) -> int: ...
 
@@ -57,6 +62,7 @@ class PruneReport(msgspec.Struct, frozen=True, kw_only=True):
     freed_bytes: int  # estimated
     remaining: int
     remaining_bytes: int  # estimated
+    usage_deleted: int = 0  # usage rows older than usage_max_age (their sums are kept)
 
 
 class TracePruner:
@@ -64,7 +70,7 @@ class TracePruner:
 
     def __init__(
         self,
-        store: PrunableTraces,
+        store: PrunableStore,
         settings: Callable[[], StateConfig],
         clock: Clock,
         sleep: Sleep,
@@ -98,7 +104,8 @@ class TracePruner:
         self._rearm.set()
 
     async def prune(self) -> PruneReport:
-        """One round: expired traces first, then the oldest while over the byte limit."""
+        """One round: expired traces first, then the oldest while over the byte limit,
+        then expired usage rows."""
         settings = self._settings()
         cutoff = self._clock.time() - settings.trace_max_age.seconds
         expired = freed = 0
@@ -121,15 +128,20 @@ class TracePruner:
             evicted, freed = evicted + rows, freed + size
             remaining, volume = remaining - rows, max(volume - size, 0)
             await asyncio.sleep(0)
+        usage = await self._prune_usage(settings)
         report = PruneReport(
             expired=expired,
             evicted=evicted,
             freed_bytes=freed,
             remaining=remaining,
             remaining_bytes=volume,
+            usage_deleted=usage,
         )
-        if expired or evicted:
+        if expired or evicted or usage:
             await self._store.reclaim_space()
+        if usage:
+            logger.info("deleted %d usage rows older than %s", usage, settings.usage_max_age)
+        if expired or evicted:
             logger.info(
                 "pruned %d traces older than %s and %d more over %s (~%d bytes); %d traces"
                 " (~%d bytes) kept",
@@ -142,6 +154,19 @@ class TracePruner:
                 volume,
             )
         return report
+
+    async def _prune_usage(self, settings: StateConfig) -> int:
+        """Delete the usage rows older than ``usage_max_age`` (none when it is not set)."""
+        if settings.usage_max_age is None:
+            return 0
+        cutoff = self._clock.time() - settings.usage_max_age.seconds
+        deleted = 0
+        while True:
+            rows = await self._store.delete_usage_before(cutoff, limit=self._batch_size)
+            deleted += rows
+            if rows < self._batch_size:
+                return deleted
+            await asyncio.sleep(0)  # let request-path writes in between batches
 
     async def _loop(self) -> None:
         await self._wait(min(FIRST_ROUND_DELAY_S, self._settings().prune_interval.seconds))

@@ -20,6 +20,7 @@ def test_defaults_when_the_section_is_absent() -> None:
     assert state.trace_max_age == Duration(7 * 86_400)
     assert state.trace_max_bytes == ByteSize(256 * 1024 * 1024)
     assert state.prune_interval == Duration(300)
+    assert state.usage_max_age is None  # usage rows are kept for ever unless asked
 
 
 def test_values_are_read_with_units() -> None:
@@ -29,6 +30,10 @@ def test_values_are_read_with_units() -> None:
     assert str(state.trace_max_age) == "2d"
     assert state.trace_max_bytes.bytes == 64 * 1024 * 1024
     assert state.prune_interval.seconds == 30
+    assert load_config("state: {usage_max_age: 400d}\n", "gw.yaml").state.usage_max_age == (
+        Duration(400 * 86_400)
+    )
+    assert load_config("state: {usage_max_age: null}\n", "gw.yaml").state.usage_max_age is None
 
 
 @pytest.mark.parametrize(
@@ -36,6 +41,8 @@ def test_values_are_read_with_units() -> None:
     [
         ("state: {trace_max_age: 0s}\n", "state.trace_max_age"),
         ("state: {prune_interval: 0}\n", "state.prune_interval"),
+        ("state: {usage_max_age: 0s}\n", "gw.yaml:1: state.usage_max_age: must be longer"),
+        ("state: {usage_max_age: soon}\n", "gw.yaml:1: state.usage_max_age: 'soon' is not a"),
         ("state: {trace_max_bytes: 0}\n", "state.trace_max_bytes"),
         ("state: {keep_usage: false}\n", "state"),
     ],

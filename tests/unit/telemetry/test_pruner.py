@@ -17,10 +17,12 @@ from gw.telemetry.pruner import FIRST_ROUND_DELAY_S, TracePruner
 
 
 class FakeStore:
-    """Rows of ``row_bytes`` each; ``old`` of them are past the age limit."""
+    """Rows of ``row_bytes`` each; ``old`` of them are past the age limit; ``old_usage``
+    usage rows past theirs."""
 
-    def __init__(self, rows: int, old: int, row_bytes: int = 100) -> None:
+    def __init__(self, rows: int, old: int, row_bytes: int = 100, old_usage: int = 0) -> None:
         self.rows, self.old, self.row_bytes = rows, old, row_bytes
+        self.old_usage = old_usage
         self.calls: list[str] = []
         self.fail_next = 0
         self.reclaimed = 0
@@ -43,6 +45,12 @@ class FakeStore:
         n = min(limit, self.rows)
         self.rows -= n
         return n, n * self.row_bytes
+
+    async def delete_usage_before(self, cutoff: float, *, limit: int) -> int:
+        self.calls.append(f"usage before {cutoff:g} {limit}")
+        n = min(limit, self.old_usage)
+        self.old_usage -= n
+        return n
 
     async def reclaim_space(self) -> int:
         self.reclaimed += 1
@@ -151,6 +159,26 @@ async def test_age_then_size_in_batches_with_the_settings_of_each_round() -> Non
     again = await pruner.prune()
     assert (again.expired, again.evicted) == (0, 0)
     assert store.reclaimed == 1  # nothing deleted, nothing to reclaim
+
+
+@run
+async def test_usage_rows_go_by_age_in_batches_only_when_a_limit_is_set() -> None:
+    store = FakeStore(rows=0, old=0, old_usage=25)
+    current = settings()
+    pruner = TracePruner(store, lambda: current, Clock(), asyncio.sleep, batch_size=10)
+    report = await pruner.prune()
+    assert (report.usage_deleted, store.old_usage, store.reclaimed) == (0, 25, 0)
+    assert not any(call.startswith("usage") for call in store.calls)
+
+    store.calls.clear()
+    current = settings(usage_max_age=Duration(4000))  # a reload set it
+    report = await pruner.prune()
+    assert [call for call in store.calls if call.startswith("usage")] == [
+        "usage before 6000 10",
+        "usage before 6000 10",
+        "usage before 6000 10",
+    ]
+    assert (report.usage_deleted, store.old_usage, store.reclaimed) == (25, 0, 1)
 
 
 @run
