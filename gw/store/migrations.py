@@ -40,6 +40,58 @@ CREATE TABLE IF NOT EXISTS schema_version (
 )
 """
 
+# Version 8's statements, made from one text per period (never edit: released SQL).
+_V8_GROUP: Final = (
+    "period, period_start, day, month, ifnull(tenant, x''), ifnull(key_id, x''), route,"
+    " ifnull(provider, x''), ifnull(model, x'')"
+)
+_V8_COLUMNS: Final = (
+    "period, period_start, day, month, tenant, key_id, route, provider, model, requests,"
+    " errors, input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, cost_usd,"
+    " unpriced, estimated, recovered"
+)
+
+
+def _v8_start(time: str, seconds: int) -> str:
+    """The start of the UTC period holding ``time``: the division may round up just below
+    a boundary, and the second term takes that back, so start <= time < start + seconds."""
+    cut = f"CAST({time} / {seconds} AS INTEGER) * {seconds}"
+    return f"{cut} - {seconds} * ({cut} > {time})"
+
+
+def _v8_upsert(period: str, seconds: int) -> str:
+    """The trigger's statement adding the new row to its group of ``period``."""
+    measures = (
+        "requests", "errors", "input_tokens", "cached_input_tokens", "output_tokens",
+        "reasoning_tokens", "cost_usd", "unpriced", "estimated", "recovered",
+    )  # fmt: skip
+    adds = ", ".join(f"{m} = {m} + excluded.{m}" for m in measures)
+    return (
+        f"INSERT INTO usage_rollup ({_V8_COLUMNS}) VALUES ("  # noqa: S608 - fixed text
+        f"'{period}', {_v8_start('NEW.time', seconds)}, NEW.day, NEW.month, NEW.tenant,"
+        " NEW.key_id, NEW.route, NEW.provider, NEW.model, 1, NEW.error_code IS NOT NULL,"
+        " NEW.input_tokens, NEW.cached_input_tokens, NEW.output_tokens,"
+        " NEW.reasoning_tokens, ifnull(NEW.cost_usd, 0.0),"
+        " NEW.cost_usd IS NULL AND NEW.input_tokens + NEW.output_tokens > 0,"
+        " NEW.usage_source IS 'estimate', NEW.recovered)"
+        f" ON CONFLICT ({_V8_GROUP}) DO UPDATE SET {adds}"
+    )
+
+
+def _v8_backfill(period: str, seconds: int) -> str:
+    """The rows already in ``usage``, summed into their groups of ``period``."""
+    return (
+        f"INSERT INTO usage_rollup ({_V8_COLUMNS})"  # noqa: S608 - fixed text
+        f" SELECT '{period}', {_v8_start('time', seconds)} AS start, day, month, tenant,"
+        " key_id, route, provider, model, COUNT(*), SUM(error_code IS NOT NULL),"
+        " SUM(input_tokens), SUM(cached_input_tokens), SUM(output_tokens),"
+        " SUM(reasoning_tokens), TOTAL(cost_usd),"
+        " SUM(cost_usd IS NULL AND input_tokens + output_tokens > 0),"
+        " SUM(usage_source IS 'estimate'), SUM(recovered)"
+        " FROM usage GROUP BY start, day, month, tenant, key_id, route, provider, model"
+    )
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
         version=1,
@@ -202,16 +254,18 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     ),
     Migration(
         version=8,
-        description="usage rolled up per hour, tenant, key, route, provider and model",
+        description="usage summed per UTC hour and day, tenant, key, route, provider and model",
         statements=(
-            # The usage report's sums per UTC hour and group (gw/store/usage_rollup.py), so
-            # a report reads as many rows as there are groups, not requests. ``hour``: the
-            # start of the hour holding the row's ``time`` (epoch seconds); ``day`` and
-            # ``month`` are the rows' budget labels, carried for the by-day report and the
-            # budgets. The measures are the report's (gw/store/usage.py).
+            # The usage report's sums per period and group (gw/store/usage_rollup.py), so a
+            # report reads as many rows as there are groups per period, not requests.
+            # ``period`` is 'hour' or 'day' (UTC), ``period_start`` its start in epoch
+            # seconds; every row is summed into both. ``day`` and ``month`` are the rows'
+            # budget labels, for the by-day report and the budgets. The measures are the
+            # report's (gw/store/usage.py).
             """
             CREATE TABLE usage_rollup (
-                hour INTEGER NOT NULL,
+                period TEXT NOT NULL,
+                period_start INTEGER NOT NULL,
                 day TEXT NOT NULL,
                 month TEXT NOT NULL,
                 tenant TEXT,
@@ -233,70 +287,18 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             """,
             # One row per group: NULL (no tenant, key, provider or model) is a group of its
             # own, spelled x'' in the index (a BLOB never equals the TEXT names stored).
-            """
-            CREATE UNIQUE INDEX usage_rollup_group ON usage_rollup (
-                hour, day, month, ifnull(tenant, x''), ifnull(key_id, x''), route,
-                ifnull(provider, x''), ifnull(model, x'')
-            )
-            """,
+            f"CREATE UNIQUE INDEX usage_rollup_group ON usage_rollup ({_V8_GROUP})",
             # For the budgets seeded at start (``SqliteStore.tenant_spend``).
-            "CREATE INDEX usage_rollup_day ON usage_rollup (day, tenant)",
-            "CREATE INDEX usage_rollup_month ON usage_rollup (month, tenant)",
-            # Maintained in the transaction that writes the row: on INSERT only (a row
-            # ``INSERT OR IGNORE`` skips fires nothing), so deleting old rows
-            # (``state.usage_max_age``) leaves the sums. The hour is the start of the hour
-            # at or before ``time``: the division may round up just below a boundary,
-            # and the second term takes that back, so hour <= time < hour + 3600 always.
-            """
-            CREATE TRIGGER usage_rollup_insert AFTER INSERT ON usage BEGIN
-                INSERT INTO usage_rollup (
-                    hour, day, month, tenant, key_id, route, provider, model, requests,
-                    errors, input_tokens, cached_input_tokens, output_tokens,
-                    reasoning_tokens, cost_usd, unpriced, estimated, recovered
-                ) VALUES (
-                    CAST(NEW.time / 3600 AS INTEGER) * 3600
-                        - 3600 * (CAST(NEW.time / 3600 AS INTEGER) * 3600 > NEW.time),
-                    NEW.day, NEW.month, NEW.tenant, NEW.key_id, NEW.route, NEW.provider,
-                    NEW.model, 1, NEW.error_code IS NOT NULL, NEW.input_tokens,
-                    NEW.cached_input_tokens, NEW.output_tokens, NEW.reasoning_tokens,
-                    ifnull(NEW.cost_usd, 0.0),
-                    NEW.cost_usd IS NULL AND NEW.input_tokens + NEW.output_tokens > 0,
-                    NEW.usage_source IS 'estimate', NEW.recovered
-                )
-                ON CONFLICT (
-                    hour, day, month, ifnull(tenant, x''), ifnull(key_id, x''), route,
-                    ifnull(provider, x''), ifnull(model, x'')
-                ) DO UPDATE SET
-                    requests = requests + 1,
-                    errors = errors + excluded.errors,
-                    input_tokens = input_tokens + excluded.input_tokens,
-                    cached_input_tokens = cached_input_tokens + excluded.cached_input_tokens,
-                    output_tokens = output_tokens + excluded.output_tokens,
-                    reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
-                    cost_usd = cost_usd + excluded.cost_usd,
-                    unpriced = unpriced + excluded.unpriced,
-                    estimated = estimated + excluded.estimated,
-                    recovered = recovered + excluded.recovered;
-            END
-            """,
+            "CREATE INDEX usage_rollup_day ON usage_rollup (period, day, tenant)",
+            "CREATE INDEX usage_rollup_month ON usage_rollup (period, month, tenant)",
+            # Kept in the transaction that writes the row: on INSERT only (a row ``INSERT
+            # OR IGNORE`` skips fires nothing), so deleting old rows (``state.usage_max_age``)
+            # leaves the sums.
+            "CREATE TRIGGER usage_rollup_insert AFTER INSERT ON usage BEGIN"
+            f" {_v8_upsert('hour', 3600)}; {_v8_upsert('day', 86400)}; END",
             # The rows written before this version, summed the same way.
-            """
-            INSERT INTO usage_rollup (
-                hour, day, month, tenant, key_id, route, provider, model, requests, errors,
-                input_tokens, cached_input_tokens, output_tokens, reasoning_tokens,
-                cost_usd, unpriced, estimated, recovered
-            )
-            SELECT
-                CAST(time / 3600 AS INTEGER) * 3600
-                    - 3600 * (CAST(time / 3600 AS INTEGER) * 3600 > time) AS bucket,
-                day, month, tenant, key_id, route, provider, model, COUNT(*),
-                SUM(error_code IS NOT NULL), SUM(input_tokens), SUM(cached_input_tokens),
-                SUM(output_tokens), SUM(reasoning_tokens), TOTAL(cost_usd),
-                SUM(cost_usd IS NULL AND input_tokens + output_tokens > 0),
-                SUM(usage_source IS 'estimate'), SUM(recovered)
-            FROM usage
-            GROUP BY bucket, day, month, tenant, key_id, route, provider, model
-            """,
+            _v8_backfill("hour", 3600),
+            _v8_backfill("day", 86400),
         ),
     ),
 )

@@ -1,16 +1,18 @@
 """The usage report read from the rollup, so its cost follows the groups, not the requests.
 
-``usage_rollup`` (gw/store/migrations.py, version 8) holds the report's sums per UTC hour,
-day and month label, tenant, key, route, provider and model; a trigger adds each usage
-row to its group in the transaction that writes the row, and nothing takes it away: old
-rows may be deleted (``state.usage_max_age``) and the sums stay.
+``usage_rollup`` (gw/store/migrations.py, version 8) holds the report's sums per UTC hour
+and per UTC day, for each tenant, key, route, provider and model (and the rows' day and
+month labels); a trigger adds each usage row to its hour's and its day's group in the
+transaction that writes the row, and nothing takes them away: old rows may be deleted
+(``state.usage_max_age``) and the sums stay.
 
-Strategy for ``since``: whole hours come from the rollup. A ``since`` inside an hour
-(``7d`` back from now always is) reads the rest of that hour from the rows, through their
-time index: at most one hour of requests, and the answer is the same as summing every row
-(``gw.store.usage.report_sql``, the definition; tests compare the two). Once retention
-has deleted the rows of that first partial hour, the report counts from the next whole
-hour.
+Strategy for ``since``: whole days come from the day sums, the whole hours before the
+first of them from the hour sums, and a ``since`` inside an hour (``7d`` back from now
+always is) reads the rest of that hour from the rows, through their time index. So a
+report reads the groups of each day, of at most 23 hours, and at most one hour of
+requests; and its answer is the one summing every row gives (``gw.store.usage.report_sql``,
+the definition; tests compare the two). Once retention has deleted the rows of that
+first partial hour, the report counts from the next whole hour.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from gw.store.usage import (
 )
 
 HOUR: Final = 3600
+DAY: Final = 86_400
 ROLLUP_MEASURES: Final = (
     "requests",
     "errors",
@@ -46,29 +49,41 @@ ROLLUP_MEASURES: Final = (
 
 TENANT_SPEND: Final = """
 SELECT tenant, 'day', TOTAL(cost_usd) FROM usage_rollup
-WHERE day = ? AND tenant IS NOT NULL GROUP BY tenant
+WHERE period = 'day' AND day = ? AND tenant IS NOT NULL GROUP BY tenant
 UNION ALL
 SELECT tenant, 'month', TOTAL(cost_usd) FROM usage_rollup
-WHERE month = ? AND tenant IS NOT NULL GROUP BY tenant
+WHERE period = 'day' AND month = ? AND tenant IS NOT NULL GROUP BY tenant
 """
 """USD per tenant in a day and a month (their labels), for the budgets seeded at start."""
 
 
+def period_start(moment: float, seconds: int) -> int:
+    """The start of the UTC period of ``seconds`` (an hour, a day) holding ``moment``
+    (epoch seconds), as the rollup's trigger computes it: start <= moment < start +
+    seconds."""
+    start = math.floor(moment / seconds) * seconds
+    if start > moment:  # the division rounded up to a boundary just above ``moment``
+        start -= seconds
+    return start
+
+
 def hour_start(moment: float) -> int:
-    """The start of the UTC hour holding ``moment`` (epoch seconds), as the rollup's
-    trigger computes it: hour <= moment < hour + 3600."""
-    hour = math.floor(moment / HOUR) * HOUR
-    if hour > moment:  # the division rounded up to a boundary just above ``moment``
-        hour -= HOUR
-    return hour
+    """The start of the UTC hour holding ``moment``."""
+    return period_start(moment, HOUR)
+
+
+def next_start(moment: float, seconds: int) -> int | float:
+    """``moment`` when a period of ``seconds`` starts there, else the next start."""
+    start = period_start(moment, seconds)
+    return moment if start == moment else start + seconds
 
 
 Params = tuple[float | str, ...]
 
 
 def rollup_query(by: UsageGroup, since: float | None, tenant: str | None) -> tuple[str, Params]:
-    """The report query and its parameters: whole hours from the rollup, the rest of a
-    first partial hour from the rows."""
+    """The report query and its parameters: whole days from the day sums, whole hours
+    before them from the hour sums, the rest of a first partial hour from the rows."""
     column = group_column(by)
     rollup = f"SELECT {column} AS k, {', '.join(ROLLUP_MEASURES)} FROM usage_rollup"  # noqa: S608
     # The time index, named: with a tenant, SQLite would otherwise pick (tenant, day)
@@ -77,17 +92,21 @@ def rollup_query(by: UsageGroup, since: float | None, tenant: str | None) -> tup
         f"SELECT {column} AS k, {', '.join(ROW_MEASURES)}"  # noqa: S608 - fixed names
         " FROM usage INDEXED BY usage_time"
     )
-    filters, params = [], []
+    filters: list[str] = []
+    params: Params = ()
     if tenant is not None:
-        filters, params = ["tenant = ?"], [tenant]
-    parts: list[tuple[str, list[str], Params]] = [(rollup, filters, tuple(params))]
+        filters, params = ["tenant = ?"], (tenant,)
+    days = ["period = 'day'", *filters]
+    parts: list[tuple[str, list[str], Params]] = [(rollup, days, params)]
     if since is not None:
-        first = hour_start(since)
-        whole = first if first == since else first + HOUR
-        parts = [(rollup, ["hour >= ?", *filters], (whole, *params))]
-        if whole != since:  # the rows of [since, whole), one by one (the time index)
-            parts.append((rows, ["time >= ?", "time < ?", *filters], (since, whole, *params)))
-    selects = [sql + (f" WHERE {' AND '.join(where)}" if where else "") for sql, where, _ in parts]
+        hours, whole_days = next_start(since, HOUR), next_start(since, DAY)
+        parts = [(rollup, [*days, "period_start >= ?"], (*params, whole_days))]
+        if hours < whole_days:
+            where = ["period = 'hour'", *filters, "period_start >= ?", "period_start < ?"]
+            parts.append((rollup, where, (*params, hours, whole_days)))
+        if since < hours:  # the rows of [since, hours), one by one
+            parts.append((rows, [*filters, "time >= ?", "time < ?"], (*params, since, hours)))
+    selects = [f"{sql} WHERE {' AND '.join(where)}" for sql, where, _ in parts]
     requests, *sums = ROLLUP_MEASURES
     totals = ", ".join(f"TOTAL({m}) AS cost" if m == "cost_usd" else f"SUM({m})" for m in sums)
     # ``column`` and the measures are fixed names, never the caller's text.

@@ -27,7 +27,7 @@ from gw.store.usage import (
     report_sql,
     totals_from_row,
 )
-from gw.store.usage_rollup import HOUR, hour_start, rollup_query
+from gw.store.usage_rollup import DAY, HOUR, hour_start, period_start, rollup_query
 
 START = 1_773_532_800.0  # 2026-03-15T00:00:00Z
 SPAN = 3 * 86_400.0
@@ -86,6 +86,9 @@ def sinces() -> Iterator[float | None]:
     yield math.nextafter(START + 30 * HOUR, 0.0)  # a hair below a boundary
     yield math.nextafter(START + 30 * HOUR, math.inf)  # a hair above one
     yield START + SPAN - 10.0  # inside the last hour
+    yield START + DAY  # a day's start
+    yield math.nextafter(START + 2 * DAY, 0.0)  # a hair below a day's start
+    yield START + DAY + 5 * HOUR + 0.25  # hours, then days
     yield START + SPAN + HOUR  # after every row
 
 
@@ -123,7 +126,7 @@ def test_the_rollup_report_equals_the_report_over_every_row(tmp_path: Path) -> N
             await store.write_usage(rows[start : start + 250])
         return await compare_every_report(store)
 
-    assert run_with_store(tmp_path / "gw.db", body) == len(USAGE_GROUPS) * 8 * 3
+    assert run_with_store(tmp_path / "gw.db", body) == len(USAGE_GROUPS) * len(list(sinces())) * 3
     totals: list[UsageTotals] = run_with_store(
         tmp_path / "gw.db", lambda store: store.usage_report("tenant")
     )
@@ -166,22 +169,25 @@ def test_a_report_reads_the_rollup_and_at_most_one_hour_of_rows(
     plan = run_with_store(tmp_path / "gw.db", body)
     touching_rows = [step for step in plan if " usage " in f"{step} "]
     assert all(step.startswith("SEARCH usage USING INDEX usage_time") for step in touching_rows)
+    assert not any(step.startswith("SCAN usage_rollup") for step in plan)
     if since is None or hour_start(since) == since:
         assert touching_rows == []
 
 
-def test_hours_are_cut_as_the_trigger_cuts_them() -> None:
+@pytest.mark.parametrize("seconds", [HOUR, DAY])
+def test_periods_are_cut_as_the_trigger_cuts_them(seconds: int) -> None:
     rng = random.Random(3)
-    moments = [START + rng.random() * SPAN for _ in range(2000)]
+    moments = [START + rng.random() * 100 * DAY for _ in range(2000)]
     for k in range(1, 200):
-        boundary = START + k * HOUR
+        boundary = START + k * seconds
         moments += [boundary, math.nextafter(boundary, 0.0), math.nextafter(boundary, math.inf)]
-    expression = "CAST(? / 3600 AS INTEGER) * 3600 - 3600 * (CAST(? / 3600 AS INTEGER) * 3600 > ?)"
+    cut = f"CAST(? / {seconds} AS INTEGER) * {seconds}"
     with sqlite3.connect(":memory:") as db:
         for moment in moments:
-            hour = hour_start(moment)
-            assert hour <= moment < hour + HOUR
-            assert db.execute(f"SELECT {expression}", (moment,) * 3).fetchone()[0] == hour
+            start = period_start(moment, seconds)
+            assert start <= moment < start + seconds
+            found = db.execute(f"SELECT {cut} - {seconds} * ({cut} > ?)", (moment,) * 3)
+            assert found.fetchone()[0] == start
     db.close()
 
 
