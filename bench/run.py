@@ -5,6 +5,8 @@
     scripts/bench --peer relay         ... and a bare byte relay (bench/relay.py): the floor
     scripts/bench --quick              a short smoke run
     scripts/bench --only direct,gw --duration 10
+    scripts/bench --reload-stall [ROUTES]    only a hot reload's cost (bench/reload_stall.py)
+    scripts/bench --usage-reports [ROWS]     only the reports' cost (bench/usage_reports.py)
 
 Steps: start the fake upstream and measure it alone (``direct``); then each gateway in
 turn in front of it: start-up time (the median of 3 starts), idle memory, wrk at
@@ -27,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
@@ -45,6 +48,7 @@ from bench.render import print_tables
 from bench.results import TARGET_NAMES, MicroResult, RunInfo, TargetName, TargetResult
 from bench.targets import Target, direct_target, start_gw, start_relay
 from bench.upstream import CLIENT_KEY, chat_body, start_upstream, upstream_origin
+from bench.usage_reports import DEFAULT_ROWS, run_usage_reports
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "bench-results"
@@ -94,6 +98,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="ROUTES",
         help="only this: how long the requests of a one-at-a-time client wait while gw "
         "reloads a config of ROUTES routes (default 5000); bench/reload_stall.py",
+    )
+    parser.add_argument(
+        "--usage-reports",
+        type=int,
+        nargs="?",
+        const=DEFAULT_ROWS,
+        default=None,
+        metavar="ROWS",
+        help="only this: how long the requests of a one-at-a-time client wait while usage "
+        "reports and the dashboard read a ledger of ROWS usage rows (default 1000000); "
+        "bench/usage_reports.py",
     )
     return parser.parse_args(argv)  # fmt: skip
 
@@ -249,15 +264,28 @@ def save(document: dict[str, object], stamp: str) -> Path:
 
 def reload_stall(routes: int, console: Console, stamp: str) -> int:
     """``--reload-stall``: bench/reload_stall.py alone, saved beside the other runs."""
+    return single_scenario("reload-stall", run_reload_stall, routes, console, stamp)
+
+
+def usage_reports(rows: int, console: Console, stamp: str) -> int:
+    """``--usage-reports``: bench/usage_reports.py alone, saved beside the other runs."""
+    return single_scenario("usage-reports", run_usage_reports, rows, console, stamp)
+
+
+Scenario = Callable[[int, Path, Path, Callable[[str], None]], dict[str, object]]
+
+
+def single_scenario(name: str, scenario: Scenario, size: int, console: Console, stamp: str) -> int:
+    """Run one scenario module alone; save its figures as ``bench-results/<name>-<time>.json``."""
     say = functools.partial(console.print, highlight=False)
     try:
         with tempfile.TemporaryDirectory(prefix="gw-bench-") as work:
-            result = run_reload_stall(routes, Path(work), RESULTS_DIR / "logs" / stamp, say)
+            result = scenario(size, Path(work), RESULTS_DIR / "logs" / stamp, say)
     except (BenchError, subprocess.CalledProcessError) as error:
         console.print(f"[red]bench: {error}[/red]")
         return 2
     RESULTS_DIR.mkdir(exist_ok=True)
-    path = RESULTS_DIR / f"reload-stall-{stamp}.json"
+    path = RESULTS_DIR / f"{name}-{stamp}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     console.print(f"saved {path.relative_to(REPO)}")
     return 0
@@ -272,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     stamp = started.strftime("%Y%m%d-%H%M%S")
     if args.reload_stall is not None:
         return reload_stall(args.reload_stall, console, stamp)
+    if args.usage_reports is not None:
+        return usage_reports(args.usage_reports, console, stamp)
     bench = Bench(args, console, stamp)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
