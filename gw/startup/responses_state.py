@@ -33,7 +33,7 @@ def responses_state(
     and the jobs service: start its ``worker`` with the server, stop it before the store."""
     recent = RecentResponses()
     telemetry.add(recent)
-    links = ResponseLinks(recent, store)
+    links = ResponseLinks(recent, store.request_path_traces())
     seal = ContentSeal(plan.home, plan.environ)
     jobs = store.response_jobs()
     worker = BackgroundWorker(

@@ -75,6 +75,10 @@ class SqliteStore:
         # Admin reads (usage reports, trace lists and lookups) on a connection of their own.
         self._reads = ReadConnection(path)
         self._traces = TraceReads(self._reads)
+        # Trace lookups of the request path (previous_response_id) on a third connection,
+        # opened at its first use, so an admin read never delays them either.
+        self._request_reads = ReadConnection(path)
+        self._readers = (self._reads, self._request_reads)
 
     @classmethod
     async def open(cls, path: Path) -> Self:
@@ -103,7 +107,8 @@ class SqliteStore:
         """Close the connection; not while the -shm cannot be written (closing checkpoints
         through it): the WAL then stays, and the next open applies it."""
         try:
-            await self._reads.close()
+            for reader in self._readers:
+                await reader.close()
             async with self._lock:
                 await self._conn.close()
         except StoreUnavailableError as exc:
@@ -154,6 +159,10 @@ class SqliteStore:
     async def get_trace(self, request_id: str) -> TraceRecord | None:
         """``TraceReads.get_trace``."""
         return await self._traces.get_trace(request_id)
+
+    def request_path_traces(self) -> TraceReads:
+        """Trace reads for the request path, on a connection no admin read uses."""
+        return TraceReads(self._request_reads)
 
     def response_jobs(self) -> ResponseJobs:
         """The background Responses jobs (gw/store/response_jobs.py), on this connection."""
@@ -342,7 +351,8 @@ class SqliteStore:
             self.file.rebind()
             with contextlib.suppress(sqlite3.Error):
                 await old.close()
-            await self._reads.reset()
+            for reader in self._readers:
+                await reader.reset()
         await self._migrate()
 
     @asynccontextmanager

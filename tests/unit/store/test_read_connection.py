@@ -49,7 +49,7 @@ def trace(request_id: str) -> TraceRecord:
     )
 
 
-def test_writes_and_key_lookups_go_on_while_a_read_holds_its_connection(tmp_path: Path) -> None:
+def test_the_request_path_goes_on_while_an_admin_read_holds_its_connection(tmp_path: Path) -> None:
     async def main() -> None:
         async with await SqliteStore.open(tmp_path / "gw.db") as store:
             async with store._reads.use():  # a report in progress, as long as it likes
@@ -59,6 +59,7 @@ def test_writes_and_key_lookups_go_on_while_a_read_holds_its_connection(tmp_path
                     store.find_key_by_digest("0" * 64),
                     store.count_active_keys(now=0.0),
                     store.tenant_spend("d:1970-01-01", "m:1970-01"),
+                    store.request_path_traces().get_trace("t0"),  # previous_response_id
                 )
                 await asyncio.wait_for(writes, GUARD_S)
             assert [t.request_id for t in await store.list_traces()] == ["t1"]
