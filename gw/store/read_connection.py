@@ -3,10 +3,11 @@
 Why: aiosqlite runs a connection's statements one at a time on its own thread, and the
 store serialises its calls with a lock; a report that read for a second on the writer's
 connection held both, and every usage write, trace write and API key lookup queued behind
-it waited that second (measured with a million usage rows: a request's worst wait went
-from 10 ms to 3.7 s). In WAL mode a reader reads a snapshot beside the writer, so usage
-reports, trace lists and trace lookups go through this connection, with a lock of its own,
-and never hold the writer's.
+it waited that second (``scripts/bench --usage-reports``, a million usage rows: the
+slowest of a one-at-a-time client's requests went from 5 ms to 4.5 s). In WAL mode a
+reader reads a snapshot beside the writer, so usage reports, trace lists and trace
+lookups go through a connection like this, with a lock of its own, and never hold the
+writer's (the store keeps one for admin reads and one for the request path's).
 
 The connection is opened at the first read, made read-only by ``PRAGMA query_only`` (a
 ``mode=ro`` WAL reader needs its own way of handling a -shm it may not write, for nothing
