@@ -7,6 +7,7 @@ import contextlib
 import functools
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
+from types import SimpleNamespace
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -15,6 +16,7 @@ from gw.adapters.aiohttp_errors import CAUGHT, map_aiohttp_error
 from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES, HttpReply
 from gw.adapters.reply_budget import ReplyBudget
 from gw.adapters.upstream_address import AddressRefusedError, address_refusal, refused
+from gw.errors import GatewayError, OverloadedError
 from gw.ports import AttemptTimeouts
 
 
@@ -31,6 +33,7 @@ def build_session(
     )
     return aiohttp.ClientSession(
         connector=connector,
+        trace_configs=[_pool_wait_trace()],
         # No cookies kept: one session serves every tenant and account, so a cookie one
         # upstream answer set must not ride along on the next request (nor cost a lookup).
         cookie_jar=aiohttp.DummyCookieJar(),
@@ -51,6 +54,51 @@ def _timeout(timeouts: AttemptTimeouts, *, streaming: bool) -> aiohttp.ClientTim
         connect=timeouts.connect,
         sock_read=None if streaming else timeouts.read,
     )
+
+
+class PoolWait:
+    """Whether a request is waiting for a free pooled connection. aiohttp's ``connect``
+    timeout spans that wait and the connect alike, with one error for both; its public
+    trace signals say which it was, so a full pool is gw's own saturation (503
+    ``overloaded``, blamed on the gateway), never the upstream's connect timeout."""
+
+    __slots__ = ("waiting",)
+
+    def __init__(self) -> None:
+        self.waiting = False
+
+    def error(
+        self, error: BaseException, provider: str, session: aiohttp.ClientSession
+    ) -> GatewayError:
+        """``error`` as gw reports it, knowing whether the pool wait was running."""
+        if self.waiting and isinstance(error, TimeoutError):
+            connector = session.connector
+            limit = connector.limit if connector is not None else 0
+            per_host = (connector.limit_per_host if connector is not None else 0) or None
+            return OverloadedError(
+                f"provider {provider}: gw's upstream connection pool is full (caps: "
+                f"server.upstream_max_connections {limit}, "
+                f"server.upstream_max_connections_per_host {per_host}); "
+                "raise them, or lower server.max_concurrency",
+                blame="gateway",
+                retry_after=1.0,
+            )
+        return map_aiohttp_error(error, provider=provider)
+
+
+async def _queued(_: object, context: SimpleNamespace, __: object) -> None:
+    context.trace_request_ctx.waiting = True
+
+
+async def _dequeued(_: object, context: SimpleNamespace, __: object) -> None:
+    context.trace_request_ctx.waiting = False
+
+
+def _pool_wait_trace() -> aiohttp.TraceConfig:
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_queued_start.append(_queued)
+    trace.on_connection_queued_end.append(_dequeued)
+    return trace
 
 
 class CheckedResolver(AbstractResolver):
@@ -114,6 +162,7 @@ class AiohttpTransport:
         timeouts: AttemptTimeouts,
         provider: str,
     ) -> HttpReply:
+        wait = PoolWait()
         try:
             async with self._session.post(
                 url,
@@ -121,6 +170,7 @@ class AiohttpTransport:
                 headers=headers,
                 timeout=_timeout(timeouts, streaming=False),
                 allow_redirects=False,
+                trace_request_ctx=wait,
             ) as response:
                 compressed = "content-encoding" in response.headers  # length before decoding
                 declared = None if compressed else response.content_length
@@ -128,7 +178,7 @@ class AiohttpTransport:
                 content = await self._budget.read(chunks, provider, declared=declared)
                 return HttpReply(status=response.status, headers=response.headers, body=content)
         except CAUGHT as error:
-            raise map_aiohttp_error(error, provider=provider) from None
+            raise wait.error(error, provider, self._session) from None
         except AddressRefusedError as refusal:
             raise refused(provider, refusal.reason) from None
 
@@ -142,6 +192,7 @@ class AiohttpTransport:
         timeouts: AttemptTimeouts,
         provider: str,
     ) -> AsyncIterator[AiohttpStreamingReply]:
+        wait = PoolWait()
         try:
             response = await self._session.post(
                 url,
@@ -149,9 +200,10 @@ class AiohttpTransport:
                 headers=headers,
                 timeout=_timeout(timeouts, streaming=True),
                 allow_redirects=False,
+                trace_request_ctx=wait,
             )
         except CAUGHT as error:
-            raise map_aiohttp_error(error, provider=provider) from None
+            raise wait.error(error, provider, self._session) from None
         except AddressRefusedError as refusal:
             raise refused(provider, refusal.reason) from None
         try:
