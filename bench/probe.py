@@ -14,7 +14,7 @@ _RETRY_S = 0.002
 _TRY_TIMEOUT_S = 30.0  # a server may accept before its workers are ready: wait for them
 
 
-def post(url: str, body: bytes, timeout: float) -> int:
+def post(url: str, body: bytes, timeout: float, key: str = CLIENT_KEY) -> int:
     """POST ``body`` as JSON to ``url`` on a fresh connection; the response status."""
     parts = urlsplit(url)
     if parts.scheme != "http" or parts.hostname is None:
@@ -22,7 +22,7 @@ def post(url: str, body: bytes, timeout: float) -> int:
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     try:
         path = parts.path + (f"?{parts.query}" if parts.query else "")
-        headers = {"content-type": "application/json", "authorization": f"Bearer {CLIENT_KEY}"}
+        headers = {"content-type": "application/json", "authorization": f"Bearer {key}"}
         connection.request("POST", path, body=body, headers=headers)
         response = connection.getresponse()
         response.read()
@@ -32,9 +32,13 @@ def post(url: str, body: bytes, timeout: float) -> int:
 
 
 def first_answer(
-    spawned: Spawned, locate: Callable[[], str | None], body: bytes, timeout: float
+    spawned: Spawned,
+    locate: Callable[[], str | None],
+    body: bytes,
+    timeout: float,
+    key: str = CLIENT_KEY,
 ) -> float:
-    """Seconds from ``spawned``'s start until a POST to ``locate()`` answers 200.
+    """Seconds from ``spawned``'s start until a POST to ``locate()`` with ``key`` answers 200.
 
     ``locate`` returns the chat URL, or None while the server has not said where it
     listens. Refused connections and non-200 answers are retried every 2 ms until
@@ -48,7 +52,7 @@ def first_answer(
         url = locate()
         if url is not None:
             try:
-                status = post(url, body, min(_TRY_TIMEOUT_S, max(deadline - now, 0.01)))
+                status = post(url, body, min(_TRY_TIMEOUT_S, max(deadline - now, 0.01)), key)
             except OSError as error:
                 last = f"{type(error).__name__}: {error}"
             else:

@@ -32,7 +32,8 @@ from pathlib import Path
 
 import gw
 from bench.errors import BenchError
-from bench.processes import ProcessSet, Spawned, clean_env
+from bench.probe import first_answer
+from bench.processes import ProcessSet, clean_env
 from bench.reload_stall import summary
 from gw.store import SqliteStore
 
@@ -244,11 +245,11 @@ def run_usage_reports(
                 url = json.loads((state / "server.json").read_text())["url"]
             except (OSError, ValueError, KeyError):
                 return None
-            return str(url)
+            return f"{url}/v1/chat/completions"
 
-        start_s = first_answer(spawned, locate, api_key)
+        start_s = first_answer(spawned, locate, BODY, START_TIMEOUT_S, api_key)
         tell(f"gw serve: first answer {start_s:.2f} s after start")
-        url = locate() or ""
+        url = (locate() or "").removesuffix("/v1/chat/completions")
         client = Client(url, api_key)
         idle, idle_failed = one_at_a_time(client, IDLE_S)
         load = AdminLoad(url, admin_key)
@@ -287,27 +288,3 @@ def run_usage_reports(
         "dashboard_refreshes": dashboard,
         "cpus": len(os.sched_getaffinity(0)),
     }
-
-
-def first_answer(spawned: Spawned, locate: Callable[[], str | None], key: str) -> float:
-    """Seconds from ``spawned``'s start until a chat request with ``key`` answers 200 (as
-    ``bench.probe.first_answer``, which sends the fake upstream's key instead)."""
-    last = "no answer"
-    while time.perf_counter() - spawned.started < START_TIMEOUT_S:
-        if spawned.exited():
-            raise spawned.failure("exited before answering")
-        url = locate()
-        if url is not None:
-            client = Client(url, key)
-            try:
-                _, status = client.call("POST", "/v1/chat/completions", BODY)
-            except OSError as error:
-                last = f"{type(error).__name__}: {error}"
-            else:
-                if status == 200:
-                    return time.perf_counter() - spawned.started
-                last = f"HTTP {status}"
-            finally:
-                client.close()
-        time.sleep(0.01)
-    raise spawned.failure(f"no 200 answer within {START_TIMEOUT_S:.0f} s (last: {last})")
