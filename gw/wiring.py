@@ -236,6 +236,7 @@ async def _serve(
             proxies=proxies,
             watched=(store_health, pruner),
             journal=telemetry.journal_report,
+            losses=telemetry.losses_report,
         ),
         background=background,
         response_links=links,
@@ -320,6 +321,7 @@ def status_facts(
     *,
     proxies: Mapping[str, str],
     journal: Callable[[], dict[str, object] | None] | None = None,
+    losses: Callable[[], dict[str, object] | None] | None = None,
     watched: tuple[StoreHealth, TracePruner],
 ) -> ServerFacts:
     """What ``GET /admin/v1/status`` reports beside the snapshot and the reloader."""
@@ -338,6 +340,7 @@ def status_facts(
         counts=counts,
         upstream_proxies=public_proxies(proxies),
         usage_journal=journal,
+        trace_losses=losses,
         store_problem=lambda: health.problem,
         prune_rounds=lambda: pruner.rounds,
     )

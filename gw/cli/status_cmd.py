@@ -99,6 +99,8 @@ def render(report: dict[str, Any]) -> None:
         lines.append(f"proxy    {proxied}")
     if journal := report.get("usage_journal"):
         lines.append(f"journal  {journal_line(journal)}")
+    if losses := report.get("trace_losses"):
+        lines.append(f"traces   {losses_line(losses)}")
     for line in lines:
         stdout.print(line, highlight=False, markup=False)
 
@@ -117,6 +119,31 @@ def journal_line(journal: dict[str, Any]) -> str:
     if recovered["error"]:
         parts.append(f"NOT recovered at start: {recovered['error']}")
     return ", ".join(parts)
+
+
+def losses_line(losses: dict[str, Any]) -> str:
+    """The traces lost by this run and the last one: of requests in the usage ledger
+    (routed) and of requests refused before routing."""
+    this = losses["this_run"]
+    parts = [f"lost this run {this['routed'] + this['unrouted']}{lost_kinds(this)}"]
+    last = losses["last_run"]
+    if last is not None:
+        ended = f"{last['ended']} {when(last['stopped_at'])}" if last["stopped_at"] else "killed"
+        if last["routed"] is None:
+            parts.append(f"last run ({ended}): counting")
+        else:
+            total = last["routed"] + last["unrouted"]
+            parts.append(f"last run ({ended}) {total}{lost_kinds(last)}")
+            since = last["counted_from"]
+            if since is not None and since > last["started_at"]:
+                parts.append(f"counted from {when(since)} (older traces were pruned)")
+    return ", ".join(parts)
+
+
+def lost_kinds(counts: dict[str, Any]) -> str:
+    if not (counts["routed"] or counts["unrouted"]):
+        return ""
+    return f" ({counts['routed']} routed, {counts['unrouted']} refused before routing)"
 
 
 def config_origin(config: dict[str, Any]) -> str:

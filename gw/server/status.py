@@ -18,7 +18,12 @@ the callables that read the rest when asked. The report::
      "upstream_proxies": {"http", "https", "all", "no_proxy"},  // those set; {}: none
      "usage_journal": {"path", "bytes", "appended", "skipped", "errors",   // this run's
                        "recovered_at_start": {"rows", "without_trace", "torn_lines",
-                                              "error"}}}  // null when there is none
+                                              "error"}},  // null when there is none
+     "trace_losses": {"this_run": {"routed", "unrouted"},  // traces dropped so far
+                      "last_run": {"started_at", "stopped_at", "ended",  // stopped | killed
+                                   "routed", "unrouted", "counted_from"} | null}}
+                     // routed: of requests with a usage row (null: being counted after a
+                     // kill); unrouted: of requests refused before routing (none)
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ class ServerFacts(msgspec.Struct, frozen=True, kw_only=True):
     counts: RequestCounts
     upstream_proxies: dict[str, str]  # env_proxy.public_proxies: no credentials
     usage_journal: Callable[[], dict[str, object] | None] | None = None  # TelemetryHub's
+    trace_losses: Callable[[], dict[str, object] | None] | None = None  # TelemetryHub's
     store_problem: Callable[[], StoreProblem | None] | None = None  # StoreHealth.problem
     prune_rounds: Callable[[], int] | None = None  # TracePruner.rounds
 
@@ -142,6 +148,7 @@ async def status_report(
         },
         "upstream_proxies": facts.upstream_proxies,
         "usage_journal": None if facts.usage_journal is None else facts.usage_journal(),
+        "trace_losses": None if facts.trace_losses is None else facts.trace_losses(),
         "now": round(now, 3),
     }
 

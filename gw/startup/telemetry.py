@@ -61,6 +61,7 @@ def gateway_metrics(
         queues=telemetry.queues,
         usage_journal=telemetry.usage.journal,
         recovery=telemetry.recovery,
+        trace_losses=telemetry.losses_report,
     )
     metrics = GatewayMetrics(services.snapshot, sources)
     telemetry.add(metrics.requests)

@@ -16,6 +16,7 @@ import logging
 import sqlite3
 from pathlib import Path
 
+from gw.startup.trace_losses import TraceLosses
 from gw.store.private_files import DIR_MODE
 from gw.store.sqlite import SqliteStore
 from gw.telemetry.hub import TelemetryHub
@@ -63,9 +64,11 @@ async def recover_usage(home: Path, store: SqliteStore) -> JournalRecovery:
 
 async def journaled_telemetry(home: Path, store: SqliteStore) -> TelemetryHub:
     """The telemetry hub, its usage ledger journaled, once the last run's journal is
-    recovered (``recover_usage``)."""
+    recovered (``recover_usage``), its trace losses kept in the store from now on
+    (gw/startup/trace_losses.py)."""
     recovery = await recover_usage(home, store)
-    return TelemetryHub(store, journal=open_journal(home), recovery=recovery)
+    losses = await TraceLosses.begin(store)
+    return TelemetryHub(store, journal=open_journal(home), recovery=recovery, losses=losses)
 
 
 def open_journal(home: Path) -> UsageJournal:

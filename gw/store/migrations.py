@@ -301,6 +301,29 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             _v8_backfill("day", 86400),
         ),
     ),
+    Migration(
+        version=9,
+        description="each run of gw serve, with the traces it lost",
+        statements=(
+            # One row per ``gw serve`` start (gw/store/runs.py), so the traces a run lost
+            # are known after it ends, cleanly or killed. ``routed_lost`` counts traces of
+            # requests that have a usage row, ``unrouted_lost`` of those refused before
+            # routing (no usage row). Both are written with each trace batch and at a clean
+            # stop (``stopped_at``); after a kill, the next start counts ``routed_lost``
+            # again from the facts (the run's usage rows without a trace) from
+            # ``counted_from`` on, as traces older than that were pruned.
+            """
+            CREATE TABLE runs (
+                id INTEGER PRIMARY KEY,
+                started_at REAL NOT NULL,
+                stopped_at REAL,
+                routed_lost INTEGER NOT NULL DEFAULT 0,
+                unrouted_lost INTEGER NOT NULL DEFAULT 0,
+                counted_from REAL
+            )
+            """,
+        ),
+    ),
 )
 
 LATEST_VERSION: Final = MIGRATIONS[-1].version

@@ -45,6 +45,7 @@ from gw.store.private_files import DIR_MODE, make_database_private
 from gw.store.read_connection import ReadConnection
 from gw.store.response_jobs import ResponseJobs
 from gw.store.revisions import ConfigRevisions, RevisionRow, StoredRevision
+from gw.store.runs import Runs
 from gw.store.trace_reads import TraceReads
 from gw.store.trace_rows import (
     DELETE_OLDEST_TRACES,
@@ -167,6 +168,10 @@ class SqliteStore:
     def response_jobs(self) -> ResponseJobs:
         """The background Responses jobs (gw/store/response_jobs.py), on this connection."""
         return ResponseJobs(lambda: self._conn, self._lock, self._transaction)
+
+    def runs(self) -> Runs:
+        """Each run of gw serve and the traces it lost (gw/store/runs.py)."""
+        return Runs(lambda: self._conn, self._transaction)
 
     # -- config revisions (gw/store/revisions.py) ---------------------------------------
 

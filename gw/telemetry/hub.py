@@ -20,7 +20,7 @@ from typing import NamedTuple, Protocol
 
 from gw.ports import TraceSink
 from gw.telemetry.fanout import TraceFanout
-from gw.telemetry.recorder import TraceRecorder, TraceWriter
+from gw.telemetry.recorder import LossCounter, TraceRecorder, TraceWriter
 from gw.telemetry.throttled_log import error_kind
 from gw.telemetry.usage import UsageRecorder, UsageWriter
 from gw.telemetry.usage_journal import JournalRecovery, UsageJournal, journal_report
@@ -41,6 +41,16 @@ class TelemetryStore(TraceWriter, UsageWriter, Protocol):
     """Where traces and usage rows are written; ``SqliteStore`` is one."""
 
 
+class RunLosses(LossCounter, Protocol):
+    """The traces this run and the last one lost (gw/startup/trace_losses.py)."""
+
+    async def start(self) -> None: ...
+
+    async def stopped(self) -> None: ...
+
+    def report(self) -> dict[str, object]: ...
+
+
 class TelemetryHub:
     def __init__(
         self,
@@ -49,14 +59,18 @@ class TelemetryHub:
         stop_timeout: float = 10.0,
         journal: UsageJournal | None = None,
         recovery: JournalRecovery | None = None,
+        losses: RunLosses | None = None,
     ) -> None:
         self._stop_timeout = stop_timeout
-        self.recorder = TraceRecorder(store)
+        self.losses = losses
+        self.recorder = TraceRecorder(store, losses=losses)
         # The usage ledger: durable (journaled when ``journal`` is given), flushed in stop().
         self.usage = UsageRecorder(store, journal=journal)
         self.recovery = recovery or JournalRecovery()  # what this start put back
         self.consumers: list[TraceSink] = [self.recorder]
         self.starts: list[Hook] = [self.recorder.start, self.usage.start]
+        if losses is not None:
+            self.starts.append(losses.start)
         self.stops: list[Hook] = []
         # Named queues, read at scrape time (gw_telemetry_queue_depth{queue}, ...).
         self.queues: dict[str, QueueReporter] = {
@@ -83,6 +97,10 @@ class TelemetryHub:
         journal = self.usage.journal
         return None if journal is None else journal_report(journal, self.recovery)
 
+    def losses_report(self) -> dict[str, object] | None:
+        """The traces this run and the last one lost; None when they are not kept."""
+        return None if self.losses is None else self.losses.report()
+
     def sink(self) -> TraceSink:
         """One sink for the request path; it sees consumers added later too."""
         return TraceFanout(self.consumers)
@@ -99,6 +117,8 @@ class TelemetryHub:
             logger.warning(
                 "%d traces were dropped (queue full or write errors)", self.recorder.dropped
             )
+        if self.losses is not None:  # after the trace queue: its last drops are counted
+            await _stop_quietly("the trace loss count", self.losses.stopped, self._stop_timeout)
 
 
 async def _stop_quietly(name: str, stop: Hook, timeout: float | None) -> None:  # noqa: ASYNC109 -- a hook is given up on, not cancelled by its caller: one stuck hook must not keep the others (or usage) waiting

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from gw.telemetry.throttled_log import ThrottledLog, error_kind
@@ -34,6 +34,8 @@ class LossyQueue(Generic[T]):
     ``name`` names it in log lines and its task. Counters (plain ints, read them for
     metrics): ``submitted`` (every ``submit`` call), ``written`` (items ``consume`` took
     without raising), ``dropped`` and ``errors`` (failed ``consume`` calls).
+    ``on_drop``, when given, sees every item dropped, for a consumer that counts them by
+    kind.
     """
 
     def __init__(
@@ -44,6 +46,7 @@ class LossyQueue(Generic[T]):
         maxsize: int = 10_000,
         batch_size: int = 1024,
         linger: float = 0.0,
+        on_drop: Callable[[Sequence[T]], None] | None = None,
     ) -> None:
         if maxsize < 1 or batch_size < 1:
             raise ValueError("maxsize and batch_size must be >= 1")
@@ -52,6 +55,7 @@ class LossyQueue(Generic[T]):
         self._queue: asyncio.Queue[T] = asyncio.Queue(maxsize)
         self._batch_size = batch_size
         self._linger = linger
+        self._on_drop = on_drop
         self._task: asyncio.Task[None] | None = None
         self._idle = False  # the consumer waits for a first item with nothing in hand
         self._stopping = False
@@ -71,12 +75,12 @@ class LossyQueue(Generic[T]):
         stopped."""
         self.submitted += 1
         if self._closed:
-            self.dropped += 1
+            self._drop((item,))
             return
         try:
             self._queue.put_nowait(item)
         except asyncio.QueueFull:
-            self.dropped += 1
+            self._drop((item,))
 
     async def start(self) -> None:
         """Start the consumer task (call from the event loop that will submit)."""
@@ -100,12 +104,10 @@ class LossyQueue(Generic[T]):
             await asyncio.wait({task})
         self._closed = True
         self._task = None
-        left = self._queue.qsize()
+        left = [self._queue.get_nowait() for _ in range(self._queue.qsize())]
         if left:
-            self.dropped += left
-            logger.warning("%s stopped with %d items unwritten (dropped)", self.name, left)
-            while not self._queue.empty():
-                self._queue.get_nowait()
+            self._drop(left)
+            logger.warning("%s stopped with %d items unwritten (dropped)", self.name, len(left))
 
     async def _run(self) -> None:
         while not (self._stopping and self._queue.empty()):
@@ -128,7 +130,7 @@ class LossyQueue(Generic[T]):
             try:
                 await asyncio.sleep(self._linger)
             except asyncio.CancelledError:
-                self.dropped += len(batch)  # what is still queued, stop() counts
+                self._drop(batch)  # what is still queued, stop() counts
                 raise
         while not self._queue.empty() and len(batch) < self._batch_size:
             batch.append(self._queue.get_nowait())
@@ -138,11 +140,11 @@ class LossyQueue(Generic[T]):
         try:
             await self._consume(batch)
         except asyncio.CancelledError:
-            self.dropped += len(batch)
+            self._drop(batch)
             raise
         except Exception as exc:  # noqa: BLE001 -- telemetry must never fail a request: any consumer error is counted and the batch dropped
             self.errors += 1
-            self.dropped += len(batch)
+            self._drop(batch)
             self._errors_log.warning(
                 "%s write failed: %s; dropped %d (errors so far: %d, dropped: %d)",
                 self.name,
@@ -153,6 +155,11 @@ class LossyQueue(Generic[T]):
             )
         else:
             self.written += len(batch)
+
+    def _drop(self, items: Sequence[T]) -> None:
+        self.dropped += len(items)
+        if self._on_drop is not None:
+            self._on_drop(items)
 
 
 class QueueCounters:

@@ -23,12 +23,22 @@ class TraceWriter(Protocol):
     async def write_traces(self, traces: Sequence[TraceRecord]) -> None: ...
 
 
+class LossCounter(Protocol):
+    """Counts the traces dropped and makes the count durable after each batch written
+    (gw/startup/trace_losses.py); ``write`` never raises."""
+
+    def count(self, traces: Sequence[TraceRecord]) -> None: ...
+
+    async def write(self) -> None: ...
+
+
 class TraceRecorder(QueueCounters):
     """A ``TraceSink`` that queues traces and writes them in batches with a ``TraceWriter``.
 
     Counters (read them for metrics): ``submitted`` (every ``submit`` call), ``written``,
     ``dropped`` (queue full, failed write, submitted after ``stop``, or left when the stop
     timeout ran out) and ``write_errors`` (failed write calls); ``queued`` is what waits.
+    ``losses``, when given, sees each trace dropped and is written after each batch.
     """
 
     def __init__(
@@ -38,14 +48,23 @@ class TraceRecorder(QueueCounters):
         maxsize: int = 10_000,
         batch_size: int = 2048,
         flush_interval: float = 0.05,
+        losses: LossCounter | None = None,
     ) -> None:
+        self._writer = writer
+        self._losses = losses
         self.queue: LossyQueue[TraceRecord] = LossyQueue(
-            writer.write_traces,
+            self._write,
             name="trace recorder",
             maxsize=maxsize,
             batch_size=batch_size,
             linger=flush_interval,
+            on_drop=None if losses is None else losses.count,
         )
+
+    async def _write(self, traces: Sequence[TraceRecord]) -> None:
+        await self._writer.write_traces(traces)
+        if self._losses is not None:
+            await self._losses.write()
 
     @property
     def queued(self) -> int:  # the usage recorder's name for it too (hub.queues)

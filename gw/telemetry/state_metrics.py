@@ -15,6 +15,10 @@ queues and the reloader when Prometheus asks.
   ``gw_usage_journal_skipped_total`` (rows not journaled: full, or after an error);
   ``gw_usage_recovered_rows{trace}`` (gauge): rows this start put back from the journal a
   killed run left, ``trace="missing"`` for those whose trace was lost with it.
+- ``gw_traces_lost_last_run{kind}`` (gauge): traces the last run of gw serve lost
+  (gw/startup/trace_losses.py), ``kind="routed"`` of requests in the usage ledger (no
+  sample while a killed run's are being counted), ``kind="unrouted"`` of requests refused
+  before routing.
 - ``gw_config_revision``, ``gw_config_reloads_total`` (revisions applied since start),
   ``gw_config_reload_failures_total`` (edits refused).
 - ``gw_build_info{version,python}``: always 1.
@@ -70,6 +74,7 @@ class StateSources:
     queues: Mapping[str, QueueReporter] = field(default_factory=dict)
     usage_journal: UsageJournal | None = None
     recovery: JournalRecovery | None = None
+    trace_losses: Callable[[], dict[str, object] | None] | None = None  # TelemetryHub's
 
 
 class StateMetrics:
@@ -83,6 +88,7 @@ class StateMetrics:
         yield self._breakers()
         yield from self._queues()
         yield from self._journal()
+        yield from self._last_run_losses()
         yield from self._config()
         build = prometheus.GaugeMetricFamily(
             "gw_build_info", "Which gw runs.", labels=("version", "python")
@@ -170,6 +176,22 @@ class StateMetrics:
         recovered.add_metric(("present",), recovery.rows - recovery.without_trace)
         recovered.add_metric(("missing",), recovery.without_trace)
         yield from (size, errors, skipped, recovered)
+
+    def _last_run_losses(self) -> Iterable[prometheus.Metric]:
+        report = self._sources.trace_losses() if self._sources.trace_losses else None
+        last = report.get("last_run") if report else None
+        if not isinstance(last, dict):
+            return
+        lost = prometheus.GaugeMetricFamily(
+            "gw_traces_lost_last_run",
+            "Traces the last run of gw serve lost: routed (of requests in the usage ledger)"
+            " or unrouted (refused before routing).",
+            labels=("kind",),
+        )
+        for kind in ("routed", "unrouted"):
+            if isinstance(count := last.get(kind), int):
+                lost.add_metric((kind,), count)
+        yield lost
 
     def _config(self) -> Iterable[prometheus.Metric]:
         revision = prometheus.GaugeMetricFamily(

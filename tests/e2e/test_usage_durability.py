@@ -121,6 +121,23 @@ def stored_usage(state: Path) -> dict[str, int]:
         return dict(db.execute("SELECT request_id, recovered FROM usage").fetchall())
 
 
+def stored_traces(state: Path) -> set[str]:
+    with sqlite3.connect(state / "gw.db") as db:
+        return {row[0] for row in db.execute("SELECT request_id FROM traces")}
+
+
+def last_run_losses(server: GwServer) -> dict[str, Any]:
+    """``trace_losses.last_run`` once the start has counted a killed run's losses."""
+    found: dict[str, Any] = {}
+
+    def counted() -> bool:
+        found.update(server.cli_json("status")["trace_losses"]["last_run"])
+        return found["routed"] is not None
+
+    wait_until(counted, "the count of the traces the killed run lost")
+    return found
+
+
 def kill_mid_load(server: GwServer, stream: bool) -> list[str]:
     """Clients ask until the kill; returns the ids of the whole answers they got."""
     assert server.process is not None
@@ -159,6 +176,7 @@ def test_kill_9_under_load_loses_no_usage_row(tmp_path: Path, config: Path, stre
     state = tmp_path / "state"
     owed: set[str] = set()
     for locked in ROUNDS:
+        rows_before = set(stored_usage(state)) if (state / "gw.db").exists() else set()
         server = GwServer(state, config).start()
         blocker = sqlite3.connect(state / "gw.db", isolation_level=None)
         try:
@@ -174,7 +192,19 @@ def test_kill_9_under_load_loses_no_usage_row(tmp_path: Path, config: Path, stre
             missing = owed - stored.keys()
             assert not missing, f"{len(missing)} answered requests have no usage row"
             report = restarted.cli_json("status")["usage_journal"]
+            losses = last_run_losses(restarted)
+            status_text = restarted.cli("status").stdout
         recovered = report["recovered_at_start"]
+        # Every trace the killed run lost is counted after the restart: its usage rows
+        # without a trace, as the test finds them in the database.
+        untraced = stored.keys() - rows_before - stored_traces(state)
+        assert losses["ended"] == "killed"
+        assert losses["stopped_at"] is None
+        assert losses["routed"] == len(untraced)
+        if locked:  # no trace of the round was committed either
+            assert untraced >= set(answered)
+        assert "the last run was killed having lost" in restarted.log()
+        assert f"last run (killed) {losses['routed'] + losses['unrouted']}" in status_text
         assert recovered["error"] is None
         if locked:  # every row of the round came back from the journal, marked
             assert all(stored[request_id] == 1 for request_id in answered)

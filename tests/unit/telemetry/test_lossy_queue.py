@@ -148,3 +148,33 @@ def test_items_arriving_during_the_linger_join_one_batch_and_a_cut_linger_counts
     asyncio.run(main())
     assert consumer.batches == [[0, 1, 2, 3, 4]]
     assert (stuck.submitted, stuck.written, stuck.dropped, stuck.queue_depth) == (5, 0, 5, 0)
+
+
+def test_on_drop_sees_every_item_dropped_on_every_path() -> None:
+    seen: list[int] = []
+    failing = Consumer(fail=True)
+    lossy: LossyQueue[int] = LossyQueue(
+        failing, name="test", maxsize=3, batch_size=2, on_drop=seen.extend
+    )
+    for n in range(5):  # not started: 3 and 4 find the queue full
+        lossy.submit(n)
+    assert seen == [3, 4]
+    asyncio.run(lossy.stop(timeout=1.0))  # each batch fails: dropped
+    lossy.submit(5)  # after stop
+    assert sorted(seen) == [0, 1, 2, 3, 4, 5]
+    assert lossy.dropped == len(seen)
+
+    seen.clear()
+    stuck: LossyQueue[int] = LossyQueue(
+        Consumer(delay=30), name="test", batch_size=2, on_drop=seen.extend
+    )
+
+    async def main() -> None:
+        await stuck.start()
+        for n in range(5):
+            stuck.submit(n)
+        await stuck.stop(timeout=0.1)  # cut: the batch the consumer holds and the rest
+
+    asyncio.run(main())
+    assert sorted(seen) == [0, 1, 2, 3, 4]
+    assert stuck.dropped == 5

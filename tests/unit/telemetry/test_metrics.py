@@ -390,3 +390,16 @@ def test_the_usage_journal_and_what_this_start_recovered(tmp_path: Path) -> None
     assert found["gw_usage_journal_errors_total"] == {(): 2}
     assert found["gw_usage_journal_skipped_total"] == {(): 3}
     assert values(found["gw_usage_recovered_rows"], "trace") == {("present",): 3, ("missing",): 2}
+
+
+def test_the_traces_the_last_run_lost() -> None:
+    last: dict[str, object] = {"ended": "killed", "routed": None, "unrouted": 2}
+    report = {"this_run": {"routed": 0, "unrouted": 0}, "last_run": last}
+    metrics = gateway_metrics(Holder(snapshot()), trace_losses=lambda: report)
+    found = scrape(metrics)  # a killed run's routed losses are still being counted
+    assert values(found["gw_traces_lost_last_run"], "kind") == {("unrouted",): 2}
+    last["routed"] = 7
+    found = scrape(metrics)
+    assert values(found["gw_traces_lost_last_run"], "kind") == {("routed",): 7, ("unrouted",): 2}
+    first_run = gateway_metrics(Holder(snapshot()), trace_losses=lambda: {"last_run": None})
+    assert "gw_traces_lost_last_run" not in scrape(first_run)
