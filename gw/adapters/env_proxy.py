@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from gw.adapters.http_transport import HttpReply, HttpTransport, StreamingReply
 from gw.adapters.reply_budget import ReplyBudget
+from gw.adapters.upstream_address import CheckedHosts
 from gw.ports import AttemptTimeouts
 
 PROXY_SCHEMES = ("http", "https")
@@ -194,7 +195,8 @@ class EnvProxyTransport:
             from gw.adapters.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415 -- httpx costs ~70 ms of imports; only when a proxy is used
 
             client = build_http_client(proxy=proxy)
-            transport = self._proxied[proxy] = HttpxTransport(client, self._budget)
+            hosts = CheckedHosts(proxied=True)  # the proxy resolves; gw's lookup checks too
+            transport = self._proxied[proxy] = HttpxTransport(client, self._budget, hosts)
         return transport
 
     async def post(

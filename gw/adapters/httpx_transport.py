@@ -90,7 +90,7 @@ class HttpxTransport:
         self._client = client
         self._budget = budget or ReplyBudget()  # a whole answer's memory (reply_budget.py)
         # Where the host's addresses are checked before a request (upstream_address.py);
-        # None through a proxy, which resolves the name itself.
+        # through a proxy, which resolves the name itself, a lookup of gw's own.
         self._hosts = hosts
 
     async def _check_host(self, request: httpx.Request, provider: str) -> None:

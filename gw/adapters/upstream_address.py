@@ -72,21 +72,49 @@ class CheckedHosts:
     by a lookup of its own before a request, a good answer remembered for ``ttl``
     seconds. The client then looks the name up again, so a DNS server that answers
     differently within that time is not caught: the builtin and aiohttp transports check
-    the very addresses they connect to."""
+    the very addresses they connect to.
 
-    def __init__(self, resolve: Resolve = system_resolve, ttl: float = 30.0) -> None:
+    ``proxied``: the host is reached through an HTTP proxy, which resolves the name itself
+    (gw never learns the address it connects to). gw's own lookup still refuses a name
+    that resolves to a refused address; one that fails or takes over ``lookup_timeout``
+    (gw's resolver may not know names only the proxy's network does) lets the request go
+    on, remembered for ``ttl`` like a good answer, so no request waits on it again soon."""
+
+    def __init__(
+        self,
+        resolve: Resolve = system_resolve,
+        ttl: float = 30.0,
+        *,
+        proxied: bool = False,
+        lookup_timeout: float = 1.0,
+    ) -> None:
         self._resolve = resolve
         self._ttl = ttl
+        self._proxied = proxied
+        self._lookup_timeout = lookup_timeout
         self._good_until: dict[tuple[str, int], float] = {}
 
     async def check(self, host: str, port: int, provider: str) -> None:
         loop = asyncio.get_running_loop()
         if self._good_until.get((host, port), 0.0) > loop.time():
             return
-        await checked_addresses(host, port, provider, self._resolve)
+        if self._proxied:
+            await self._check_proxied(host, port, provider)
+        else:
+            await checked_addresses(host, port, provider, self._resolve)
         if len(self._good_until) > 1024:  # hosts come from config: a handful
             self._good_until.clear()
         self._good_until[host, port] = loop.time() + self._ttl
+
+    async def _check_proxied(self, host: str, port: int, provider: str) -> None:
+        try:
+            async with asyncio.timeout(self._lookup_timeout):
+                addresses = await self._resolve(host, port)
+        except (OSError, TimeoutError):
+            return  # the proxy resolves it; gw cannot check what it does not know
+        reason = address_refusal(host, [sockaddr[0] for _, sockaddr in addresses])
+        if reason is not None:
+            raise refused(provider, reason)
 
 
 def refused(provider: str, reason: str) -> UpstreamError:
