@@ -22,6 +22,7 @@ from gw.adapters.env_proxy import describe_proxies, public_proxies
 from gw.adapters.reply_budget import ReplyBudget
 from gw.adapters.upstream_client import build_transport
 from gw.config import compile_snapshot
+from gw.config.credentials import CredentialReport
 from gw.config.schema import ServerConfig
 from gw.config.validate import config_warnings
 from gw.environment import SERVER_FILE_NAME, database_path
@@ -240,6 +241,7 @@ async def _serve(
         ),
         background=background,
         response_links=links,
+        credentials=directory.check_credentials,
     )
     services.metrics = gateway_metrics(telemetry, services)  # GET /metrics
     server_file = plan.home / SERVER_FILE_NAME
@@ -248,8 +250,8 @@ async def _serve(
 
     async def announce() -> None:
         server_facts(auth_mode=authenticator.mode)
-        auth = "open until an API key exists" if authenticator.provisional else authenticator.mode
-        print(start_banner(plan, url, revision, auth, proxies))
+        checked = directory.check_credentials(plan.config)
+        print(start_banner(plan, url, revision, authenticator, proxies, credentials=checked))
         sys.stdout.flush()
         if plan.on_listening is not None:
             plan.on_listening()
@@ -369,12 +371,22 @@ def uvicorn_config(app: Any, server_config: ServerConfig) -> uvicorn.Config:
 
 
 def start_banner(
-    plan: ServePlan, url: str, revision: int, auth: str, proxies: Mapping[str, str]
+    plan: ServePlan,
+    url: str,
+    revision: int,
+    authenticator: Authenticator,
+    proxies: Mapping[str, str],
+    *,
+    credentials: CredentialReport | None = None,
 ) -> str:
-    """What ``gw serve`` prints once it listens: where, which config, and the upstream
-    proxies the environment sets, if any."""
+    """What ``gw serve`` prints once it listens: where, which config, what will not work
+    (providers without usable credentials and the routes that fall through because of it),
+    and the upstream proxies the environment sets, if any."""
+    auth = "open until an API key exists" if authenticator.provisional else authenticator.mode
     lines = [f"gw listening on {url} (revision {revision}, auth {auth}, config {plan.source})"]
-    lines += [f"warning: {warning}" for warning in config_warnings(plan.config)]
+    unusable = credentials.warnings() if credentials is not None else []
+    warnings = [*config_warnings(plan.config), *unusable]
+    lines += [f"warning: {warning}" for warning in warnings]
     if proxied := describe_proxies(public_proxies(proxies)):
         lines.append(f"upstream proxy (from the environment): {proxied}")
     return "\n".join(lines)

@@ -12,7 +12,8 @@ from gw.adapters.openai import AzureOpenAIUpstream, OpenAIUpstream
 from gw.adapters.openai_responses import OpenAIResponsesUpstream
 from gw.adapters.secrets import SecretResolver
 from gw.adapters.unsupported import UnsupportedUpstream
-from gw.config.schema import MockOptions, ProviderConfig, ProviderKind
+from gw.config.credentials import CredentialReport
+from gw.config.schema import Config, MockOptions, ProviderConfig, ProviderKind
 from gw.ports import Upstream
 
 
@@ -40,6 +41,10 @@ class AdapterDirectory:
 
     def use_vault(self, vault: Mapping[str, str]) -> None:
         self._secrets.use_vault(vault)
+
+    def check_credentials(self, config: Config) -> CredentialReport:
+        """Which providers of ``config`` lack usable credentials (``SecretResolver.check``)."""
+        return self._secrets.check(config)
 
     def upstream_for(self, provider: ProviderConfig) -> Upstream:
         upstream = self._by_kind.get(provider.kind)

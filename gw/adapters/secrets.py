@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gw.config.credentials import CredentialReport, check_credentials
 from gw.config.schema import Config
 from gw.config.snapshot import DEFAULT_ACCOUNT
 from gw.config.validate import SECRET_SCHEMES
@@ -28,6 +29,12 @@ class SecretResolver:
         """Look vault references up in ``vault`` from now on (the vault read again when a
         reloaded config names a secret)."""
         self._vault = vault
+
+    def check(self, config: Config) -> CredentialReport:
+        """The providers of ``config`` whose credentials would not resolve here, and the
+        routes that fall through because of it (gw/config/credentials.py)."""
+        names = None if self._vault is None else set(self._vault)
+        return check_credentials(config, self._environ, names)
 
     def api_key(self, call: UpstreamCall | EmbeddingCall) -> str | None:
         """The key of the call's account, or None when it has none (keyless servers)."""

@@ -31,6 +31,7 @@ from rich.text import Text
 
 from gw.cli.admin_client import NoServerError, admin_call, answer_json
 from gw.cli.console import fail, print_json, stderr, stdout
+from gw.cli.credentials_check import check_here
 from gw.cli.options import (
     ConfigOption,
     JsonOption,
@@ -91,7 +92,8 @@ def validate_command(
             problem = {"source": error.source, "line": error.line, "field": error.path}
             print_json({"valid": False, **problem, "reason": error.reason})
         fail(str(error))
-    warnings = config_warnings(loaded.config)
+    credentials = check_here(loaded.config, resolve_home(state_dir))
+    warnings = [*config_warnings(loaded.config), *credentials.warnings()]
     local = local_upstreams(loaded.config)
     summary = {
         "valid": True,
@@ -102,12 +104,21 @@ def validate_command(
         "models": len(loaded.config.models),
         "warnings": warnings,
         "local_upstreams": [upstream._asdict() for upstream in local],
+        "credentials": msgspec.to_builtins(credentials),
     }
     if as_json:
         print_json(summary)
         return
-    for warning in warnings:
-        stderr.print(f"warning: {warning}", highlight=False, markup=False)
+    for warning in warnings:  # one line each, whatever the terminal's width: greppable
+        stderr.print(f"warning: {warning}", highlight=False, markup=False, soft_wrap=True)
+    if credentials.gaps:
+        stderr.print(
+            "(credentials checked against this shell's environment and the state dir's vault;"
+            " gw serve checks its own at start)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     stdout.print(
         f"ok: {loaded.source}: {summary['providers']} providers, {summary['routes']} routes, "
         f"{summary['policies']} policies, {summary['models']} catalog entries",

@@ -54,6 +54,10 @@ def health_command(
     stdout.print(f"gw at {url}, config revision {report.revision}", highlight=False)
     stdout.print(targets_table(report))
     stdout.print(locks_table(report, url))
+    if report.credentials is not None and (unusable := report.credentials.warnings()):
+        stdout.print(Text("What cannot work (gw's environment and vault):", style="yellow"))
+        for line in unusable:
+            stdout.print(Text(f"  {line}"))
 
 
 def targets_table(report: HealthReport) -> Table:
@@ -65,7 +69,11 @@ def targets_table(report: HealthReport) -> Table:
     table.add_column("cooldown left", justify="right")
     table.add_column("latency ms")
     table.add_column("reason")
+    unusable = set(report.credentials.unusable) if report.credentials is not None else set()
     for target in report.targets:
+        reason = target.reason
+        if target.provider in unusable:
+            reason = f"no usable credentials (below); {reason}"
         # Text cells: names and reasons are shown verbatim, never parsed as Rich markup.
         table.add_row(
             Text(f"{target.provider}/{target.model}"),
@@ -74,7 +82,7 @@ def targets_table(report: HealthReport) -> Table:
             Text(failures_cell(target)),
             Text(seconds_cell(target.cooldown_remaining_s)),
             Text(latency_cell(target.latency)),
-            Text(target.reason),
+            Text(reason),
         )
     return table
 

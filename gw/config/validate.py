@@ -135,7 +135,7 @@ def local_upstreams(config: Config) -> list[LocalUpstream]:
     for provider in config.providers:
         urls = [provider.base_url, *(account.base_url for account in provider.accounts)]
         for url in dict.fromkeys(url for url in urls if url):
-            host, kind = _host_kind(url)
+            host, kind = base_url_host_kind(url)
             if kind in ("loopback", "private"):
                 found.append(LocalUpstream(provider=provider.name, host=host, kind=kind))
     return found
@@ -147,7 +147,7 @@ class LocalUpstream(NamedTuple):
     kind: str  # loopback | private
 
 
-def _host_kind(url: str) -> tuple[str, HostKind | None]:
+def base_url_host_kind(url: str) -> tuple[str, HostKind | None]:
     """A base URL's host and the kind of place it is (None: unreadable, refused above)."""
     try:
         host = urlsplit(url).hostname or ""

@@ -18,7 +18,11 @@ caller without a valid key gets 401 ``authentication_failed`` and one whose key 
                   "latency": {"total_ms", "ttft_ms", "samples"} | null,
                   "last_probe_ok": bool | null}],
      "accounts": [{"provider", "account",
-                   "locks": [{"model", "locked_until", "remaining_s", "reason"}]}]}
+                   "locks": [{"model", "locked_until", "remaining_s", "reason"}]}],
+     "credentials": {"gaps": [{"provider", "account" | null, "field", "reason"}],
+                     "unusable": ["openai", ...],   // no account has usable credentials
+                     "falls_through": [{"route", "strategy", "target", "first",
+                                        "next": ["provider/model", ...]}]}}
 
 Targets are those of the snapshot's routes, in config order, then any other target gw has
 seen (addressed directly as ``provider/model``), by name. A target whose every account is
@@ -45,12 +49,14 @@ all) on. It needs the ``usage:read`` scope (``admin`` holds it): an admin may fi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgspec
 from litestar import Response, get, post
 from litestar.handlers import HTTPRouteHandler
 
+from gw.config.credentials import CredentialReport
+from gw.config.schema import Config
 from gw.config.snapshot import Snapshot
 from gw.errors import ConflictError, GatewayError, InvalidRequestError, PermissionDeniedError
 from gw.execution.accounts import AccountBook, AccountLock
@@ -123,6 +129,9 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
     revision: int
     targets: tuple[TargetView, ...]
     accounts: tuple[AccountView, ...]
+    # Providers without usable credentials, and the routes that fall through because of
+    # it (gw/config/credentials.py); None from a gateway that does not check.
+    credentials: CredentialReport | None = None
 
 
 def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
@@ -141,6 +150,7 @@ def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
             latency=services.latency,
             accounts=services.accounts,
             now=now,
+            credentials=services.credentials,
         )
         return Response(
             content=msgspec.json.encode(report),
@@ -272,8 +282,10 @@ def health_report(
     latency: LatencyBook | None,
     accounts: AccountBook | None,
     now: Now,
+    credentials: Callable[[Config], CredentialReport] | None = None,
 ) -> HealthReport:
-    """Every target's health, breaker and latency, and every account's locks, as of ``now``."""
+    """Every target's health, breaker and latency, every account's locks, as of ``now``,
+    and the providers ``credentials`` finds without usable credentials."""
     states: dict[str, TargetHealth] = {}
     untracked = "this gateway keeps no health book"
     if health is not None:
@@ -301,6 +313,7 @@ def health_report(
         revision=snapshot.revision,
         targets=targets,
         accounts=account_views(snapshot, locks, now),
+        credentials=credentials(snapshot.config) if credentials is not None else None,
     )
 
 

@@ -8,6 +8,8 @@ from typing import Any, Protocol
 from litestar import Request
 from litestar.datastructures import State
 
+from gw.config.credentials import CredentialReport
+from gw.config.schema import Config
 from gw.config.snapshot import Snapshot
 from gw.execution.accounts import AccountBook
 from gw.execution.gateway import Gateway, RequestContext
@@ -73,6 +75,7 @@ class ServerServices:
         metrics: Callable[[str | None], bytes] | None = None,
         background: BackgroundJobs | None = None,
         response_links: ResponseLinks | None = None,
+        credentials: Callable[[Config], CredentialReport] | None = None,
     ) -> None:
         self.gateway = gateway
         self.snapshot = snapshot
@@ -95,6 +98,8 @@ class ServerServices:
         self.background = background
         # Where previous_response_id finds its upstream (gw/server/previous_response.py).
         self.response_links = response_links
+        # Which providers lack usable credentials (gw/config/credentials.py), for health.
+        self.credentials = credentials
 
     async def authenticate(self, request: HttpRequest) -> Principal:
         """Who sent ``request``, from the address the server sees (the socket peer, or the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import Callable
 
 from gw.adapters.directory import AdapterDirectory
@@ -18,6 +19,8 @@ from gw.reload import AppliedConfig, Reloader
 from gw.startup.plan import ServePlan, SnapshotHolder, SystemClock
 from gw.store.sqlite import SqliteStore
 from gw.vault import Vault, VaultError
+
+logger = logging.getLogger("gw.reload")
 
 
 def build_reloader(
@@ -41,6 +44,8 @@ def build_reloader(
         health.reconfigure(snapshot.config.health)
         health.retain(route_target_keys(snapshot))
         accounts.reconfigure(snapshot.config.health)
+        for warning in directory.check_credentials(snapshot.config).warnings():
+            logger.warning("config revision %d: %s", snapshot.revision, warning)
 
     async def record(applied: AppliedConfig) -> int:
         return await store.record_revision(

@@ -1,0 +1,27 @@
+"""The one way a test waits for something it cannot be told about: poll a condition, bounded.
+
+A test waits on an event where one exists; where the thing happens in another process (a
+server's reload, a trace written off the hot path, a file appearing), it polls ``check``
+until it returns something truthy, which it returns, or fails after ``timeout`` naming
+``what`` it waited for. Never a bare sleep.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Final, TypeVar
+
+T = TypeVar("T")
+WAIT_S: Final = 30.0
+POLL_S: Final = 0.05
+
+
+def wait_until(check: Callable[[], T], what: str, timeout: float = WAIT_S) -> T:
+    """``check()``'s first truthy result, polled every 50 ms for at most ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what} ({timeout:.0f} s)")
+        time.sleep(POLL_S)
+    return found
