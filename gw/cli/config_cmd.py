@@ -225,8 +225,9 @@ def rollback_command(
     state_dir: StateDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Restore revision N's config file (comments included) on the running server; it
-    applies as a new revision, source ``rollback``."""
+    """Restore revision N's config file (comments included) on the running server.
+
+    It applies as a new revision, whose source `gw config history` shows as rollback."""
     try:
         answer = admin_call(
             resolve_home(state_dir), config, "POST", ROLLBACK_PATH, {"revision": revision}

@@ -38,7 +38,10 @@ def health_command(
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show each target's health, breaker and latency, and which accounts are locked."""
+    """Show each target's health, breaker and latency, locked accounts, and what cannot work.
+
+    What cannot work: providers whose credentials do not resolve in gw's environment or
+    vault, and the routes whose requests fall through to another target because of it."""
     home = resolve_home(state_dir)
     answer = admin_call_or_fail(home, config, "GET", HEALTH_PATH)
     if as_json:
@@ -65,7 +68,7 @@ def targets_table(report: HealthReport) -> Table:
     table.add_column("target", no_wrap=True)
     table.add_column("status")
     table.add_column("breaker")
-    table.add_column("failures (window)", justify="right")
+    table.add_column("failures", justify="right")
     table.add_column("cooldown left", justify="right")
     table.add_column("latency ms")
     table.add_column("reason")
@@ -110,8 +113,14 @@ def locks_table(report: HealthReport, url: str) -> Table | Text:
 
 
 def failures_cell(target: TargetView) -> str:
-    """``2 (3/5)``: consecutive failures, then failed/all calls in the rolling window."""
-    return f"{target.consecutive_failures} ({target.window_failures}/{target.window_calls})"
+    """``2 in a row, 3/5 in window``: the failures since the last success, then failed/all
+    calls in the rolling window; ``-`` when neither has any."""
+    parts = []
+    if target.consecutive_failures:
+        parts.append(f"{target.consecutive_failures} in a row")
+    if target.window_calls:
+        parts.append(f"{target.window_failures}/{target.window_calls} in window")
+    return ", ".join(parts) or "-"
 
 
 def seconds_cell(seconds: float | None) -> str:

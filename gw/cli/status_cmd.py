@@ -30,8 +30,9 @@ STATUS_PATH = "/admin/v1/status"
 def status_command(
     state_dir: StateDirOption = None, config: ConfigOption = None, as_json: JsonOption = False
 ) -> None:
-    """Show the running server: address, revision, uptime, config file, store, vault and
-    request counts; exits 1 when no server runs (after what the state dir tells)."""
+    """Show the running server: address, revision, uptime, config, store, vault, requests.
+
+    Exits 1 when no server runs, after printing what the state dir tells."""
     home = resolve_home(state_dir)
     try:
         answer = admin_call(home, config, "GET", STATUS_PATH)

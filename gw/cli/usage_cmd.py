@@ -52,7 +52,7 @@ def usage_command(
     state_dir: StateDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show requests, tokens and cost, grouped (JSON: gw/store/usage.py documents it)."""
+    """Show requests, tokens and cost, grouped; --json prints the same rows as objects."""
     try:
         start = None if since is None else parse_since(since, now=time.time())
     except ValueError as error:

@@ -104,16 +104,16 @@ def init_command(state_dir: StateDirOption = None, as_json: JsonOption = False) 
         stdout.print(line, highlight=False, markup=False)
 
 
-@vault_app.command("set")
+@vault_app.command("set", context_settings={"allow_extra_args": True})
 def set_command(
+    ctx: typer.Context,
     name: NameArgument,
-    extra: Annotated[list[str] | None, typer.Argument(hidden=True, show_default=False)] = None,
     state_dir: StateDirOption = None,
 ) -> None:
     """Store a secret under NAME, from a hidden prompt or stdin (never an argument).
 
     One trailing newline is dropped; an existing secret of that name is replaced."""
-    if extra:
+    if ctx.args:
         # Said without quoting the argument: it is likely the secret itself.
         fail(
             "gw vault set takes the secret from a prompt or stdin, never as an argument; "

@@ -33,9 +33,9 @@ def parse_yaml(text: str, source: str, *, own_file: bool = False) -> tuple[Any, 
                 return _load(text, _LIBYAML_LOADER)
         return _load(text, yaml.SafeLoader)
     except _SyntaxError as exc:
-        raise _config_error(source, exc.error) from None
+        raise _config_error(source, exc.error, text) from None
     except yaml.MarkedYAMLError as exc:
-        raise _config_error(source, exc) from None
+        raise _config_error(source, exc, text) from None
     except yaml.YAMLError as exc:
         raise ConfigError(source, "", f"not valid YAML: {exc}") from None
     except RecursionError:
@@ -52,11 +52,39 @@ class _SyntaxError(Exception):
         self.error = error
 
 
-def _config_error(source: str, exc: yaml.YAMLError) -> ConfigError:
-    if isinstance(exc, yaml.MarkedYAMLError):
-        line = exc.problem_mark.line + 1 if exc.problem_mark else None
-        return ConfigError(source, "", f"not valid YAML: {exc.problem}", line)
-    return ConfigError(source, "", f"not valid YAML: {exc}")
+# The parser's words for the usual slips, and what they mean in a config file.
+_MEANINGS = (
+    (
+        "expected <block end>",
+        "this line is indented differently from the lines above it, or a"
+        " bracket or quote before it is not closed",
+    ),
+    (
+        "mapping values are not allowed",
+        "a ':' where YAML expects none: check this line's"
+        " indentation, or quote a value that holds ': '",
+    ),
+    ("could not find expected ':'", "a key without its ':', or a quote that is not closed"),
+    ("found character '\\t'", "a tab: indent with spaces"),
+    ("while scanning a quoted scalar", "a quote that is not closed"),
+)
+_SHOWN_LINE_CHARS = 80
+
+
+def _config_error(source: str, exc: yaml.YAMLError, text: str) -> ConfigError:
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return ConfigError(source, "", f"not valid YAML: {exc}")
+    mark = exc.problem_mark
+    reason = f"not valid YAML: {exc.problem}"
+    lines = text.splitlines()
+    if 0 <= mark.line < len(lines):
+        shown = lines[mark.line][:_SHOWN_LINE_CHARS]
+        reason += f" at column {mark.column + 1} of {shown!r}"
+    said = f"{exc.problem} {exc.context or ''}"
+    meaning = next((means for words, means in _MEANINGS if words in said), None)
+    if meaning is not None:
+        reason += f": {meaning}"
+    return ConfigError(source, "", reason, mark.line + 1)
 
 
 def _load(text: str, loader_class: type[yaml.SafeLoader]) -> tuple[Any, LineIndex]:

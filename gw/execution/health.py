@@ -232,7 +232,7 @@ class HealthBook:
         health = TargetHealth(
             key=key,
             status="healthy",
-            reason=f"closed; {failures} of {calls} calls failed in the last {self._config.window}",
+            reason=closed_reason(calls, failures, entry.consecutive, self._config.window),
             consecutive_failures=entry.consecutive,
             window_calls=calls,
             window_failures=failures,
@@ -332,3 +332,12 @@ class HealthBook:
         )
         del self._entries[victim]
         self._flagged.discard(victim)
+
+
+def closed_reason(calls: int, failures: int, consecutive: int, window: Duration) -> str:
+    """A closed breaker's state in words: the window's calls (none, when the window has
+    emptied while failures in a row, older than it, still count)."""
+    if not calls:
+        said = f"closed; no calls in the last {window}"
+        return f"{said}; the last {consecutive} calls failed" if consecutive else said
+    return f"closed; {failures} of {calls} calls failed in the last {window}"

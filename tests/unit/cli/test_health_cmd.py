@@ -6,10 +6,11 @@ from __future__ import annotations
 import io
 
 import httpx
+import msgspec
 from rich.console import Console, RenderableType
 
 from gw.cli.admin_client import ServerInfo, call_error, loopback_url
-from gw.cli.health_cmd import latency_cell, locks_table, seconds_cell, targets_table
+from gw.cli.health_cmd import failures_cell, latency_cell, locks_table, seconds_cell, targets_table
 from gw.server.admin import AccountView, HealthReport, LatencyView, LockView, TargetView
 
 URL = "http://127.0.0.1:8787"
@@ -68,9 +69,18 @@ def test_cells() -> None:
     assert latency_cell(LatencyView(total_ms=None, ttft_ms=5.0, samples=1)) == "ttft 5.0 (n=1)"
 
 
+def test_the_failures_cell_says_only_what_there_is() -> None:
+    target = report().targets[0]
+    assert failures_cell(target) == "3 in a row, 3/3 in window"
+    emptied = msgspec.structs.replace(target, window_calls=0, window_failures=0)
+    assert failures_cell(emptied) == "3 in a row"  # not "3 (0/0)"
+    calm = msgspec.structs.replace(emptied, consecutive_failures=0)
+    assert failures_cell(calm) == "-"
+
+
 def test_the_tables_show_the_facts() -> None:
     shown = render(targets_table(report()))
-    for fact in ("primary/gpt-a", "unhealthy", "open", "3 (3/3)", "10m00s"):
+    for fact in ("primary/gpt-a", "unhealthy", "open", "3 in a row", "10m00s"):
         assert fact in shown
     assert "breaker opened: 3 consecutive failures" in shown
 

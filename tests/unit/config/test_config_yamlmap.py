@@ -111,6 +111,32 @@ def test_invalid_yaml_reports_the_python_parsers_problem_and_line(
     assert f"not valid YAML: {problem}" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            "providers:\n  - name: a\n    kind: mock\n  routes: [x\n",
+            "gw.yaml:4: not valid YAML: expected <block end>, but found '?' at column 3 of"
+            " '  routes: [x': this line is indented differently from the lines above it, or a"
+            " bracket or quote before it is not closed",
+        ),
+        (
+            "providers:\n  - name: a\n     kind: mock\n",
+            "gw.yaml:3: not valid YAML: mapping values are not allowed here at column 10 of"
+            " '     kind: mock': a ':' where YAML expects none: check this line's indentation,"
+            " or quote a value that holds ': '",
+        ),
+        ("a: 1\n\tb: 2\n", "at column 1 of '\\tb: 2': a tab: indent with spaces"),
+        ("a: 1\n  " + "k" * 200 + ": 1\n", "of '  " + "k" * 78 + "':"),  # cut at 80
+    ],
+)
+def test_invalid_yaml_shows_the_line_and_says_what_the_parser_means(text: str, said: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_yaml(text, "gw.yaml")
+    assert said in str(caught.value)
+    assert "\n" not in str(caught.value)  # one line: file:line: reason
+
+
 @pytest.mark.parametrize("text", ["server:\n  port:\t8080\n", "a: x\ty\n", "x: [1,\t2]\n"])
 def test_a_config_with_tabs_fails_as_ruamel_would_refuse_to_edit_it(text: str) -> None:
     with pytest.raises(ConfigError, match="not valid YAML"):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from gw.config.schema import HealthConfig
 from gw.config.units import Duration
-from gw.execution.health import HealthBook
+from gw.execution.health import HealthBook, closed_reason
 
 KEY = "openai/gpt-4o-mini"
 DEFAULTS = HealthConfig()  # degraded 3, unhealthy 9, 50% over 60s from 10 calls, 5s..5m, 30s
@@ -387,3 +387,11 @@ def test_every_cooldown_is_within_cooldown_and_max_cooldown(waits: list[float]) 
             until = book.state(KEY, now=clock.now).cooldown_until
             assert until is not None
             assert SMALL.cooldown.seconds <= until - clock.now <= SMALL.max_cooldown.seconds
+
+
+def test_a_closed_breaker_whose_window_emptied_says_so() -> None:
+    assert closed_reason(0, 0, 2, Duration(60.0)) == (
+        "closed; no calls in the last 1m; the last 2 calls failed"
+    )
+    assert closed_reason(0, 0, 0, Duration(60.0)) == "closed; no calls in the last 1m"
+    assert closed_reason(5, 1, 0, Duration(60.0)) == "closed; 1 of 5 calls failed in the last 1m"
