@@ -34,7 +34,7 @@ from gw.cli.options import (
 from gw.config import Config
 from gw.environment import database_path
 from gw.store import SqliteStore, StoreError
-from gw.store.api_keys import new_key, parse_scopes
+from gw.store.api_keys import ApiKey, new_key, parse_scopes
 from gw.store.ip_allowlist import parse_allowlist
 
 keys_app = typer.Typer(help="API keys: create (shown once), list, revoke.", no_args_is_help=True)
@@ -167,13 +167,31 @@ def create_command(  # keyword-only: one parameter per flag, Typer passes them b
         fail(str(error))
     if key.key.expired(now):
         fail(f"--expires {expires}: that is already past; give a later date or a duration (30d)")
-    _with_store(database_path(home), lambda store: store.create_key(key.key))
+    first = _with_store(database_path(home), lambda store: first_key(store, key.key, now))
     if as_json:
         print_json(created_json(key))
         return
     stderr.print(f"created {describe(key.key)}", highlight=False, markup=False)
     stderr.print("this is the only time the key is shown: store it now", highlight=False)
+    if first and loaded.config.auth.mode is None:
+        stderr.print(FIRST_KEY_NOTE, highlight=False, markup=False, soft_wrap=True)
     typer.echo(key.plaintext)
+
+
+# auth.mode unset: a loopback gw is open until an API key exists, then needs keys.
+FIRST_KEY_NOTE = (
+    "note: this is the first API key, so gw (auth.mode unset) now requires a key on every"
+    " request, within a second. Clients send one as a bearer token; the admin commands"
+    " (gw status, gw health, gw top, gw dashboard, gw config rollback) and /metrics need"
+    " one with the admin scope: export GW_ADMIN_KEY=<a key made with --scopes admin>"
+)
+
+
+async def first_key(store: SqliteStore, key: ApiKey, now: float) -> bool:
+    """Store ``key``; True when no other active key existed (auth now turns on)."""
+    before = await store.count_active_keys(now=now)
+    await store.create_key(key)
+    return before == 0
 
 
 @keys_app.command("list")

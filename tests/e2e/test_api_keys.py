@@ -317,3 +317,16 @@ def test_the_switch_to_keys_needs_no_request(keys_gw: GwServer) -> None:
     # No request is sent: the server looks for a key once a second by itself.
     wait_until(lambda: server_auth_mode(gw) == "keys", "server.json says keys")
     assert "switched from open to keys" in gw.log()
+
+
+def test_the_first_key_says_auth_turns_on_and_what_admin_commands_need(
+    keys_gw: GwServer,
+) -> None:
+    assert keys_gw.config is not None
+    args = ("keys", "create", "--config", str(keys_gw.config), "--tenant", "team-a")
+    first = keys_gw.cli(*args)
+    assert first.stdout.startswith("gw-")  # the key alone on stdout, for scripts
+    assert "note: this is the first API key" in first.stderr
+    assert "export GW_ADMIN_KEY=" in first.stderr
+    second = keys_gw.cli(*args)
+    assert "first API key" not in second.stderr
