@@ -13,7 +13,7 @@ import typer
 from gw.buildinfo import build_info
 from gw.cli import console
 from gw.cli.console import fail
-from gw.cli.entry import resume_after_start
+from gw.cli.gc_pause import resume_after_start
 from gw.cli.lazy import LazyGroup
 from gw.cli.options import (
     ConfigOption,
@@ -84,7 +84,7 @@ def serve_command(
     state_dir_flag: StateDirOption = None,
 ) -> None:
     """Run the gateway (default http://127.0.0.1:8787)."""
-    gc.disable()  # while the server loads; resumed once it listens (gw/cli/entry.py)
+    gc.disable()  # while the server loads; resumed once it listens (gw/cli/gc_pause.py)
     try:
         serve(config, host, port, state_dir_flag)
     finally:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from gw.cli.console import fail
+from gw.cli.gc_pause import gc_paused
 from gw.config import ConfigError
 from gw.environment import (
     ENV_OVERRIDES,
@@ -59,20 +58,6 @@ def load_effective(
         return read_config(
             path, explicit=explicit, overrides=overrides, limits=config_limits(environ)
         )
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic GC off while a config loads: a parse allocates ~20 objects per route,
-    none of them garbage, and collections walking them took a third of a 5,000-route
-    load (as at start: gw/cli/entry.py). Left as found: ``gw serve`` keeps it off."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def load_or_fail(

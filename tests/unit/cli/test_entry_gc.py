@@ -1,4 +1,4 @@
-"""gw/cli/entry.py: the GC is paused while gw loads, and frozen-then-resumed once serving."""
+"""gw/cli/entry.py and gc_pause.py: the GC is paused while gw loads, and frozen-then-resumed once serving."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gw.cli.entry import resume_after_start
+from gw.cli.gc_pause import resume_after_start
 
 # Run in a child: freezing the test process's heap would outlive this test.
 AFTER_A_PAUSED_START = """
 import gc
-from gw.cli.entry import resume_after_start
+from gw.cli.gc_pause import resume_after_start
 gc.disable()
 objects = [[] for _ in range(1000)]
 resume_after_start()
