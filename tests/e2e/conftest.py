@@ -20,7 +20,6 @@ providers:
   - {{name: backup, kind: openai_compatible, base_url: "{backup}"}}
   - {{name: mock, kind: mock}}
   - {{name: slowmock, kind: mock, mock: {{chunk_delay: 50ms, words: 400}}}}
-  - {{name: lazymock, kind: mock, mock: {{latency: 30s}}}}
 models:
   - {{provider: primary, model: gpt-a, input_per_mtok: 1.0, output_per_mtok: 2.0,
      context_window: 128000, capabilities: [tools, vision, json_schema, json_object]}}
@@ -44,9 +43,6 @@ routes:
   - name: slow
     targets:
       - {{provider: slowmock, model: slow-1}}
-  - name: lazy
-    targets:
-      - {{provider: lazymock, model: lazy-1}}
 policies:
   - name: fast
     match: {{routes: ["*"]}}
