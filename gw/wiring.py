@@ -34,14 +34,14 @@ from gw.execution.limits import TenantLimiter
 from gw.execution.periods import period_label
 from gw.execution.probes import Prober
 from gw.reload import WatchTask
+from gw.server.admin.status import RequestCounts, ServerFacts
 from gw.server.admission import Admission
 from gw.server.app import build_app
 from gw.server.auth import Authenticator, AuthMode, resolve_mode
-from gw.server.graceful import GracefulServer
 from gw.server.key_cache import KeyCache
+from gw.server.runtime.protocol import header_timeout_protocol
+from gw.server.runtime.server import GracefulServer
 from gw.server.services import ServerServices
-from gw.server.slow_clients import header_timeout_protocol
-from gw.server.status import RequestCounts, ServerFacts
 from gw.startup.checks import check_otel, checked_start, shipped_catalog
 from gw.startup.plan import ServeError, ServePlan, SnapshotHolder, SystemClock, reachable_as
 from gw.startup.reloading import build_reloader, record_start
@@ -350,10 +350,10 @@ def uvicorn_config(app: Any, server_config: ServerConfig) -> uvicorn.Config:
     return uvicorn.Config(
         app,
         loop="none",
-        # httptools plus a header-read deadline (gw/server/slow_clients.py), which also
+        # httptools plus a header-read deadline (gw/server/runtime/protocol.py), which also
         # runs between requests: a kept-alive connection idles min(header_timeout, 15 s).
         http=header_timeout_protocol(server_config.header_timeout.seconds),
-        ws="none",  # upgrades get 403 from the protocol (gw/server/no_websockets.py)
+        ws="none",  # upgrades get 403 from the protocol (gw/server/runtime/closing_response.py)
         lifespan="on",
         log_level="warning",
         # uvicorn's own handlers print plain text (a traceback over many lines): its records

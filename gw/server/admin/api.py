@@ -27,7 +27,7 @@ states and numbers are reported: never a key, a base URL or a header.
 
 ``GET /admin/v1/status`` (what ``gw status`` shows): address, pid, version, uptime, auth
 mode, the config file's state (last error included), store, vault and request counts;
-shape in gw/server/status.py.
+shape in gw/server/admin/status.py.
 
 ``POST /admin/v1/config/rollback`` ``{"revision": N}``: writes revision N's stored file
 text back to the config file (atomically) and applies it as a new revision, source
@@ -56,11 +56,11 @@ from gw.errors import ConflictError, GatewayError, InvalidRequestError, Permissi
 from gw.execution.accounts import AccountBook, AccountLock
 from gw.execution.health import BreakerState, HealthBook, HealthStatus, TargetHealth
 from gw.execution.latency import LatencyAverage, LatencyBook
+from gw.server.admin.status import status_report
 from gw.server.auth import Principal, require_scope
 from gw.server.body import read_body
 from gw.server.responses import JSON, gw_headers, openai_error_response
 from gw.server.services import HttpRequest, ServerServices
-from gw.server.status import status_report
 from gw.store.usage import USAGE_GROUPS, UsageGroup, UsageTotals, parse_since, report_json
 
 DEFAULT_USAGE_GROUP: UsageGroup = "model"

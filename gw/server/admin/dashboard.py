@@ -1,6 +1,6 @@
 """The dashboard: a read-only web view of gw, served by gw itself at ``/``.
 
-Static files shipped in the package (gw/server/dashboard_ui/: HTML, ES modules, CSS), no
+Static files shipped in the package (gw/server/admin/dashboard_ui/: HTML, ES modules, CSS), no
 build step and nothing fetched from elsewhere; the page draws everything, charts included,
 from the admin API's reads (traces, health, usage, status, config). Routes::
 
@@ -13,7 +13,7 @@ from the admin API's reads (traces, health, usage, status, config). Routes::
 In ``open`` mode (loopback only) the admin API lets the page in as it lets anyone in
 (gw/server/browser_guard.py still refuses other origins and rebound Host names). In
 ``keys`` mode the page holds no key: ``gw dashboard`` mints a one-time login link, and the
-session it opens may only read (gw/server/dashboard_sessions.py).
+session it opens may only read (gw/server/admin/dashboard_sessions.py).
 
 Every response here carries a strict Content-Security-Policy (scripts, styles, images and
 fetches from gw's own origin only; no inline script or style; no framing), ``nosniff`` and
@@ -32,8 +32,8 @@ from litestar.handlers import HTTPRouteHandler
 
 from gw.errors import ConflictError
 from gw.execution.gateway import RequestFailedError
-from gw.server.admin_config import AdminApi
-from gw.server.dashboard_sessions import COOKIE_NAME, SESSION_TTL_S
+from gw.server.admin.config_api import AdminApi
+from gw.server.admin.dashboard_sessions import COOKIE_NAME, SESSION_TTL_S
 from gw.server.responses import openai_error_response
 from gw.server.services import HttpRequest, ServerServices
 
@@ -76,7 +76,7 @@ def load_assets() -> dict[str, tuple[bytes, str]]:
     """Every shipped file of the dashboard by name: its bytes and media type. Read when the
     app is built (never at import), from the installed package, zipapp included."""
     assets: dict[str, tuple[bytes, str]] = {}
-    for entry in files("gw.server").joinpath(ASSET_DIR).iterdir():
+    for entry in files("gw.server.admin").joinpath(ASSET_DIR).iterdir():
         suffix = "." + entry.name.rpartition(".")[2]
         if entry.is_file() and suffix in MEDIA_TYPES:
             assets[entry.name] = (entry.read_bytes(), MEDIA_TYPES[suffix])

@@ -25,7 +25,7 @@ from gw.errors import EndpointNotFoundError, GatewayError, InvalidRequestError
 from gw.execution.gateway import RequestFailedError
 from gw.record import TraceRecord
 from gw.routing.router import decide
-from gw.server.admin_config import AdminApi
+from gw.server.admin.config_api import AdminApi
 from gw.server.body import read_body
 from gw.server.responses import openai_error_response
 from gw.server.services import HttpRequest, ServerServices

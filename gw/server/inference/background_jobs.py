@@ -37,7 +37,7 @@ from gw.ports import Clock
 from gw.record import is_response_id, request_id_of, response_id, shown_response_id
 from gw.routing.plan import route_plan
 from gw.server.auth import Principal
-from gw.server.background_worker import BackgroundWorker
+from gw.server.inference.background_worker import BackgroundWorker
 from gw.store.response_jobs import WAITING, Job, ResponseJobs
 from gw.vault.content_seal import ContentSeal
 from gw.vault.errors import VaultError

@@ -32,7 +32,7 @@ from gw.errors import GatewayError
 from gw.execution.gateway import Gateway, RequestContext, RequestFailedError
 from gw.ports import Clock
 from gw.record import response_id
-from gw.server.previous_response import ResponseLinks, pin_previous
+from gw.server.inference.previous_response import ResponseLinks, pin_previous
 from gw.store.response_jobs import Job, JobStatus, ResponseJobs
 from gw.vault.content_seal import ContentSeal
 

@@ -15,9 +15,9 @@ from gw.execution.gateway import RequestContext
 from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord
-from gw.server.fast_path import Endpoint
-from gw.server.ingress import serve_chat
+from gw.server.inference.ingress import serve_chat
 from gw.server.responses import openai_error_response
+from gw.server.runtime.fast_path import Endpoint
 from gw.server.services import HttpRequest, ServerServices
 
 

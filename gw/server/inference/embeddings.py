@@ -1,6 +1,6 @@
 """POST /v1/embeddings: OpenAI's embeddings in, the same format out.
 
-The same flow as a non-streaming chat request (``gw.server.ingress``): authenticate, read
+The same flow as a non-streaming chat request (``gw.server.inference.ingress``): authenticate, read
 the body within its limits, decode, take an admission slot, run while watching for a
 client that hangs up; errors in OpenAI's shape with the ``gw`` block.
 """
@@ -19,9 +19,9 @@ from gw.errors import ClientAbortedError, GatewayError
 from gw.execution.gateway import RequestContext, RequestFailedError
 from gw.ir import EmbeddingRequest, EmbeddingResponse
 from gw.server.admission import queue_header
-from gw.server.disconnect import ClientGoneError, ClientWatch
-from gw.server.ingress import read_request
+from gw.server.inference.ingress import read_request
 from gw.server.responses import JSON, openai_error_response, trace_headers
+from gw.server.runtime.disconnect import ClientGoneError, ClientWatch
 from gw.server.services import HttpRequest, ServerServices
 
 ENDPOINT = "embeddings"  # the trace's endpoint name

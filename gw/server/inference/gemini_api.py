@@ -1,7 +1,7 @@
 """The Gemini API (``/v1beta``, as google-genai and Gemini CLI call it) in, the same format out.
 
 ``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` go through
-the IR like every other client format (gw/server/ingress.py), so any upstream serves
+the IR like every other client format (gw/server/inference/ingress.py), so any upstream serves
 them; ``:countTokens`` answers gw's estimate without an upstream call; ``:embedContent``
 and ``:batchEmbedContents`` go through gw's embeddings path (gemini_embed.py);
 ``GET /v1beta/models`` and ``/v1beta/models/{model}`` list what a client may name
@@ -36,12 +36,12 @@ from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord
 from gw.routing.estimate import estimate_input_tokens
-from gw.server.gemini_embed import serve_embed
-from gw.server.gemini_models import serve_model, serve_models
-from gw.server.ingress import read_chat, serve_chat
+from gw.server.inference.gemini_embed import serve_embed
+from gw.server.inference.gemini_models import serve_model, serve_models
+from gw.server.inference.ingress import read_chat, serve_chat
 from gw.server.responses import JSON, gemini_error_response, gw_headers
+from gw.server.runtime.sse_stream import SSEStream
 from gw.server.services import HttpRequest, ServerServices
-from gw.server.sse_stream import SSEStream
 
 GEMINI_PREFIX = "/v1beta"
 V1_MODELS = "/v1/models"
@@ -123,7 +123,7 @@ def gemini_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
         return not_found(services, request)
 
     # google-genai's default API version is v1: the same methods under /v1/models (whose
-    # GETs gw/server/models.py answers in Google's shape for Google's clients).
+    # GETs gw/server/inference/models.py answers in Google's shape for Google's clients).
     @route(
         V1_MODELS + "/{model_id:path}", http_method="POST", status_code=200, include_in_schema=False
     )

@@ -1,5 +1,5 @@
 """POST /v1beta/models/{model}:embedContent and :batchEmbedContents through gw's embeddings
-path: the same flow as POST /v1/embeddings (gw/server/embeddings.py), in Gemini's shapes.
+path: the same flow as POST /v1/embeddings (gw/server/inference/embeddings.py), in Gemini's shapes.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from gw.codecs.gemini.client_embeddings import (
 from gw.errors import ClientAbortedError, GatewayError
 from gw.execution.gateway import RequestContext, RequestFailedError
 from gw.server.admission import queue_header
-from gw.server.disconnect import ClientGoneError, ClientWatch
-from gw.server.ingress import read_request
+from gw.server.inference.ingress import read_request
 from gw.server.responses import JSON, gemini_error_response, trace_headers
+from gw.server.runtime.disconnect import ClientGoneError, ClientWatch
 from gw.server.services import HttpRequest, ServerServices
 
 

@@ -23,11 +23,11 @@ from gw.record import TraceRecord
 from gw.server.admission import queue_header
 from gw.server.auth import require_model, require_scope
 from gw.server.body import read_body
-from gw.server.disconnect import ClientGoneError, ClientWatch
-from gw.server.hints import parse_hints
+from gw.server.inference.hints import parse_hints
 from gw.server.responses import JSON, gw_headers, trace_headers
+from gw.server.runtime.disconnect import ClientGoneError, ClientWatch
+from gw.server.runtime.sse_stream import SSEStream, StreamEncoder
 from gw.server.services import HttpRequest, ServerServices
-from gw.server.sse_stream import SSEStream, StreamEncoder
 
 
 class ModelRequest(Protocol):
@@ -40,7 +40,7 @@ class ModelRequest(Protocol):
 DecodedT = TypeVar("DecodedT", bound=ModelRequest)
 # Run after a request is decoded, before it takes an admission slot: the request to run
 # (its context pinned, its body rewritten), or the answer when it is not run now (a
-# background Responses job queued: gw/server/responses_api.py).
+# background Responses job queued: gw/server/inference/responses_api.py).
 Prepare = Callable[
     [RequestContext, ChatRequest], Awaitable[tuple[RequestContext, ChatRequest] | Response[Any]]
 ]

@@ -24,9 +24,9 @@ from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord, message_id
 from gw.routing.estimate import estimate_input_tokens
-from gw.server.fast_path import Endpoint
-from gw.server.ingress import read_chat, serve_chat
+from gw.server.inference.ingress import read_chat, serve_chat
 from gw.server.responses import JSON, anthropic_error_response, gw_headers
+from gw.server.runtime.fast_path import Endpoint
 from gw.server.services import HttpRequest, ServerServices
 
 

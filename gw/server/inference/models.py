@@ -1,5 +1,5 @@
 """GET /v1/models: the routes a client may name in ``model``, in OpenAI's list shape, or
-Anthropic's for the Anthropic SDK (Google's for google-genai: gw/server/gemini_models.py);
+Anthropic's for the Anthropic SDK (Google's for google-genai: gw/server/inference/gemini_models.py);
 GET /v1/models/{id}: one of them (``models.retrieve``)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from litestar.handlers import HTTPRouteHandler
 from gw.errors import GatewayError, ModelNotFoundError, client_value
 from gw.execution.gateway import RequestContext
 from gw.server.auth import require_scope
-from gw.server.gemini_models import from_google_sdk, serve_model, serve_models
+from gw.server.inference.gemini_models import from_google_sdk, serve_model, serve_models
 from gw.server.responses import (
     JSON,
     anthropic_error_response,
@@ -39,7 +39,7 @@ def model_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
         return _answer(ctx, body)
 
     # A path parameter: Gemini's POST /v1/models/{model}:generateContent shares this path,
-    # and its model may hold a slash (gw/server/gemini_api.py).
+    # and its model may hold a slash (gw/server/inference/gemini_api.py).
     @get("/v1/models/{model_id:path}", include_in_schema=False)
     async def retrieve_model(request: HttpRequest, model_id: str) -> Response[bytes]:
         model_id = model_id.lstrip("/")

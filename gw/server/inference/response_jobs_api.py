@@ -1,6 +1,6 @@
 """``GET`` / ``DELETE /v1/responses/{id}``, ``GET /v1/responses/{id}/input_items`` and
 ``POST /v1/responses/{id}/cancel``: what gw holds of a response, which is a background
-job's (gw/server/background_jobs.py) and nothing else; 404 ``response_not_found``
+job's (gw/server/inference/background_jobs.py) and nothing else; 404 ``response_not_found``
 otherwise. Inference scope; errors in OpenAI's shape, traced like other refusals.
 """
 
@@ -15,7 +15,7 @@ from gw.codecs.fields import decimal
 from gw.errors import GatewayError, InvalidRequestError, ResponseNotFoundError
 from gw.record import shown_response_id
 from gw.server.auth import Principal, require_scope
-from gw.server.background_jobs import KEEPS, BackgroundJobs
+from gw.server.inference.background_jobs import KEEPS, BackgroundJobs
 from gw.server.responses import JSON, gw_headers, openai_error_response
 from gw.server.services import HttpRequest, ServerServices
 

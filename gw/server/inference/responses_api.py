@@ -1,11 +1,11 @@
 """POST /v1/responses: the OpenAI Responses API in, the same format out.
 
-The request goes through the IR like every other client format (gw/server/ingress.py),
+The request goes through the IR like every other client format (gw/server/inference/ingress.py),
 so any upstream serves it; a ``kind: openai_responses`` upstream gets what the IR does not
 model back verbatim (gw/codecs/openai_responses/). Before it runs, a
 ``previous_response_id`` pins it to the upstream account holding that response
-(gw/server/previous_response.py), and ``background: true`` queues it instead
-(gw/server/background_jobs.py).
+(gw/server/inference/previous_response.py), and ``background: true`` queues it instead
+(gw/server/inference/background_jobs.py).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from gw.execution.gateway import RequestContext
 from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord, response_id
-from gw.server.fast_path import Endpoint
-from gw.server.ingress import serve_chat
-from gw.server.previous_response import pin_previous
+from gw.server.inference.ingress import serve_chat
+from gw.server.inference.previous_response import pin_previous
 from gw.server.responses import JSON, gw_headers, openai_error_response
+from gw.server.runtime.fast_path import Endpoint
 from gw.server.services import HttpRequest, ServerServices
 
 

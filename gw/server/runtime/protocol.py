@@ -20,7 +20,7 @@ client could fill memory. A header line still arriving is held by the parser, so
 spent inside one head are bounded by the same size.
 
 The body is bounded elsewhere: gw reads it within server.body_timeout
-(``gw/server/ingress.py``).
+(``gw/server/inference/ingress.py``).
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ import asyncio
 import httptools
 
 from gw.errors import InvalidRequestError, RequestTimeoutError, RequestTooLargeError
-from gw.server.direct_body import DirectBodyProtocol
-from gw.server.disconnect import HangUpNoticeProtocol
-from gw.server.no_websockets import WebSocketRefusingProtocol, closing_response
+from gw.server.runtime.closing_response import WebSocketRefusingProtocol, closing_response
+from gw.server.runtime.direct_body import DirectBodyProtocol
+from gw.server.runtime.disconnect import HangUpNoticeProtocol
 
 
 class HeaderTimeoutProtocol(HangUpNoticeProtocol, DirectBodyProtocol, WebSocketRefusingProtocol):
-    """uvicorn's httptools protocol (telling requests of hang-ups: gw/server/disconnect.py;
-    writing relayed stream bodies: gw/server/direct_body.py; refusing WebSocket upgrades:
-    gw/server/no_websockets.py), closing connections whose headers come too slowly."""
+    """uvicorn's httptools protocol (telling requests of hang-ups: gw/server/runtime/disconnect.py;
+    writing relayed stream bodies: gw/server/runtime/direct_body.py; refusing WebSocket upgrades:
+    gw/server/runtime/closing_response.py), closing connections whose headers come too slowly."""
 
     header_timeout: float = 10.0  # seconds; set by header_timeout_protocol()
 

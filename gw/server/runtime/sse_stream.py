@@ -26,8 +26,8 @@ from litestar.types import Receive, Scope, Send
 
 from gw.errors import GatewayError
 from gw.ir import ErrorEvent, StreamEvent
-from gw.server.direct_body import DirectBody, direct_body
-from gw.server.disconnect import ClientWatch
+from gw.server.runtime.direct_body import DirectBody, direct_body
+from gw.server.runtime.disconnect import ClientWatch
 
 Deliver = Callable[[list[StreamEvent]], bool]
 Relay = Callable[[Deliver, Callable[[], Awaitable[None]]], Awaitable[None]]

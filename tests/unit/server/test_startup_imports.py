@@ -5,7 +5,7 @@ and Litestar without its default pydantic plugins (gw/server/app.py). ruamel.yam
 is only needed by an admin write to the config file, and loads with the first one;
 prometheus-client (~25 ms) with the first scrape of /metrics; rich (~30 ms) with the first
 line a command prints through it, or a log line written to a terminal; a WebSocket library
-(~20 ms) never (gw/server/no_websockets.py); aiohttp (~0.35 s: it builds TLS contexts at
+(~20 ms) never (gw/server/runtime/closing_response.py); aiohttp (~0.35 s: it builds TLS contexts at
 import) only when ``server.upstream_transport: aiohttp`` asks for it."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from gw.errors import AuthenticationFailedError, PermissionDeniedError, RateLimi
 from gw.execution.accounts import AccountBook
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyAverage, LatencyBook
-from gw.server.admin import Now, health_report, target_routes
+from gw.server.admin.api import Now, health_report, target_routes
 from gw.server.auth import ANONYMOUS, Authenticator, Principal, require_scope
 
 CONFIG = """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gw.errors import InvalidRequestError, PermissionDeniedError
-from gw.server.admin import UsageQuery
+from gw.server.admin.api import UsageQuery
 from gw.server.auth import ADMIN, ANONYMOUS, Principal
 
 NOW = 1_000_000.0

@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 from gw.errors import PermissionDeniedError
-from gw.server.dashboard_sessions import (
+from gw.server.admin.dashboard_sessions import (
     COOKIE_NAME,
     DASHBOARD,
     LINK_TTL_S,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gw.record import TraceRecord
-from gw.server.status import RequestCounts
+from gw.server.admin.status import RequestCounts
 
 
 class Sink:

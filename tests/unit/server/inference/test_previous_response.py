@@ -15,7 +15,7 @@ from gw.execution.accounts import AccountPin
 from gw.execution.gateway import RequestContext
 from gw.ir import ChatRequest, TextPart, UserMessage
 from gw.record import AttemptRecord, TraceRecord
-from gw.server.previous_response import ResponseLinks, pin_previous
+from gw.server.inference.previous_response import ResponseLinks, pin_previous
 from gw.store.trace_reads import AmbiguousRequestIdError
 from gw.telemetry.response_links import RecentResponses, link_of
 

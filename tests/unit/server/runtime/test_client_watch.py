@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gw.server.disconnect import CLIENT_GONE, ClientGoneError, ClientGoneHook, ClientWatch
+from gw.server.runtime.disconnect import CLIENT_GONE, ClientGoneError, ClientGoneHook, ClientWatch
 
 
 class FakeRequest:

@@ -1,4 +1,4 @@
-"""gw's server protocol gives each request a DirectBody (gw/server/direct_body.py) that
+"""gw's server protocol gives each request a DirectBody (gw/server/runtime/direct_body.py) that
 writes body chunks exactly as uvicorn's send does, and only while they can go out: real
 uvicorn with gw's protocol on a loopback port, read by a raw client. This is also where a
 uvicorn upgrade that renames what DirectBody reads would show."""
@@ -13,8 +13,8 @@ from typing import Any
 
 import uvicorn
 
-from gw.server.direct_body import direct_body
-from gw.server.slow_clients import header_timeout_protocol
+from gw.server.runtime.direct_body import direct_body
+from gw.server.runtime.protocol import header_timeout_protocol
 
 REQUEST = b"POST /s HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n"
 

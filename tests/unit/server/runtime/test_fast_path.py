@@ -9,7 +9,7 @@ import pytest
 from litestar import Response
 
 from gw.errors import GatewayError
-from gw.server.fast_path import FastPath
+from gw.server.runtime.fast_path import FastPath
 
 
 class FakeLitestar:

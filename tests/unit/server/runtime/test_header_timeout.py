@@ -1,4 +1,4 @@
-"""The header-read timer of gw/server/slow_clients.py, driven by hand: no sockets, no sleeps.
+"""The header-read timer of gw/server/runtime/protocol.py, driven by hand: no sockets, no sleeps.
 
 Timers are recorded instead of scheduled and fired by the test; the ASGI task runs on a real
 loop, stepped a bounded number of times. The e2e twin is tests/e2e/test_slow_clients.py.
@@ -15,7 +15,7 @@ import pytest
 import uvicorn
 from uvicorn.server import ServerState
 
-from gw.server.slow_clients import HeaderTimeoutProtocol, header_timeout_protocol
+from gw.server.runtime.protocol import HeaderTimeoutProtocol, header_timeout_protocol
 
 PARTIAL_HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
 GET = b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n"

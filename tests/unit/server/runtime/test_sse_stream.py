@@ -14,8 +14,8 @@ import pytest
 
 from gw.errors import UpstreamError
 from gw.ir import ErrorEvent, StreamEvent, TextDelta
-from gw.server.direct_body import DIRECT_BODY, DirectBody
-from gw.server.sse_stream import Deliver, SSEStream
+from gw.server.runtime.direct_body import DIRECT_BODY, DirectBody
+from gw.server.runtime.sse_stream import Deliver, SSEStream
 
 
 class FakeWatch:
