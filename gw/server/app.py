@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 
 import msgspec
-from litestar import Litestar, Response, get
+from litestar import Response, get
 from litestar.exceptions import HTTPException
-from litestar.plugins import PluginProtocol
-from litestar.plugins.core import MsgspecDIPlugin
 
 from gw.errors import (
     DEFAULT_RETRY_AFTER_S,
@@ -34,6 +32,7 @@ from gw.server.inference.responses_api import RESPONSES_PATH, responses_endpoint
 from gw.server.openapi_doc import openapi_handlers
 from gw.server.responses import JSON, gw_headers
 from gw.server.runtime.fast_path import FastPath
+from gw.server.runtime.litestar_app import GatewayLitestar
 from gw.server.services import HttpRequest, ServerServices
 from gw.store.file_checks import StoreUnavailableError
 
@@ -113,19 +112,6 @@ def build_app(
         render=errors.render,
         gw_headers=untraced_headers,
     )
-
-
-class GatewayLitestar(Litestar):
-    """Litestar without the plugins it adds whenever pydantic or attrs is importable.
-
-    gw's handlers take and return bytes and msgspec values only; importing pydantic and
-    Litestar's plugins for it took ~150 ms of every ``gw serve`` start (pydantic is
-    installed next to gw whenever the openai or anthropic SDK is).
-    """
-
-    @staticmethod
-    def _get_default_plugins(plugins: list[PluginProtocol]) -> list[PluginProtocol]:
-        return [*plugins, MsgspecDIPlugin()]
 
 
 def open_mode_guard(

@@ -2,17 +2,23 @@
 
 uvicorn's ``send`` is a coroutine, so a stream relayed from the upstream connection's
 read callback (``OpenStream.relay``) could only reach the client through a task step
-per chunk. gw's server protocol hands each request a ``DirectBody``: it writes one piece
-of a started, chunked response body, byte for byte as uvicorn's ``send`` would, when it
-can go out now (the response is under way and the client is there and taking data), and
-declines otherwise. The caller then awaits ``send``, which waits for the client.
+per chunk. gw's server protocol (gw/server/runtime/protocol.py) hands each request a
+``DirectBody``: it writes one piece of a started, chunked response body, byte for byte as
+uvicorn's ``send`` would, when it can go out now (the response is under way and the client
+is there and taking data), and declines otherwise. The caller then awaits ``send``, which
+waits for the client.
+
+It reads the response state of uvicorn's ``RequestResponseCycle`` (``flow.write_paused``,
+``disconnected``, ``transport``, ``response_started``, ``response_complete``,
+``chunked_encoding``) and writes the chunk framing ``send`` writes; uvicorn is pinned and
+tests/unit/server/runtime/test_internals.py checks those names.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
 DIRECT_BODY = "gw.direct_body"  # the ASGI scope extension: {"writer": DirectBody}
 
@@ -39,16 +45,6 @@ class DirectBody:
             return False
         cycle.transport.write(b"%x\r\n%s\r\n" % (len(data), data))
         return True
-
-
-class DirectBodyProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, giving each request a ``DirectBody``."""
-
-    def on_headers_complete(self) -> None:
-        super().on_headers_complete()
-        cycle = self.cycle
-        if cycle is not None and cycle.scope is self.scope:  # not an upgrade left to uvicorn
-            self.scope.setdefault("extensions", {})[DIRECT_BODY] = {"writer": DirectBody(cycle)}
 
 
 def direct_body(scope: Any) -> DirectBody | None:

@@ -5,7 +5,7 @@ task for the request. ``ClientWatch`` cancels that task when the client disconne
 whether gw is awaiting the upstream or streaming the answer: the upstream request is then
 cancelled at once instead of running to its end for nobody.
 
-gw's own server protocol (``HangUpNoticeProtocol``) says so directly, from the lost
+gw's own server protocol (gw/server/runtime/protocol.py) says so directly, from the lost
 connection, through a hook in the request's scope: no task per request. Under any other
 ASGI server (test clients) a watcher task waits on ``receive()`` for ``http.disconnect``
 instead, which costs a task per request (about 3% of a stream's CPU).
@@ -17,9 +17,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-from gw.server.services import HttpRequest
+from litestar import Request
 
 T = TypeVar("T")
 CLIENT_GONE = "gw.client_gone"  # the ASGI scope extension: {"hook": ClientGoneHook}
@@ -35,23 +33,11 @@ class ClientGoneHook:
         self.callback: Callable[[], None] | None = None
         self.gone = False
 
-
-class HangUpNoticeProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, calling a request's hook when its client hangs up."""
-
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self.scope.setdefault("extensions", {})[CLIENT_GONE] = {"hook": ClientGoneHook()}
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        cycle = self.cycle
-        super().connection_lost(exc)
-        if cycle is not None and not cycle.response_complete:
-            hook = client_gone_hook(cycle.scope)
-            if hook is not None:
-                hook.gone = True
-                if hook.callback is not None:
-                    hook.callback()
+    def client_left(self) -> None:
+        """The server saw the connection go while the request's response was unfinished."""
+        self.gone = True
+        if self.callback is not None:
+            self.callback()
 
 
 def client_gone_hook(scope: Any) -> ClientGoneHook | None:
@@ -68,7 +54,7 @@ class ClientGoneError(Exception):
 class ClientWatch:
     """Watches one request from the moment its body is read until ``close()``."""
 
-    def __init__(self, request: HttpRequest) -> None:
+    def __init__(self, request: Request[Any, Any, Any]) -> None:
         task = asyncio.current_task()
         assert task is not None  # noqa: S101 - always called from a request's task
         self._task = task
@@ -82,7 +68,7 @@ class ClientWatch:
         else:
             self._watcher = asyncio.ensure_future(self._watch(request))
 
-    async def _watch(self, request: HttpRequest) -> None:
+    async def _watch(self, request: Request[Any, Any, Any]) -> None:
         # With the body read, the server's receive() only returns on a disconnect.
         while (await request.receive())["type"] != "http.disconnect":
             pass

@@ -10,6 +10,13 @@ a 22-chunk stream through gw (callgrind; README "Performance").
 the same endpoint function Litestar would call, after the same ``before_request`` guard,
 with the same error rendering for what the endpoint raises. Everything else, browser
 requests to these paths included, goes to Litestar unchanged.
+
+What of Litestar it relies on: a ``Request`` built over the server's scope alone (no
+routing state: handlers read its headers, cookies, client and URL, and the body through
+``receive``, gw/server/body.py), and ``Response.to_asgi_response(app, request)`` turning
+what an endpoint returns into the ASGI response Litestar would send. Both are public API,
+but Litestar routes everything else, so a change there shows only here;
+tests/unit/server/runtime/test_internals.py checks them.
 """
 
 from __future__ import annotations
@@ -22,13 +29,14 @@ from litestar import Litestar, Request, Response
 from litestar.types import Receive, Scope, Send
 
 from gw.errors import GatewayError, InvalidRequestError
-from gw.server.services import HttpRequest
 
 # GETs that change something: a dashboard login link is redeemed once, a logout ends a
 # session, a finished background response is handed out once. A HEAD must not do that (a
 # link unfurler would take the session or the answer), so it is not run as their GET.
 GETS_THAT_ACT = ("/dashboard/login", "/dashboard/logout", "/v1/responses/")
 
+# Litestar's request, whatever its app state (gw.server.services.HttpRequest is one).
+HttpRequest = Request[Any, Any, Any]
 Endpoint = Callable[[HttpRequest], Awaitable[Response[Any]]]
 HeaderSource = Callable[[], Mapping[str, str]]
 Guard = Callable[[HttpRequest], Awaitable[Response[bytes] | None]]

@@ -11,6 +11,13 @@ direct_body.py), with no task step per chunk; while the client takes no more, fr
 and the task sends them, waiting for the client. Elsewhere the task reads the events one
 by one and sends each. The closing frames go out together with the end of the body, in
 one write; a failure after the first byte becomes one error event (invariant 3).
+
+What of Litestar it relies on: ``SSEStream.to_asgi_response`` is called by Litestar (or
+the fast path) with the route's headers by keyword, and returns a subclass of
+``ASGIStreamingResponse`` (``litestar.response.streaming``) built with its keyword
+arguments, whose ``__call__`` runs ``start_response`` then ``send_body(send, receive)``:
+gw replaces ``send_body`` (where Litestar starts its task group) and wraps ``__call__``.
+tests/unit/server/runtime/test_internals.py checks those signatures.
 """
 
 from __future__ import annotations

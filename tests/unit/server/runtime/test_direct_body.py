@@ -14,7 +14,7 @@ from typing import Any
 import uvicorn
 
 from gw.server.runtime.direct_body import direct_body
-from gw.server.runtime.protocol import header_timeout_protocol
+from gw.server.runtime.protocol import gateway_protocol
 
 REQUEST = b"POST /s HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n"
 
@@ -24,7 +24,7 @@ async def serving(app: Any) -> AsyncIterator[tuple[str, int]]:
     """uvicorn with gw's protocol on a loopback port, stopped on the way out."""
     listener = socket.create_server(("127.0.0.1", 0))
     config = uvicorn.Config(
-        app, http=header_timeout_protocol(5.0), ws="none", lifespan="off", log_level="warning"
+        app, http=gateway_protocol(5.0), ws="none", lifespan="off", log_level="warning"
     )
     server = uvicorn.Server(config)
     task = asyncio.ensure_future(server.serve(sockets=[listener]))

@@ -15,7 +15,9 @@ import pytest
 import uvicorn
 from uvicorn.server import ServerState
 
-from gw.server.runtime.protocol import HeaderTimeoutProtocol, header_timeout_protocol
+from gw.server.runtime.protocol import GatewayProtocol, gateway_protocol
+
+from fakes.server_transport import FakeTransport
 
 PARTIAL_HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
 GET = b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -59,30 +61,6 @@ class ManualLoop:
         return [timer for timer in self.timers if not timer.cancelled]
 
 
-class FakeTransport:
-    def __init__(self) -> None:
-        self.written = b""
-        self.closed = False
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return {"peername": ("127.0.0.1", 50000), "sockname": ("127.0.0.1", 8787)}.get(name)
-
-    def write(self, data: bytes) -> None:
-        self.written += data
-
-    def close(self) -> None:
-        self.closed = True
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-
 async def ok_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send(
         {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]}
@@ -92,12 +70,12 @@ async def ok_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 def open_connection(
     seconds: float = 2.5,
-) -> tuple[HeaderTimeoutProtocol, ManualLoop, FakeTransport]:
+) -> tuple[GatewayProtocol, ManualLoop, FakeTransport]:
     loop, transport = ManualLoop(), FakeTransport()
     config = uvicorn.Config(
         ok_app, log_config=None, lifespan="off", timeout_keep_alive=int(KEEP_ALIVE_S)
     )
-    protocol = header_timeout_protocol(seconds)(
+    protocol = gateway_protocol(seconds)(
         config=config, server_state=ServerState(), app_state={}, _loop=loop
     )
     protocol.connection_made(transport)  # type: ignore[arg-type]
@@ -197,4 +175,4 @@ def test_a_closing_connection_is_not_rearmed() -> None:
 
 def test_the_timeout_must_be_positive() -> None:
     with pytest.raises(ValueError, match="header_timeout"):
-        header_timeout_protocol(0.0)
+        gateway_protocol(0.0)
