@@ -1,4 +1,4 @@
-"""The one server protocol gw runs: uvicorn's httptools protocol, with five patches.
+"""The one server protocol gw runs: uvicorn's httptools protocol, with six patches.
 
 ``gateway_protocol(seconds)`` is the class ``uvicorn.Config(http=...)`` gets
 (gw/server/runtime/server.py). Each patch, why it exists, and what of uvicorn it relies on
