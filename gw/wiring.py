@@ -14,8 +14,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import uvicorn
-
 from gw import __version__
 from gw.adapters.directory import AdapterDirectory
 from gw.adapters.env_proxy import describe_proxies, public_proxies
@@ -23,7 +21,6 @@ from gw.adapters.reply_budget import ReplyBudget
 from gw.adapters.upstream_client import build_transport
 from gw.config import compile_snapshot
 from gw.config.credentials import CredentialReport
-from gw.config.schema import ServerConfig
 from gw.config.validate import config_warnings
 from gw.environment import SERVER_FILE_NAME, database_path
 from gw.execution.accounts import AccountBook
@@ -35,14 +32,13 @@ from gw.execution.limits import TenantLimiter
 from gw.execution.periods import period_label
 from gw.execution.probes import Prober
 from gw.reload import WatchTask
+from gw.server.admin.status import RequestCounts, ServerFacts
 from gw.server.admission import Admission
 from gw.server.app import build_app
 from gw.server.auth import Authenticator, AuthMode, resolve_mode
-from gw.server.graceful import GracefulServer
 from gw.server.key_cache import KeyCache
+from gw.server.runtime.server import GracefulServer, uvicorn_config
 from gw.server.services import ServerServices
-from gw.server.slow_clients import header_timeout_protocol
-from gw.server.status import RequestCounts, ServerFacts
 from gw.startup.checks import check_otel, checked_start, shipped_catalog
 from gw.startup.plan import ServeError, ServePlan, SnapshotHolder, SystemClock, reachable_as
 from gw.startup.reloading import build_reloader, record_start
@@ -345,28 +341,6 @@ def status_facts(
         trace_losses=losses,
         store_problem=lambda: health.problem,
         prune_rounds=lambda: pruner.rounds,
-    )
-
-
-def uvicorn_config(app: Any, server_config: ServerConfig) -> uvicorn.Config:
-    return uvicorn.Config(
-        app,
-        loop="none",
-        # httptools plus a header-read deadline (gw/server/slow_clients.py), which also
-        # runs between requests: a kept-alive connection idles min(header_timeout, 15 s).
-        http=header_timeout_protocol(server_config.header_timeout.seconds),
-        ws="none",  # upgrades get 403 from the protocol (gw/server/no_websockets.py)
-        lifespan="on",
-        log_level="warning",
-        # uvicorn's own handlers print plain text (a traceback over many lines): its records
-        # go to gw's JSON log handler instead (gw/telemetry/log_lines.py).
-        log_config=None,
-        access_log=False,
-        timeout_keep_alive=15,
-        timeout_graceful_shutdown=int(server_config.drain_timeout.seconds),
-        # X-Forwarded-For only from configured proxies (gw/server/edges.py); none: ignored.
-        proxy_headers=bool(server_config.trusted_proxies),
-        forwarded_allow_ips=list(server_config.trusted_proxies),
     )
 
 

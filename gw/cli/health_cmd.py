@@ -1,6 +1,6 @@
 """``gw health``: ask the running server (found through ``<state-dir>/server.json``) for
 ``GET /admin/v1/health`` and render it; ``--json`` prints the server's JSON unchanged
-(shape: gw/server/admin.py).
+(shape: gw/server/admin/api.py).
 
 The server and, in ``keys`` mode, the admin key are found as for every admin call
 (gw/cli/admin_client.py).
@@ -26,7 +26,7 @@ from gw.cli.options import (
 from gw.cli.traces_view import format_ms
 
 if TYPE_CHECKING:  # the server's modules load only for `gw serve` (Litestar: ~0.3 s)
-    from gw.server.admin import HealthReport, LatencyView, TargetView
+    from gw.server.admin.api import HealthReport, LatencyView, TargetView
 
 HEALTH_PATH = "/admin/v1/health"
 STATUS_STYLES = {"healthy": "green", "degraded": "yellow", "unhealthy": "red"}
@@ -48,7 +48,7 @@ def health_command(
         typer.echo(answer.text)
         return
     try:
-        from gw.server.admin import HealthReport  # noqa: PLC0415
+        from gw.server.admin.api import HealthReport  # noqa: PLC0415
 
         report = msgspec.json.decode(answer.content, type=HealthReport)
     except msgspec.DecodeError as error:

@@ -1,5 +1,5 @@
 """``gw status``: what the running server says about itself (``GET /admin/v1/status``,
-shape in gw/server/status.py), with ``--json`` printing it plus ``"running": true``.
+shape in gw/server/admin/status.py), with ``--json`` printing it plus ``"running": true``.
 
 With no server running it says so on stderr and exits 1, after printing what the state
 dir tells without one (``--json``: ``{"running": false, "reason", "store": {"path",
@@ -21,7 +21,7 @@ from gw.cli.config_cmd import read_store
 from gw.cli.console import fail, print_json, stdout
 from gw.cli.options import ConfigOption, JsonOption, StateDirOption, resolve_home
 from gw.environment import database_path
-from gw.server.status import file_size
+from gw.server.admin.status import file_size
 from gw.store import SqliteStore
 
 STATUS_PATH = "/admin/v1/status"

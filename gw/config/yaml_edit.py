@@ -1,7 +1,7 @@
 """Edit one named item of a config list (``routes:``, ``policies:``) in YAML text, keeping
 the rest of the file as the user wrote it: comments, key order, quoting, flow or block style.
 
-Text in, text out, no I/O: the admin API (gw/server/admin_config.py) validates the result
+Text in, text out, no I/O: the admin API (gw/server/admin/config_api.py) validates the result
 with ``load_config`` before it writes anything.
 
 Strategy: ruamel.yaml's round-trip mode keeps comments and order, but it writes one

@@ -66,9 +66,11 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
     key_id: str | None = None
     hints: RoutingHints | None = None  # from request headers; they only narrow routing
     # Only this provider's account may serve: it holds the response a Responses request
-    # continues (previous_response_id, gw/server/previous_response.py).
+    # continues (previous_response_id, gw/server/inference/previous_response.py).
     pin: AccountPin | None = None
-    background: bool = False  # a background Responses job, run by gw/server/background_worker.py
+    background: bool = (
+        False  # a background Responses job, run by gw/server/inference/background_worker.py
+    )
 
 
 class RequestFailedError(Exception):

@@ -5,35 +5,34 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 
 import msgspec
-from litestar import Litestar, Response, get
+from litestar import Response, get
 from litestar.exceptions import HTTPException
-from litestar.plugins import PluginProtocol
-from litestar.plugins.core import MsgspecDIPlugin
 
 from gw.errors import (
     DEFAULT_RETRY_AFTER_S,
     GatewayError,
     PermissionDeniedError,
 )
-from gw.server.admin import admin_handlers
-from gw.server.admin_config import config_handlers
-from gw.server.admin_inspect import inspect_handlers
+from gw.server.admin.api import admin_handlers
+from gw.server.admin.config_api import config_handlers
+from gw.server.admin.dashboard import dashboard_handlers
+from gw.server.admin.inspect_api import inspect_handlers
+from gw.server.admin.metrics_endpoint import metrics_handlers
 from gw.server.browser_guard import open_mode_refusal
-from gw.server.chat import CHAT_PATH, chat_endpoint, chat_handlers
-from gw.server.dashboard import dashboard_handlers
 from gw.server.edges import cors_config
-from gw.server.embeddings import embedding_handlers
 from gw.server.error_pages import ErrorPages
-from gw.server.fast_path import FastPath
-from gw.server.gemini_api import gemini_handlers
 from gw.server.ids import new_request_id
-from gw.server.messages import MESSAGES_PATH, message_handlers, messages_endpoint
-from gw.server.metrics_endpoint import metrics_handlers
-from gw.server.models import model_handlers
+from gw.server.inference.chat import CHAT_PATH, chat_endpoint, chat_handlers
+from gw.server.inference.embeddings import embedding_handlers
+from gw.server.inference.gemini_api import gemini_handlers
+from gw.server.inference.messages import MESSAGES_PATH, message_handlers, messages_endpoint
+from gw.server.inference.models import model_handlers
+from gw.server.inference.response_jobs_api import response_job_handlers
+from gw.server.inference.responses_api import RESPONSES_PATH, responses_endpoint, responses_handlers
 from gw.server.openapi_doc import openapi_handlers
-from gw.server.response_jobs_api import response_job_handlers
 from gw.server.responses import JSON, gw_headers
-from gw.server.responses_api import RESPONSES_PATH, responses_endpoint, responses_handlers
+from gw.server.runtime.fast_path import FastPath
+from gw.server.runtime.litestar_app import GatewayLitestar
 from gw.server.services import HttpRequest, ServerServices
 from gw.store.file_checks import StoreUnavailableError
 
@@ -113,19 +112,6 @@ def build_app(
         render=errors.render,
         gw_headers=untraced_headers,
     )
-
-
-class GatewayLitestar(Litestar):
-    """Litestar without the plugins it adds whenever pydantic or attrs is importable.
-
-    gw's handlers take and return bytes and msgspec values only; importing pydantic and
-    Litestar's plugins for it took ~150 ms of every ``gw serve`` start (pydantic is
-    installed next to gw whenever the openai or anthropic SDK is).
-    """
-
-    @staticmethod
-    def _get_default_plugins(plugins: list[PluginProtocol]) -> list[PluginProtocol]:
-        return [*plugins, MsgspecDIPlugin()]
 
 
 def open_mode_guard(

@@ -2,7 +2,7 @@
 
 Same shape, headers and trace as every other gw error: Anthropic's shape under
 /v1/messages, Google's on the Gemini API's paths, OpenAI's everywhere else. Litestar's
-exception handlers call these, and so does the inference fast path (gw/server/fast_path.py)
+exception handlers call these, and so does the inference fast path (gw/server/runtime/fast_path.py)
 for what its endpoints raise.
 """
 

@@ -17,13 +17,13 @@ from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
 from gw.ports import Clock
 from gw.record import kept_client_request_id
+from gw.server.admin.dashboard_sessions import DashboardSessions
+from gw.server.admin.status import ServerFacts
 from gw.server.admission import Admission
 from gw.server.auth import Authenticator, Principal, bearer_token, query_api_key
-from gw.server.background_jobs import BackgroundJobs
-from gw.server.dashboard_sessions import DashboardSessions
 from gw.server.ids import new_request_id
-from gw.server.previous_response import ResponseLinks
-from gw.server.status import ServerFacts
+from gw.server.inference.background_jobs import BackgroundJobs
+from gw.server.inference.previous_response import ResponseLinks
 from gw.store.usage import UsageReader
 
 
@@ -89,14 +89,14 @@ class ServerServices:
         self.usage = usage  # the usage ledger, for GET /admin/v1/usage
         self.reloader = reloader  # config reloads and their status (gw/reload.py)
         self.ready = ready  # raises when the store cannot be reached (/readyz)
-        self.facts = facts  # for GET /admin/v1/status (gw/server/status.py)
-        # The dashboard's login links and sessions (in memory; gw/server/dashboard_sessions.py).
+        self.facts = facts  # for GET /admin/v1/status (gw/server/admin/status.py)
+        # The dashboard's login links and sessions (in memory: admin/dashboard_sessions.py).
         self.dashboard = dashboard if dashboard is not None else DashboardSessions(clock)
         # Renders GET /metrics, all of it or one tenant's (gw/telemetry/metrics.py); None: off
         self.metrics = metrics
-        # Background Responses jobs (gw/server/background_jobs.py); None: gw holds none.
+        # Background Responses jobs (gw/server/inference/background_jobs.py); None: gw holds none.
         self.background = background
-        # Where previous_response_id finds its upstream (gw/server/previous_response.py).
+        # Where previous_response_id finds its upstream (gw/server/inference/previous_response.py).
         self.response_links = response_links
         # Which providers lack usable credentials (gw/config/credentials.py), for health.
         self.credentials = credentials

@@ -1,5 +1,5 @@
 """What gw holds of Responses, built at start: the links ``previous_response_id`` follows
-(fed every trace) and the background jobs with their worker (gw/server/background_*.py).
+(fed every trace) and the background jobs with their worker (gw/server/inference/background_*.py).
 
 The worker always runs, even with ``responses.background.enabled: false``: it is one idle
 task, it fails the jobs a killed gw left running, and it runs the ones queued before the
@@ -10,9 +10,9 @@ for only when a job first needs it.
 from __future__ import annotations
 
 from gw.execution.gateway import Gateway
-from gw.server.background_jobs import BackgroundJobs
-from gw.server.background_worker import BackgroundWorker
-from gw.server.previous_response import ResponseLinks
+from gw.server.inference.background_jobs import BackgroundJobs
+from gw.server.inference.background_worker import BackgroundWorker
+from gw.server.inference.previous_response import ResponseLinks
 from gw.startup.plan import ServePlan, SnapshotHolder, SystemClock
 from gw.store.sqlite import SqliteStore
 from gw.telemetry.hub import TelemetryHub

@@ -119,7 +119,7 @@ class TraceLosses:
             self._task = asyncio.create_task(self._count_previous(previous), name="gw-trace-losses")
 
     def report(self) -> dict[str, object]:
-        """``trace_losses`` in ``gw status --json`` (gw/server/status.py documents it)."""
+        """``trace_losses`` in ``gw status --json`` (gw/server/admin/status.py documents it)."""
         previous = self.previous
         return {
             "this_run": {"routed": self.routed, "unrouted": self.unrouted},

@@ -9,7 +9,7 @@ upstream's response id, never content).
 Traces reach the database off the hot path, a few milliseconds after the answer, and an
 agent sends its next turn at once: so the links of recent answers are also kept in memory
 (``RecentResponses``, a trace consumer, bounded); older ones are read from the trace store
-(gw/server/previous_response.py).
+(gw/server/inference/previous_response.py).
 """
 
 from __future__ import annotations

@@ -237,7 +237,7 @@ class JournalRecovery(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def journal_report(journal: UsageJournal, recovery: JournalRecovery) -> dict[str, object]:
-    """``usage_journal`` in ``gw status --json`` (gw/server/status.py documents it)."""
+    """``usage_journal`` in ``gw status --json`` (gw/server/admin/status.py documents it)."""
     return {
         "path": str(journal.directory),
         "bytes": journal.size,

@@ -1,5 +1,5 @@
 """Gemini clients (``POST /v1beta/models/{model}:generateContent``): the fields the table
-lists. The model and the stream flag come from the path (gw/server/gemini_api.py)."""
+lists. The model and the stream flag come from the path (gw/server/inference/gemini_api.py)."""
 
 from __future__ import annotations
 

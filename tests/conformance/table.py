@@ -32,8 +32,8 @@ from conformance.upstreams import UPSTREAMS, Encoded, Encoders, Upstream
 from gw.errors import NativeFeatureUnsupportedError
 from gw.ir import ChatRequest
 from gw.routing.needs import required_native_format
-from gw.server.previous_response import FORMAT as PREVIOUS_FORMAT
-from gw.server.previous_response import NATIVE_KIND, PARAM
+from gw.server.inference.previous_response import FORMAT as PREVIOUS_FORMAT
+from gw.server.inference.previous_response import NATIVE_KIND, PARAM
 
 CLIENTS: tuple[Client, ...] = (OPENAI_CHAT, ANTHROPIC, RESPONSES, GEMINI)
 

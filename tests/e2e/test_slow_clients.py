@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from gw.server.slow_clients import MAX_HEAD_BYTES, MAX_HEADERS
+from gw.server.runtime.protocol import MAX_HEAD_BYTES, MAX_HEADERS
 
 from e2e.gw_process import GwServer
 from e2e.raw_http import SOCKET_TIMEOUT_S, assert_bare_close, connect, read_until_closed
@@ -137,7 +137,7 @@ def test_a_head_within_the_limits_is_served(strict_gw: GwServer) -> None:
 
 
 def test_a_trickled_body_gets_408_request_timeout(strict_gw: GwServer) -> None:
-    """The body limit is gw's own (gw/server/ingress.py): 408 in the client's error format."""
+    """The body limit is gw's own (gw/server/inference/ingress.py): 408 in the client's error format."""
     head = (
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"content-type: application/json\r\ncontent-length: 1000\r\n\r\n"

@@ -1,4 +1,4 @@
-"""Upgrade requests (gw/server/no_websockets.py): gw serves no WebSocket route, so a
+"""Upgrade requests (gw/server/runtime/protocol.py): gw serves no WebSocket route, so a
 WebSocket handshake gets a bare 403 and a close from the server itself, after the answers
 to requests pipelined before it; an upgrade gw does not speak (h2c) is answered as plain
 HTTP/1.1 with uvicorn's one warning. Raw sockets on loopback (e2e/raw_http.py)."""

@@ -11,7 +11,7 @@ from rich.console import Console, RenderableType
 
 from gw.cli.admin_client import ServerInfo, call_error, loopback_url
 from gw.cli.health_cmd import failures_cell, latency_cell, locks_table, seconds_cell, targets_table
-from gw.server.admin import AccountView, HealthReport, LatencyView, LockView, TargetView
+from gw.server.admin.api import AccountView, HealthReport, LatencyView, LockView, TargetView
 
 URL = "http://127.0.0.1:8787"
 TARGET = TargetView(

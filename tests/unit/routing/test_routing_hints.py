@@ -9,7 +9,7 @@ from gw.errors import InvalidRequestError
 from gw.ir import ChatRequest, TextPart, UserMessage
 from gw.routing import decide
 from gw.routing.hints import RoutingHints
-from gw.server.hints import parse_hints
+from gw.server.inference.hints import parse_hints
 
 CONFIG = """
 providers:

@@ -1,22 +1,18 @@
 """What `gw serve` does not import: pydantic costs ~150 ms of every start and gw does not
 use it (msgspec does its validation). It is installed whenever the openai or anthropic SDK
 is, as in this test environment, so only gw's own choices keep it out: typer below 0.29
-and Litestar without its default pydantic plugins (gw/server/app.py). ruamel.yaml (~25 ms)
-is only needed by an admin write to the config file, and loads with the first one;
+and Litestar without its default pydantic plugins (gw/server/runtime/litestar_app.py).
+ruamel.yaml (~25 ms) is only needed by an admin write to the config file, and loads with
+the first one;
 prometheus-client (~25 ms) with the first scrape of /metrics; rich (~30 ms) with the first
 line a command prints through it, or a log line written to a terminal; a WebSocket library
-(~20 ms) never (gw/server/no_websockets.py); aiohttp (~0.35 s: it builds TLS contexts at
+(~20 ms) never (gw/server/runtime/protocol.py); aiohttp (~0.35 s: it builds TLS contexts at
 import) only when ``server.upstream_transport: aiohttp`` asks for it."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Sequence
-
-from litestar import Litestar
-
-from gw.server.app import GatewayLitestar
 
 UNWANTED = (
     "pydantic",
@@ -33,13 +29,14 @@ import sys
 import typer
 from gw.cli.main import app
 from gw.config.schema import ServerConfig
-from gw.server.app import GatewayLitestar
+from gw.server.runtime.litestar_app import GatewayLitestar
 import gw.wiring
+import gw.server.runtime.server
 import gw.adapters.upstream_client
 from gw.telemetry.metrics import GatewayMetrics
 
 app_ = GatewayLitestar(route_handlers=[])  # Litestar adds its default plugins here
-gw.wiring.uvicorn_config(app_, ServerConfig()).load()  # uvicorn picks its protocols here
+gw.server.runtime.server.uvicorn_config(app_, ServerConfig()).load()  # uvicorn picks its protocols here
 GatewayMetrics(lambda: None, None)  # what gw serve builds at start (scraped later)
 typer.main.get_command(app)  # typer builds gw serve's parameters here
 gw.adapters.upstream_client.build_transport(ServerConfig().upstream_transport, {{}})  # the default upstream client
@@ -58,19 +55,3 @@ def test_pydantic_is_importable_here_so_the_check_above_means_something() -> Non
     import pydantic  # noqa: PLC0415 - the point is that it can be imported
 
     assert pydantic.VERSION
-
-
-def test_gw_keeps_every_default_plugin_of_litestar_but_pydantics_and_attrs() -> None:
-    """GatewayLitestar overrides a private Litestar method: a default plugin a newer
-    Litestar adds must not be dropped silently."""
-
-    def kinds(plugins: Sequence[object]) -> list[type]:
-        return [type(plugin) for plugin in plugins]
-
-    litestar_own = [
-        kind
-        for kind in kinds(Litestar._get_default_plugins([]))
-        if not kind.__module__.startswith(("litestar.plugins.pydantic", "litestar.plugins.attrs"))
-    ]
-    assert kinds(GatewayLitestar._get_default_plugins([])) == litestar_own
-    assert litestar_own  # not vacuous: msgspec's plugin at least

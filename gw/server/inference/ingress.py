@@ -1,0 +1,204 @@
+"""One request flow for every client format: auth, body, decode, admission, answer or stream.
+
+A ``ClientFormat`` says how its wire format reads a request and writes an answer, a
+stream and an error; everything else (timeouts, admission, hang-ups, traces) is the same
+for OpenAI Chat Completions and Anthropic Messages, so it lives here once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+import msgspec
+from litestar import Response
+from litestar.datastructures import Headers
+
+from gw.errors import ClientAbortedError, GatewayError, RequestTimeoutError
+from gw.execution.gateway import RequestContext, RequestFailedError
+from gw.execution.stream_session import StreamSession
+from gw.ir import ChatRequest, ChatResponse
+from gw.record import TraceRecord
+from gw.server.admission import queue_header
+from gw.server.auth import require_model, require_scope
+from gw.server.body import read_body
+from gw.server.inference.hints import parse_hints
+from gw.server.responses import JSON, gw_headers, trace_headers
+from gw.server.runtime.disconnect import ClientGoneError, ClientWatch
+from gw.server.runtime.sse_stream import SSEStream, StreamEncoder
+from gw.server.services import HttpRequest, ServerServices
+
+
+class ModelRequest(Protocol):
+    @property
+    def model(self) -> str:
+        """What the client asked for: a route name or ``provider/model``."""
+        ...
+
+
+DecodedT = TypeVar("DecodedT", bound=ModelRequest)
+# Run after a request is decoded, before it takes an admission slot: the request to run
+# (its context pinned, its body rewritten), or the answer when it is not run now (a
+# background Responses job queued: gw/server/inference/responses_api.py).
+Prepare = Callable[
+    [RequestContext, ChatRequest], Awaitable[tuple[RequestContext, ChatRequest] | Response[Any]]
+]
+
+
+class ClientFormat(Protocol):
+    """What differs between client wire formats."""
+
+    endpoint: str  # the trace's endpoint name
+
+    def decode(self, body: bytes, headers: Headers) -> ChatRequest: ...
+
+    def check_response(self, response: ChatResponse) -> None:
+        """Raise a ``GatewayError`` if this format cannot express ``response``."""
+        ...
+
+    def encode_response(
+        self, response: ChatResponse, ctx: RequestContext, chat: ChatRequest
+    ) -> bytes: ...
+
+    def stream_encoder(
+        self, session: StreamSession, ctx: RequestContext, chat: ChatRequest
+    ) -> StreamEncoder: ...
+
+    def error_response(self, error: GatewayError, trace: TraceRecord) -> Response[bytes]: ...
+
+
+async def serve_chat(
+    services: ServerServices,
+    client: ClientFormat,
+    request: HttpRequest,
+    *,
+    prepare: Prepare | None = None,
+) -> Response[Any]:
+    """The whole life of one chat request, in ``client``'s format."""
+    ctx = services.begin(request, client.endpoint)
+    try:
+        return await _serve(services, client, ctx, request, prepare)
+    except RequestFailedError as failed:
+        return client.error_response(failed.error, failed.trace)
+
+
+async def read_chat(
+    services: ServerServices, client: ClientFormat, ctx: RequestContext, request: HttpRequest
+) -> tuple[RequestContext, ChatRequest]:
+    """Authenticate, read the body within server.body_timeout, decode; GatewayError if not."""
+    headers = request.headers
+    return await read_request(services, ctx, request, lambda body: client.decode(body, headers))
+
+
+async def read_request(
+    services: ServerServices,
+    ctx: RequestContext,
+    request: HttpRequest,
+    decode: Callable[[bytes], DecodedT],
+) -> tuple[RequestContext, DecodedT]:
+    """``read_chat`` for any endpoint: ``decode`` turns the body into its request."""
+    server = ctx.snapshot.config.server
+    principal = await services.authenticate(request)
+    require_scope(principal, "inference")
+    ctx = _with_principal(ctx, principal.key_id, principal.tenant)
+    hints = parse_hints(request.headers)
+    if hints is not None:
+        ctx = msgspec.structs.replace(ctx, hints=hints)
+    # The body is read before taking an admission slot, within a time limit, so a slow
+    # sender holds no slot and cannot hold its connection forever.
+    try:
+        async with asyncio.timeout(server.body_timeout.seconds):
+            body = await read_body(request, server.max_body_bytes.bytes)
+    except TimeoutError:
+        limit = server.body_timeout
+        raise RequestTimeoutError(
+            f"the request body did not arrive within server.body_timeout ({limit})"
+        ) from None
+    decoded = decode(body)
+    require_model(principal, decoded.model)
+    return ctx, decoded
+
+
+async def _serve(
+    services: ServerServices,
+    client: ClientFormat,
+    ctx: RequestContext,
+    request: HttpRequest,
+    prepare: Prepare | None,
+) -> Response[Any]:
+    gateway = services.gateway
+    chat: ChatRequest | None = None
+    try:
+        ctx, chat = await read_chat(services, client, ctx, request)
+        if prepare is not None:
+            prepared = await prepare(ctx, chat)
+            if isinstance(prepared, Response):
+                return prepared
+            ctx, chat = prepared
+        queued_ms = await services.admission.acquire()
+    except GatewayError as error:
+        model, stream = (chat.model, chat.stream) if chat else ("", False)
+        raise gateway.reject(ctx, error, requested_model=model, stream=stream) from None
+    watch = ClientWatch(request)
+    session: StreamSession | None = None
+    handed_over = False  # once the stream response owns the watch, the slot and the session
+    try:
+        if not chat.stream:
+            completed = await watch.run(gateway.complete(ctx, chat, accept=client.check_response))
+            return Response(
+                content=client.encode_response(completed.response, ctx, chat),
+                status_code=200,
+                media_type=JSON,
+                headers={**trace_headers(completed.trace), **queue_header(queued_ms)},
+            )
+        session = await watch.run(gateway.open_stream(ctx, chat))
+        streamed = SSEStream(
+            session.events(),
+            client.stream_encoder(session, ctx, chat),
+            watch=watch,
+            on_close=_closer(services, session),
+            relay=session.relay,
+            headers={
+                **gw_headers(ctx.request_id, session.target.key, ctx.snapshot.revision),
+                **queue_header(queued_ms),
+                "cache-control": "no-cache",
+                "x-accel-buffering": "no",
+            },
+        )
+    except ClientGoneError:
+        return Response(content=b"", status_code=ClientAbortedError.status)
+    except RequestFailedError as failed:  # admitted, then failed: it waited like any other
+        refused = client.error_response(failed.error, failed.trace)
+        refused.headers.update(queue_header(queued_ms))
+        return refused
+    else:
+        handed_over = True
+        return streamed
+    finally:
+        if not handed_over:
+            watch.close()
+            services.admission.release()
+            if session is not None:
+                await session.close()
+
+
+def _closer(services: ServerServices, session: StreamSession) -> Callable[[], Awaitable[None]]:
+    """What ends a stream response, once: its trace written, its admission slot freed."""
+    closed = False
+
+    async def close() -> None:
+        nonlocal closed
+        if not closed:
+            closed = True
+            # The slot first: a cancel still pending on this task may land in the await.
+            services.admission.release()
+            await session.close()
+
+    return close
+
+
+def _with_principal(ctx: RequestContext, key_id: str | None, tenant: str | None) -> RequestContext:
+    if key_id is None and tenant is None:
+        return ctx
+    return msgspec.structs.replace(ctx, key_id=key_id, tenant=tenant)
