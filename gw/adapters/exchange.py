@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from gw.adapters.http_transport import HttpTransport, StreamingReply
 from gw.errors import GatewayError
 from gw.ir import StreamEvent
 from gw.ports import EmbeddingCall, UpstreamCall
+from gw.upstream_http.http_transport import HttpTransport, StreamingReply
 
 ErrorReader = Callable[[int, bytes, Mapping[str, str]], GatewayError]
 

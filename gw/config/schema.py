@@ -39,7 +39,7 @@ class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
     trusted_proxies: tuple[str, ...] = ()  # IPs/CIDRs whose X-Forwarded-For is believed
     upstream_transport: UpstreamTransport = "builtin"
     # A whole (non-streamed) upstream answer, and all of them being read at once, held in
-    # memory (gw/adapters/reply_budget.py).
+    # memory (gw/upstream_http/reply_budget.py).
     max_upstream_body_bytes: ByteSize = ByteSize(16 * 1024 * 1024)
     upstream_buffer_budget: ByteSize = ByteSize(256 * 1024 * 1024)
     upstream_max_connections: int = 512  # open upstream connections, all hosts together

@@ -11,11 +11,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
 from gw.adapters.directory import AdapterDirectory
-from gw.adapters.h1_transport import BuiltinTransport
-from gw.adapters.http_transport import HttpTransport
-from gw.adapters.httpx_transport import HttpxTransport, build_http_client
 from gw.config.schema import ProviderConfig
 from gw.errors import GatewayError
 from gw.ir import (
@@ -34,6 +30,10 @@ from gw.ir import (
     UserMessage,
 )
 from gw.ports import AttemptTimeouts, EmbeddingCall, EmbeddingUpstream, UpstreamCall
+from gw.upstream_http.aiohttp_transport import AiohttpTransport, build_session
+from gw.upstream_http.h1_transport import BuiltinTransport
+from gw.upstream_http.http_transport import HttpTransport
+from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client
 
 TRANSPORT_KINDS = ("builtin", "aiohttp", "httpx")
 KEY_VARIABLE = "GW_CONTRACT_KEY"

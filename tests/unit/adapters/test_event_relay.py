@@ -16,16 +16,16 @@ import msgspec
 import pytest
 import uvloop
 
-from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
 from gw.adapters.exchange import EventStream, stream_events
-from gw.adapters.h1_connection import H1Connection
-from gw.adapters.h1_transport import BuiltinTransport
-from gw.adapters.http_transport import HttpTransport
 from gw.codecs.openai_chat import UpstreamStreamDecoder, error_from_upstream
 from gw.config.schema import ProviderConfig
 from gw.errors import UpstreamError
 from gw.ir import ChatRequest, StreamEvent, TextDelta, TextPart, UserMessage
 from gw.ports import AttemptTimeouts, UpstreamCall
+from gw.upstream_http.aiohttp_transport import AiohttpTransport, build_session
+from gw.upstream_http.h1_connection import H1Connection
+from gw.upstream_http.h1_transport import BuiltinTransport
+from gw.upstream_http.http_transport import HttpTransport
 
 CALL = UpstreamCall(
     request_id="req-1",

@@ -35,14 +35,14 @@ from gw.cli.main import app
 from gw.config.schema import ServerConfig
 from gw.server.app import GatewayLitestar
 import gw.wiring
-import gw.adapters.upstream_client
+import gw.upstream_http.upstream_client
 from gw.telemetry.metrics import GatewayMetrics
 
 app_ = GatewayLitestar(route_handlers=[])  # Litestar adds its default plugins here
 gw.wiring.uvicorn_config(app_, ServerConfig()).load()  # uvicorn picks its protocols here
 GatewayMetrics(lambda: None, None)  # what gw serve builds at start (scraped later)
 typer.main.get_command(app)  # typer builds gw serve's parameters here
-gw.adapters.upstream_client.build_transport(ServerConfig().upstream_transport, {{}})  # the default upstream client
+gw.upstream_http.upstream_client.build_transport(ServerConfig().upstream_transport, {{}})  # the default upstream client
 print(sorted(m for m in sys.modules if m.split(".")[0] in {UNWANTED!r}))
 """
 

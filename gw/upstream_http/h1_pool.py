@@ -9,9 +9,9 @@ import socket
 import ssl
 from collections import deque
 
-from gw.adapters.h1_connection import H1Connection, Origin
-from gw.adapters.upstream_address import Resolve, checked_addresses, system_resolve
 from gw.errors import OverloadedError, UpstreamError, UpstreamTimeoutError
+from gw.upstream_http.h1_connection import H1Connection, Origin
+from gw.upstream_http.upstream_address import Resolve, checked_addresses, system_resolve
 
 
 class ConnectionPool:

@@ -9,17 +9,17 @@ from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
 
-from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES, HttpReply
-from gw.adapters.reply_budget import ReplyBudget
-from gw.adapters.transport_errors import map_transport_error
-from gw.adapters.upstream_address import CheckedHosts
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.http_transport import MAX_ERROR_BODY_BYTES, HttpReply
+from gw.upstream_http.reply_budget import ReplyBudget
+from gw.upstream_http.transport_errors import map_transport_error
+from gw.upstream_http.upstream_address import CheckedHosts
 
 
 def build_http_client(max_connections: int = 512, proxy: str | None = None) -> httpx.AsyncClient:
     """The one pooled client every HTTP adapter shares, through ``proxy`` when given.
 
-    The environment's proxy variables are gw's to read (gw/adapters/env_proxy.py), the
+    The environment's proxy variables are gw's to read (gw/upstream_http/env_proxy.py), the
     same for every transport, and a ``.netrc`` must not add credentials: ``trust_env`` is
     off. SSL_CERT_FILE and SSL_CERT_DIR are still honoured, as httpx does by default."""
     return httpx.AsyncClient(

@@ -1,16 +1,16 @@
 """The upstream HTTP client ``server.upstream_transport`` names, with the environment's
-proxies honoured (gw/adapters/env_proxy.py)."""
+proxies honoured (gw/upstream_http/env_proxy.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gw.adapters.env_proxy import with_env_proxies
-from gw.adapters.h1_pool import ConnectionPool
-from gw.adapters.h1_transport import BuiltinTransport
-from gw.adapters.http_transport import HttpTransport
-from gw.adapters.reply_budget import ReplyBudget
-from gw.adapters.upstream_address import CheckedHosts
+from gw.upstream_http.env_proxy import with_env_proxies
+from gw.upstream_http.h1_pool import ConnectionPool
+from gw.upstream_http.h1_transport import BuiltinTransport
+from gw.upstream_http.http_transport import HttpTransport
+from gw.upstream_http.reply_budget import ReplyBudget
+from gw.upstream_http.upstream_address import CheckedHosts
 
 
 def build_transport(
@@ -23,19 +23,19 @@ def build_transport(
 ) -> HttpTransport:
     """The upstream HTTP client (call inside the running event loop), sending the
     upstreams the environment proxies (``env_proxy.proxy_settings``) through httpx; whole
-    answers are read within ``budget`` (gw/adapters/reply_budget.py). Its pool opens at
+    answers are read within ``budget`` (gw/upstream_http/reply_budget.py). Its pool opens at
     most ``max_connections``, ``max_per_host`` to one host (httpx has no per-host cap)."""
     budget = budget or ReplyBudget()
     # The others are imported only when chosen: httpx costs every start ~70 ms of imports,
     # aiohttp ~0.35 s (it builds its TLS contexts at import).
     if kind == "httpx":
-        from gw.adapters.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415
+        from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415
 
         direct: HttpTransport = HttpxTransport(
             build_http_client(max_connections), budget, CheckedHosts()
         )
     elif kind == "aiohttp":
-        from gw.adapters.aiohttp_transport import AiohttpTransport, build_session  # noqa: PLC0415
+        from gw.upstream_http.aiohttp_transport import AiohttpTransport, build_session  # noqa: PLC0415
 
         direct = AiohttpTransport(build_session(max_connections, max_per_host), budget)
     else:

@@ -12,12 +12,12 @@ from types import SimpleNamespace
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from gw.adapters.aiohttp_errors import CAUGHT, map_aiohttp_error
-from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES, HttpReply
-from gw.adapters.reply_budget import ReplyBudget
-from gw.adapters.upstream_address import AddressRefusedError, address_refusal, refused
 from gw.errors import GatewayError, OverloadedError
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.aiohttp_errors import CAUGHT, map_aiohttp_error
+from gw.upstream_http.http_transport import MAX_ERROR_BODY_BYTES, HttpReply
+from gw.upstream_http.reply_budget import ReplyBudget
+from gw.upstream_http.upstream_address import AddressRefusedError, address_refusal, refused
 
 
 def build_session(
@@ -103,7 +103,7 @@ def _pool_wait_trace() -> aiohttp.TraceConfig:
 
 class CheckedResolver(AbstractResolver):
     """``inner``'s answers, refused when one is link-local or a metadata address
-    (gw/adapters/upstream_address.py): aiohttp connects to the addresses returned here."""
+    (gw/upstream_http/upstream_address.py): aiohttp connects to the addresses returned here."""
 
     def __init__(self, inner: AbstractResolver) -> None:
         self._inner = inner

@@ -18,12 +18,12 @@ from types import TracebackType
 from typing import NamedTuple
 from urllib.parse import quote, urlsplit
 
-from gw.adapters.h1_connection import H1Connection, Origin
-from gw.adapters.h1_pool import ConnectionPool
-from gw.adapters.http_transport import HttpReply
-from gw.adapters.reply_budget import ReplyBudget
 from gw.errors import UpstreamAuthFailedError, UpstreamError
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.h1_connection import H1Connection, Origin
+from gw.upstream_http.h1_pool import ConnectionPool
+from gw.upstream_http.http_transport import HttpReply
+from gw.upstream_http.reply_budget import ReplyBudget
 
 # Framing is the client's own business: these never come from an adapter's headers.
 _OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})

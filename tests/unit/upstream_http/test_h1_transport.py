@@ -1,4 +1,4 @@
-"""gw's own HTTP/1.1 client (gw/adapters/h1_*.py) against a raw loopback server that
+"""gw's own HTTP/1.1 client (gw/upstream_http/h1_*.py) against a raw loopback server that
 writes exact bytes: framings, encodings, interim answers, faults, keep-alive, the pool's
 cap, flow control and TLS. Every test runs on uvloop (what gw serve runs on) and on
 asyncio's own loop. The adapters' contract over this transport: tests/contract."""
@@ -23,11 +23,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from gw.adapters.h1_connection import PAUSE_ABOVE, H1Connection
-from gw.adapters.h1_inflate import MAX_DECODED_BYTES
-from gw.adapters.h1_pool import ConnectionPool
-from gw.adapters.h1_transport import BuiltinTransport
-from gw.adapters.reply_budget import ReplyBudget
 from gw.errors import (
     OverloadedError,
     UpstreamAuthFailedError,
@@ -35,6 +30,11 @@ from gw.errors import (
     UpstreamTimeoutError,
 )
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.h1_connection import PAUSE_ABOVE, H1Connection
+from gw.upstream_http.h1_inflate import MAX_DECODED_BYTES
+from gw.upstream_http.h1_pool import ConnectionPool
+from gw.upstream_http.h1_transport import BuiltinTransport
+from gw.upstream_http.reply_budget import ReplyBudget
 
 TIMEOUTS = AttemptTimeouts(connect=5.0, read=30.0)
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

@@ -1,4 +1,4 @@
-"""No upstream transport keeps cookies (gw/adapters/h1_transport.py, aiohttp_transport.py,
+"""No upstream transport keeps cookies (gw/upstream_http/h1_transport.py, aiohttp_transport.py,
 httpx_transport.py): one client serves every tenant and account, so a cookie one answer
 sets must not be sent with the next request. A real loopback server that sets a cookie and
 records what each request carried."""
@@ -10,11 +10,11 @@ from collections.abc import Callable
 
 import pytest
 
-from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
-from gw.adapters.h1_transport import BuiltinTransport
-from gw.adapters.http_transport import HttpTransport
-from gw.adapters.httpx_transport import HttpxTransport, build_http_client
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.aiohttp_transport import AiohttpTransport, build_session
+from gw.upstream_http.h1_transport import BuiltinTransport
+from gw.upstream_http.http_transport import HttpTransport
+from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client
 
 
 def builtin_transport() -> HttpTransport:

@@ -17,10 +17,10 @@ from collections.abc import AsyncIterator, Callable, Mapping
 
 import httptools
 
-from gw.adapters.h1_inflate import Inflater
-from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES
-from gw.adapters.reply_budget import ReplyBudget
 from gw.errors import GatewayError, UpstreamError, UpstreamTimeoutError
+from gw.upstream_http.h1_inflate import Inflater
+from gw.upstream_http.http_transport import MAX_ERROR_BODY_BYTES
+from gw.upstream_http.reply_budget import ReplyBudget
 
 Origin = tuple[str, str, int]  # scheme, host, port: what a pooled connection is good for
 

@@ -1,6 +1,6 @@
 """What every upstream transport refuses to do for an upstream: hold an answer over the cap
-or past the shared budget (gw/adapters/reply_budget.py), or connect to a name that resolves
-to a link-local or metadata address (gw/adapters/upstream_address.py). A real loopback
+or past the shared budget (gw/upstream_http/reply_budget.py), or connect to a name that resolves
+to a link-local or metadata address (gw/upstream_http/upstream_address.py). A real loopback
 server answers; a fake resolver stands in for DNS."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import aiohttp
 import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from gw.adapters.aiohttp_transport import AiohttpTransport, CheckedResolver
-from gw.adapters.h1_pool import ConnectionPool
-from gw.adapters.h1_transport import BuiltinTransport
-from gw.adapters.http_transport import HttpTransport
-from gw.adapters.httpx_transport import HttpxTransport, build_http_client
-from gw.adapters.reply_budget import MIB, ReplyBudget
-from gw.adapters.upstream_address import CheckedHosts, Resolved, address_refusal
 from gw.errors import OverloadedError, UpstreamError
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.aiohttp_transport import AiohttpTransport, CheckedResolver
+from gw.upstream_http.h1_pool import ConnectionPool
+from gw.upstream_http.h1_transport import BuiltinTransport
+from gw.upstream_http.http_transport import HttpTransport
+from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client
+from gw.upstream_http.reply_budget import MIB, ReplyBudget
+from gw.upstream_http.upstream_address import CheckedHosts, Resolved, address_refusal
 
 TIMEOUTS = AttemptTimeouts(connect=5.0, read=10.0)
 NAME = "upstream.test"  # resolved only by the fake resolvers below

@@ -10,9 +10,9 @@ import socket
 
 from test_upstream_limits import Upstream
 
-from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
 from gw.errors import GatewayError, OverloadedError, UpstreamError
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.aiohttp_transport import AiohttpTransport, build_session
 
 TIMEOUTS = AttemptTimeouts(connect=5.0, read=10.0)
 SHORT = AttemptTimeouts(connect=0.3, read=10.0)

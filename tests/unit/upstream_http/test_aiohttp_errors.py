@@ -5,8 +5,8 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from gw.adapters.aiohttp_errors import AIOHTTP_ERRORS, CAUGHT, map_aiohttp_error
 from gw.errors import UpstreamTimeoutError
+from gw.upstream_http.aiohttp_errors import AIOHTTP_ERRORS, CAUGHT, map_aiohttp_error
 
 
 def subclasses(root: type[BaseException]) -> list[type[BaseException]]:
