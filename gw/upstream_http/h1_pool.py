@@ -1,5 +1,6 @@
 """The keep-alive pool of gw's own HTTP/1.1 client: idle connections by origin, a cap on
-open ones, and connecting (TCP, or TLS with the system's trust store) within a deadline."""
+open ones, and connecting (TCP to the first of a host's checked addresses that answers,
+then TLS) within a deadline."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections import deque
 
 from gw.errors import OverloadedError, UpstreamError, UpstreamTimeoutError
 from gw.upstream_http.h1_connection import H1Connection, Origin
+from gw.upstream_http.happy_eyeballs import ATTEMPT_DELAY, connect_first
 from gw.upstream_http.upstream_address import Resolve, checked_addresses, system_resolve
 
 
@@ -29,10 +31,13 @@ class ConnectionPool:
         tls_context: ssl.SSLContext | None = None,  # None: the system's trust store
         resolve: Resolve = system_resolve,
         max_per_host: int | None = None,  # None: only max_connections
+        *,
+        attempt_delay: float = ATTEMPT_DELAY,  # before the next of a host's addresses
     ) -> None:
         self._limit = max_connections
         self._per_host_limit = max_per_host or max_connections
         self._resolve = resolve
+        self._attempt_delay = attempt_delay
         self._tls_context = tls_context
         self._keepalive = keepalive_seconds
         self._idle: dict[Origin, list[H1Connection]] = {}
@@ -156,29 +161,22 @@ class ConnectionPool:
         origin: Origin,
         provider: str,
     ) -> None:
-        """Connect to the first checked address of the host that takes it (in the
-        resolver's order, as asyncio does); TLS still verifies the host's name."""
+        """Connect to the checked addresses of the host, several of them raced as RFC 8305
+        says (gw/upstream_http/happy_eyeballs.py); TLS then verifies the host's name."""
         scheme, host, port = origin
         tls = scheme == "https"
         addresses = await checked_addresses(host, port, provider, self._resolve)
-        failure: OSError = socket.gaierror(socket.EAI_NONAME, "no address")
-        for family, sockaddr in addresses:
-            try:
-                await loop.create_connection(
-                    lambda: connection,
-                    sockaddr[0],
-                    port,
-                    family=family,
-                    ssl=(self._tls_context or _system_tls_context()) if tls else None,
-                    server_hostname=host if tls else None,
-                )
-            except ssl.SSLError:
-                raise  # the host answered: another of its addresses would not do better
-            except OSError as error:
-                failure = error
-            else:
-                return
-        raise failure
+        sock = await connect_first(addresses, port, self._attempt_delay)
+        try:
+            await loop.create_connection(
+                lambda: connection,
+                sock=sock,
+                ssl=(self._tls_context or _system_tls_context()) if tls else None,
+                server_hostname=host if tls else None,
+            )
+        except BaseException:
+            sock.close()  # the transport may not have taken it over
+            raise
 
     def _lost(self, connection: H1Connection) -> None:
         """A connection closed (or never opened): its slot is free."""

@@ -20,15 +20,16 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]
 class RawUpstream:
     """A loopback server: ``handler`` answers each connection; heads are recorded."""
 
-    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None, port: int = 0) -> None:
         self.handler = handler
         self.tls = tls
+        self.port = port  # 0: any free one
         self.connections = 0
         self.heads: list[bytes] = []
         self.bodies: list[bytes] = []
 
     async def __aenter__(self) -> RawUpstream:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port, ssl=self.tls)
         self.port = self.server.sockets[0].getsockname()[1]
         return self
 
@@ -106,10 +107,11 @@ def scenario(
     *,
     pool: ConnectionPool | None = None,
     tls: ssl.SSLContext | None = None,
+    port: int = 0,
 ) -> Any:
     async def main() -> Any:
         box: list[RawUpstream] = []
-        upstream = RawUpstream(handler_for(box), tls)
+        upstream = RawUpstream(handler_for(box), tls, port)
         box.append(upstream)
         transport = BuiltinTransport(pool)
         async with upstream:
