@@ -26,6 +26,14 @@ DEFAULT_LIMITS = ConfigLimits()
 _BARE_WORD_HINT = "; YAML reads a bare true/false/yes/no/on/off as a boolean: quote the word"
 _UNKNOWN_FIELD = re.compile(r"^object contains unknown field `(?P<key>[^`]*)`$")
 _PATH_PART = re.compile(r"\[\d+\]|[^.\[\]]+")
+# Values gw once took and no longer does, by section and field: what to say instead of
+# "invalid enum value" (the rest of the file still loads in an older gw, not in this one).
+RETIRED_VALUES: dict[tuple[str, str], dict[str, str]] = {
+    ("server", "upstream_transport"): {
+        "aiohttp": "aiohttp is no longer one of gw's upstream clients (gw's own measured "
+        "faster); use builtin (the default) or httpx",
+    },
+}
 _MSGSPEC_PATH = re.compile(r"^(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 
 
@@ -54,6 +62,7 @@ def load_config(
         raise ConfigError(source, "", "the top level must be a mapping of sections", 1)
     for dotted, value in (overrides or {}).items():
         _set_path(data, dotted, value)
+    _refuse_retired(data, source, lines)
     try:
         config = msgspec.convert(data, Config, strict=True, dec_hook=decode_unit)
     except msgspec.ValidationError as exc:
@@ -65,6 +74,15 @@ def load_config(
         path, reason = problems[0]
         raise ConfigError(source, path, reason, line_of(lines, path))
     return config
+
+
+def _refuse_retired(data: dict[str, Any], source: str, lines: Mapping[str, int]) -> None:
+    for (section, field), retired in RETIRED_VALUES.items():
+        values = data.get(section)
+        value = values.get(field) if isinstance(values, dict) else None
+        if isinstance(value, str) and value in retired:
+            path = f"{section}.{field}"
+            raise ConfigError(source, path, retired[value], line_of(lines, path))
 
 
 def _utf8_size(text: str, limit: int) -> int:

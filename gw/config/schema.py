@@ -19,7 +19,7 @@ Strategy = Literal["priority", "weighted", "lowest_cost", "lowest_latency", "hig
 Capability = Literal["tools", "vision", "json_schema", "json_object", "reasoning", "embeddings"]
 AuthMode = Literal["open", "keys"]
 AccountSelection = Literal["fill_first", "round_robin"]
-UpstreamTransport = Literal["builtin", "aiohttp", "httpx"]
+UpstreamTransport = Literal["builtin", "httpx"]  # aiohttp: refused by name (loader.py)
 
 
 class ConfigStruct(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

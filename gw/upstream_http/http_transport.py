@@ -1,10 +1,10 @@
 """The seam under every HTTP adapter: one POST, answered whole or as a stream of bytes.
 
-Adapters speak a wire format; a transport only moves bytes. Three implementations exist,
+Adapters speak a wire format; a transport only moves bytes. Two implementations exist,
 chosen by ``server.upstream_transport`` (see DESIGN.md, "Known traps": the upstream client
 decides gw's speed): builtin (gw's own HTTP/1.1 client, the default and the fastest measured
-here), aiohttp and httpx. Each turns its failures into gw errors, so adapters only ever see
-``GatewayError``.
+here) and httpx (also what reaches upstreams through a proxy: env_proxy.py). Each turns its
+failures into gw errors, so adapters only ever see ``GatewayError``.
 """
 
 from __future__ import annotations

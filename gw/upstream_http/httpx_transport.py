@@ -32,7 +32,9 @@ def build_http_client(max_connections: int = 512, proxy: str | None = None) -> h
             keepalive_expiry=30.0,
         ),
         follow_redirects=False,
-        # No cookies kept (see aiohttp_transport.build_session): a jar no domain may enter.
+        # No cookies kept: one client serves every tenant and account, so a cookie one
+        # upstream answer set must not ride along on the next request. A jar no domain
+        # may enter.
         cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
     )
 

@@ -26,18 +26,13 @@ def build_transport(
     answers are read within ``budget`` (gw/upstream_http/reply_budget.py). Its pool opens at
     most ``max_connections``, ``max_per_host`` to one host (httpx has no per-host cap)."""
     budget = budget or ReplyBudget()
-    # The others are imported only when chosen: httpx costs every start ~70 ms of imports,
-    # aiohttp ~0.35 s (it builds its TLS contexts at import).
+    # httpx is imported only when chosen: it costs every start ~70 ms of imports.
     if kind == "httpx":
         from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415
 
         direct: HttpTransport = HttpxTransport(
             build_http_client(max_connections), budget, CheckedHosts()
         )
-    elif kind == "aiohttp":
-        from gw.upstream_http.aiohttp_transport import AiohttpTransport, build_session  # noqa: PLC0415
-
-        direct = AiohttpTransport(build_session(max_connections, max_per_host), budget)
     else:
         pool = ConnectionPool(max_connections, max_per_host=max_per_host)
         direct = BuiltinTransport(pool, budget=budget)

@@ -2,7 +2,7 @@
 
 HTTP clients are bound to the event loop that first used them, so every call here builds a
 fresh transport inside its own ``asyncio.run``; the tests themselves stay synchronous. The
-transport kind (builtin, aiohttp or httpx) is chosen per test by the ``transport`` fixture.
+transport kind (builtin or httpx) is chosen per test by the ``transport`` fixture.
 """
 
 from __future__ import annotations
@@ -30,12 +30,11 @@ from gw.ir import (
     UserMessage,
 )
 from gw.ports import AttemptTimeouts, EmbeddingCall, EmbeddingUpstream, UpstreamCall
-from gw.upstream_http.aiohttp_transport import AiohttpTransport, build_session
 from gw.upstream_http.h1_transport import BuiltinTransport
 from gw.upstream_http.http_transport import HttpTransport
 from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client
 
-TRANSPORT_KINDS = ("builtin", "aiohttp", "httpx")
+TRANSPORT_KINDS = ("builtin", "httpx")
 KEY_VARIABLE = "GW_CONTRACT_KEY"
 _transport_kind = ["builtin"]
 
@@ -48,8 +47,6 @@ def use_transport(kind: str) -> None:
 def new_transport() -> HttpTransport:
     if _transport_kind[0] == "httpx":
         return HttpxTransport(build_http_client())
-    if _transport_kind[0] == "aiohttp":
-        return AiohttpTransport(build_session())
     return BuiltinTransport()
 
 

@@ -44,7 +44,7 @@ def start_gw(tmp: Path, transport: str, upstream: FakeOpenAI, env: dict[str, str
     return GwServer(tmp / "state", config, env=env)  # started by `with`
 
 
-@pytest.mark.parametrize("transport", ["builtin", "aiohttp", "httpx"])
+@pytest.mark.parametrize("transport", ["builtin", "httpx"])
 def test_a_proxied_upstream_is_reached_through_the_proxy_whole_and_streamed(
     tmp_path: Path, transport: str, upstream: FakeOpenAI, proxy: FakeForwardProxy
 ) -> None:

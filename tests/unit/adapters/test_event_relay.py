@@ -22,10 +22,10 @@ from gw.config.schema import ProviderConfig
 from gw.errors import UpstreamError
 from gw.ir import ChatRequest, StreamEvent, TextDelta, TextPart, UserMessage
 from gw.ports import AttemptTimeouts, UpstreamCall
-from gw.upstream_http.aiohttp_transport import AiohttpTransport, build_session
 from gw.upstream_http.h1_connection import H1Connection
 from gw.upstream_http.h1_transport import BuiltinTransport
 from gw.upstream_http.http_transport import HttpTransport
+from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client
 
 CALL = UpstreamCall(
     request_id="req-1",
@@ -282,7 +282,7 @@ def test_a_transport_that_cannot_push_is_read_by_the_relay_instead(
         return await committed_then_relayed(opener, pause_every=3)
 
     async def main() -> tuple[list[StreamEvent], int]:
-        return await against(paced(*WHOLE), read, AiohttpTransport(build_session()))
+        return await against(paced(*WHOLE), read, HttpxTransport(build_http_client()))
 
     events, _ = run(main())
     assert texts(events) == WORDS

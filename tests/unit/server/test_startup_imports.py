@@ -6,7 +6,8 @@ is only needed by an admin write to the config file, and loads with the first on
 prometheus-client (~25 ms) with the first scrape of /metrics; rich (~30 ms) with the first
 line a command prints through it, or a log line written to a terminal; a WebSocket library
 (~20 ms) never (gw/server/no_websockets.py); aiohttp (~0.35 s: it builds TLS contexts at
-import) only when ``server.upstream_transport: aiohttp`` asks for it."""
+import), no longer one of gw's upstream clients, never (the benchmark's load client still
+installs it in the dev environment)."""
 
 from __future__ import annotations
 

@@ -10,13 +10,10 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import aiohttp
 import pytest
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 from gw.errors import OverloadedError, UpstreamError
 from gw.ports import AttemptTimeouts
-from gw.upstream_http.aiohttp_transport import AiohttpTransport, CheckedResolver
 from gw.upstream_http.h1_pool import ConnectionPool
 from gw.upstream_http.h1_transport import BuiltinTransport
 from gw.upstream_http.http_transport import HttpTransport
@@ -84,31 +81,8 @@ def resolving_to(address: str) -> Callable[[str, int], Any]:
     return resolve
 
 
-class FakeAiohttpResolver(AbstractResolver):
-    def __init__(self, address: str) -> None:
-        self.address = address
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        return [
-            ResolveResult(
-                hostname=host, host=self.address, port=port, family=family, proto=0, flags=0
-            )
-        ]
-
-    async def close(self) -> None:
-        pass
-
-
 def builtin(budget: ReplyBudget, address: str = "127.0.0.1") -> HttpTransport:
     return BuiltinTransport(ConnectionPool(resolve=resolving_to(address)), budget)
-
-
-def with_aiohttp(budget: ReplyBudget, address: str = "127.0.0.1") -> HttpTransport:
-    resolver = CheckedResolver(FakeAiohttpResolver(address))
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=resolver))
-    return AiohttpTransport(session, budget)
 
 
 def with_httpx(budget: ReplyBudget, address: str = "127.0.0.1") -> HttpTransport:
@@ -117,7 +91,7 @@ def with_httpx(budget: ReplyBudget, address: str = "127.0.0.1") -> HttpTransport
     return HttpxTransport(build_http_client(), budget, CheckedHosts(resolving_to(address)))
 
 
-TRANSPORTS = [builtin, with_aiohttp, with_httpx]
+TRANSPORTS = [builtin, with_httpx]
 
 
 async def post(transport: HttpTransport, url: str) -> Any:
@@ -198,13 +172,10 @@ def test_a_name_resolving_to_link_local_or_metadata_is_refused_before_connecting
     assert "nothing was sent" in error.message
 
 
-@pytest.mark.parametrize("make", [builtin, with_aiohttp])
-def test_a_name_resolving_to_loopback_is_allowed_and_connected_to(
-    make: Callable[..., HttpTransport],
-) -> None:
+def test_a_name_resolving_to_loopback_is_allowed_and_connected_to() -> None:
     async def main() -> tuple[Any, int]:
         async with Upstream(b'{"ok":true}') as upstream:
-            reply = await post(make(ReplyBudget()), upstream.url(NAME))
+            reply = await post(builtin(ReplyBudget()), upstream.url(NAME))
             return reply, upstream.connections
 
     reply, connections = asyncio.run(main())
