@@ -7,7 +7,7 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -17,7 +17,7 @@ from gw.config.limits import ConfigLimits, check_expansion, check_size
 from gw.config.problems import ConfigError
 from gw.config.schema import Config
 from gw.config.units import decode_unit
-from gw.config.validate import find_problems
+from gw.config.validate import Problem, find_problems
 from gw.config.yamlmap import line_of, parse_yaml
 
 BUILTIN_SOURCE = "<built-in default>"
@@ -35,6 +35,7 @@ RETIRED_VALUES: dict[tuple[str, str], dict[str, str]] = {
     },
 }
 _MSGSPEC_PATH = re.compile(r"^(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+OutsideCheck = Callable[[Config], Iterable[Problem]]
 
 
 def load_config(
@@ -42,12 +43,16 @@ def load_config(
     source: str,
     overrides: Mapping[str, Any] | None = None,
     limits: ConfigLimits = DEFAULT_LIMITS,
+    *,
+    outside: OutsideCheck | None = None,
 ) -> Config:
     """Parse and validate ``text`` (``None``: the built-in default), then apply ``overrides``.
 
     ``overrides`` maps dotted paths (``server.port``) to values that win over the file:
     this is how ``GW_*`` variables and command-line flags take precedence. A text over
-    ``limits`` is refused before it is parsed (gw/config/limits.py).
+    ``limits`` is refused before it is parsed (gw/config/limits.py). ``outside`` checks
+    what the config names outside itself (files, say: this module reads none), once the
+    config is valid; its problems are reported as the others, with their line.
     """
     if text is None:
         data: Any = copy.deepcopy(DEFAULT_CONFIG)
@@ -70,6 +75,8 @@ def load_config(
         path, reason = _with_choices(path, reason)
         raise ConfigError(source, path, reason, line_of(lines, path)) from None
     problems = find_problems(config)
+    if not problems and outside is not None:
+        problems = list(outside(config))
     if problems:
         path, reason = problems[0]
         raise ConfigError(source, path, reason, line_of(lines, path))

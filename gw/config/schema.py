@@ -84,6 +84,18 @@ class ProbeConfig(ConfigStruct, frozen=True, kw_only=True):
     models: tuple[str, ...] | None = None  # None: every model routes send to this provider
 
 
+class ProviderTls(ConfigStruct, frozen=True, kw_only=True):
+    """TLS to one provider's upstream (gw/upstream_http/tls.py); absolute paths to PEM files.
+
+    ``ca_file``: trust the upstream through these CA certificates only, instead of the
+    system's store. ``client_cert``: a client certificate to present when the upstream
+    asks for one, its private key in ``client_key`` (or in the same file)."""
+
+    ca_file: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+
+
 class ProviderConfig(ConfigStruct, frozen=True, kw_only=True):
     name: str
     kind: ProviderKind
@@ -97,6 +109,7 @@ class ProviderConfig(ConfigStruct, frozen=True, kw_only=True):
     accounts: tuple[AccountConfig, ...] = ()
     account_selection: AccountSelection = "fill_first"
     probe: ProbeConfig | None = None
+    tls: ProviderTls | None = None
 
 
 class ModelFacts(ConfigStruct, frozen=True, kw_only=True):

@@ -23,12 +23,15 @@ from collections.abc import AsyncIterator, Callable, Mapping
 
 import httptools
 
+from gw.config.schema import ProviderTls
 from gw.errors import GatewayError, UpstreamError, UpstreamTimeoutError
 from gw.upstream_http.h1_inflate import Inflater
 from gw.upstream_http.http_transport import MAX_ERROR_BODY_BYTES
 from gw.upstream_http.reply_budget import ReplyBudget
 
-Origin = tuple[str, str, int]  # scheme, host, port: what a pooled connection is good for
+# scheme, host, port and (https) the provider's TLS settings: what a pooled connection is
+# good for (one provider's client certificate never serves another's requests).
+Origin = tuple[str, str, int, ProviderTls | None]
 
 PAUSE_ABOVE = 256 * 1024  # buffered body bytes at which reading from the socket pauses
 RESUME_BELOW = 64 * 1024

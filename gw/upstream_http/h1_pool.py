@@ -5,14 +5,13 @@ then TLS) within a deadline."""
 from __future__ import annotations
 
 import asyncio
-import functools
-import socket
-import ssl
 from collections import deque
 
 from gw.errors import OverloadedError, UpstreamError, UpstreamTimeoutError
+from gw.upstream_http.connect_errors import connect_failure
 from gw.upstream_http.h1_connection import H1Connection, Origin
 from gw.upstream_http.happy_eyeballs import ATTEMPT_DELAY, connect_first
+from gw.upstream_http.tls import TlsContexts
 from gw.upstream_http.upstream_address import Resolve, checked_addresses, system_resolve
 
 
@@ -28,7 +27,7 @@ class ConnectionPool:
         self,
         max_connections: int = 512,
         keepalive_seconds: float = 30.0,
-        tls_context: ssl.SSLContext | None = None,  # None: the system's trust store
+        tls: TlsContexts | None = None,  # contexts by provider settings (tls.py)
         resolve: Resolve = system_resolve,
         max_per_host: int | None = None,  # None: only max_connections
         *,
@@ -38,7 +37,7 @@ class ConnectionPool:
         self._per_host_limit = max_per_host or max_connections
         self._resolve = resolve
         self._attempt_delay = attempt_delay
-        self._tls_context = tls_context
+        self._tls = tls or TlsContexts()
         self._keepalive = keepalive_seconds
         self._idle: dict[Origin, list[H1Connection]] = {}
         self._open = 0  # connecting, in use or idle
@@ -73,7 +72,8 @@ class ConnectionPool:
         except OSError as error:
             self._lost(connection)
             raise UpstreamError(
-                f"provider {provider}: could not connect to the upstream ({_reason(error)})",
+                f"provider {provider}: could not connect to the upstream "
+                f"({connect_failure(error)})",
                 blame="upstream",
             ) from None
         except BaseException:
@@ -143,7 +143,7 @@ class ConnectionPool:
         return H1Connection(loop, origin, self._lost)
 
     def _saturated(self, origin: Origin) -> OverloadedError:
-        _, host, port = origin
+        _, host, port, _ = origin
         return OverloadedError(
             f"gw's upstream connection pool is full ({self._open} connections open, "
             f"{self._open_to.get(origin, 0)} of them to {host}:{port}; caps: "
@@ -163,15 +163,15 @@ class ConnectionPool:
     ) -> None:
         """Connect to the checked addresses of the host, several of them raced as RFC 8305
         says (gw/upstream_http/happy_eyeballs.py); TLS then verifies the host's name."""
-        scheme, host, port = origin
-        tls = scheme == "https"
+        scheme, host, port, settings = origin
+        tls = self._tls.get(settings, provider) if scheme == "https" else None
         addresses = await checked_addresses(host, port, provider, self._resolve)
         sock = await connect_first(addresses, port, self._attempt_delay)
         try:
             await loop.create_connection(
                 lambda: connection,
                 sock=sock,
-                ssl=(self._tls_context or _system_tls_context()) if tls else None,
+                ssl=tls,
                 server_hostname=host if tls else None,
             )
         except BaseException:
@@ -221,23 +221,3 @@ class ConnectionPool:
                 connection.close()
         idle = any(self._idle.values())
         self._sweeper = loop.call_later(self._keepalive, self._sweep) if idle else None
-
-
-@functools.cache
-def _system_tls_context() -> ssl.SSLContext:
-    """Built on the first https upstream (loading the trust store costs tens of ms)."""
-    context = ssl.create_default_context()
-    context.set_alpn_protocols(["http/1.1"])
-    return context
-
-
-def _reason(error: OSError) -> str:
-    if isinstance(error, ssl.SSLCertVerificationError):
-        return f"TLS certificate not trusted: {error.verify_message}"
-    if isinstance(error, ssl.SSLError):
-        return f"TLS failed: {error.reason or error}"
-    if isinstance(error, socket.gaierror):
-        return "host name not found"
-    if isinstance(error, ConnectionRefusedError):
-        return "connection refused"
-    return error.strerror or type(error).__name__

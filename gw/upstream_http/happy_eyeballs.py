@@ -56,6 +56,9 @@ async def connect_first(
     """A socket connected to the first of ``addresses`` (at ``port``) that takes the
     connection, attempts staggered by ``delay``; raises the last attempt's ``OSError``
     when every one fails. The caller bounds the whole by its connect deadline."""
+    if len(addresses) == 1:  # nothing to race: no task, no timer
+        family, sockaddr = addresses[0]
+        return await open_socket(family, (sockaddr[0], port, *sockaddr[2:]))
     pending = deque(interleaved(addresses))
     running: set[asyncio.Task[socket.socket]] = set()
     failure: OSError = socket.gaierror(socket.EAI_NONAME, "the host has no address")

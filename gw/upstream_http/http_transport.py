@@ -16,6 +16,7 @@ from typing import Protocol
 
 import msgspec
 
+from gw.config.schema import ProviderTls
 from gw.ports import AttemptTimeouts
 
 MAX_ERROR_BODY_BYTES = 64 * 1024
@@ -58,7 +59,11 @@ class HttpTransport(Protocol):
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
-    ) -> HttpReply: ...
+        tls: ProviderTls | None = None,
+    ) -> HttpReply:
+        """``tls``: the provider's TLS settings (gw/upstream_http/tls.py); None: the
+        system's trust store."""
+        ...
 
     def post_streaming(
         self,
@@ -68,6 +73,7 @@ class HttpTransport(Protocol):
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
+        tls: ProviderTls | None = None,
     ) -> AbstractAsyncContextManager[StreamingReply]:
         """Leaving the context closes the response (and so cancels the upstream request)."""
         ...

@@ -28,10 +28,10 @@ def build_transport(
     budget = budget or ReplyBudget()
     # httpx is imported only when chosen: it costs every start ~70 ms of imports.
     if kind == "httpx":
-        from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415
+        from gw.upstream_http.httpx_transport import HttpxTransport  # noqa: PLC0415
 
         direct: HttpTransport = HttpxTransport(
-            build_http_client(max_connections), budget, CheckedHosts()
+            budget, CheckedHosts(), max_connections=max_connections
         )
     else:
         pool = ConnectionPool(max_connections, max_per_host=max_per_host)

@@ -32,7 +32,7 @@ from gw.ir import (
 from gw.ports import AttemptTimeouts, EmbeddingCall, EmbeddingUpstream, UpstreamCall
 from gw.upstream_http.h1_transport import BuiltinTransport
 from gw.upstream_http.http_transport import HttpTransport
-from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client
+from gw.upstream_http.httpx_transport import HttpxTransport
 
 TRANSPORT_KINDS = ("builtin", "httpx")
 KEY_VARIABLE = "GW_CONTRACT_KEY"
@@ -46,7 +46,7 @@ def use_transport(kind: str) -> None:
 
 def new_transport() -> HttpTransport:
     if _transport_kind[0] == "httpx":
-        return HttpxTransport(build_http_client())
+        return HttpxTransport()
     return BuiltinTransport()
 
 

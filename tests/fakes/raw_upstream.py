@@ -85,6 +85,7 @@ async def post(transport: BuiltinTransport, url: str, **options: Any) -> Any:
         body=options.pop("body", b'{"x":1}'),
         timeouts=options.pop("timeouts", TIMEOUTS),
         provider="fake",
+        tls=options.pop("tls", None),
     )
 
 

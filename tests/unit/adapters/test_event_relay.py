@@ -25,7 +25,7 @@ from gw.ports import AttemptTimeouts, UpstreamCall
 from gw.upstream_http.h1_connection import H1Connection
 from gw.upstream_http.h1_transport import BuiltinTransport
 from gw.upstream_http.http_transport import HttpTransport
-from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client
+from gw.upstream_http.httpx_transport import HttpxTransport
 
 CALL = UpstreamCall(
     request_id="req-1",
@@ -282,7 +282,7 @@ def test_a_transport_that_cannot_push_is_read_by_the_relay_instead(
         return await committed_then_relayed(opener, pause_every=3)
 
     async def main() -> tuple[list[StreamEvent], int]:
-        return await against(paced(*WHOLE), read, HttpxTransport(build_http_client()))
+        return await against(paced(*WHOLE), read, HttpxTransport())
 
     events, _ = run(main())
     assert texts(events) == WORDS

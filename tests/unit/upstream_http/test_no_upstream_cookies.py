@@ -12,7 +12,7 @@ import pytest
 from gw.ports import AttemptTimeouts
 from gw.upstream_http.h1_transport import BuiltinTransport
 from gw.upstream_http.http_transport import HttpTransport
-from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client
+from gw.upstream_http.httpx_transport import HttpxTransport
 
 
 def builtin_transport() -> HttpTransport:
@@ -20,7 +20,7 @@ def builtin_transport() -> HttpTransport:
 
 
 def httpx_transport() -> HttpTransport:
-    return HttpxTransport(build_http_client())
+    return HttpxTransport()
 
 
 async def _two_requests_to_a_cookie_setter(

@@ -15,7 +15,7 @@ import pytest
 
 from gw.errors import UpstreamError
 from gw.ports import AttemptTimeouts
-from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client
+from gw.upstream_http.httpx_transport import HttpxTransport
 from gw.upstream_http.reply_budget import ReplyBudget
 from gw.upstream_http.upstream_address import CheckedHosts, Resolve, Resolved
 
@@ -54,7 +54,7 @@ class Resolver:
 
 async def post_twice(proxy_url: str, resolve: Resolve, *, lookup_timeout: float = 1.0) -> int:
     hosts = CheckedHosts(resolve, proxied=True, lookup_timeout=lookup_timeout)
-    transport = HttpxTransport(build_http_client(proxy=proxy_url), ReplyBudget(), hosts)
+    transport = HttpxTransport(ReplyBudget(), hosts, proxy=proxy_url)
     timeouts = AttemptTimeouts(connect=5.0, read=10.0)
     try:
         for _ in range(2):

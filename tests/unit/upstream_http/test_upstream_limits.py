@@ -17,7 +17,7 @@ from gw.ports import AttemptTimeouts
 from gw.upstream_http.h1_pool import ConnectionPool
 from gw.upstream_http.h1_transport import BuiltinTransport
 from gw.upstream_http.http_transport import HttpTransport
-from gw.upstream_http.httpx_transport import HttpxTransport, build_http_client
+from gw.upstream_http.httpx_transport import HttpxTransport
 from gw.upstream_http.reply_budget import MIB, ReplyBudget
 from gw.upstream_http.upstream_address import CheckedHosts, Resolved, address_refusal
 
@@ -88,7 +88,7 @@ def builtin(budget: ReplyBudget, address: str = "127.0.0.1") -> HttpTransport:
 def with_httpx(budget: ReplyBudget, address: str = "127.0.0.1") -> HttpTransport:
     # httpx looks the name up again itself: the fake name is for the check only, and the
     # request goes to the literal address the check resolved (see test below).
-    return HttpxTransport(build_http_client(), budget, CheckedHosts(resolving_to(address)))
+    return HttpxTransport(budget, CheckedHosts(resolving_to(address)))
 
 
 TRANSPORTS = [builtin, with_httpx]
@@ -188,7 +188,7 @@ def test_httpx_checks_a_literal_address_without_a_lookup() -> None:
 
     async def main() -> Any:
         async with Upstream(b"{}") as upstream:
-            transport = HttpxTransport(build_http_client(), ReplyBudget(), CheckedHosts(never))
+            transport = HttpxTransport(ReplyBudget(), CheckedHosts(never))
             return await post(transport, upstream.url())
 
     assert asyncio.run(main()).status == 200
