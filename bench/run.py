@@ -5,6 +5,7 @@
     scripts/bench --peer relay         ... and a bare byte relay (bench/relay.py): the floor
     scripts/bench --quick              a short smoke run
     scripts/bench --only direct,gw --duration 10
+    scripts/bench --only gw --upstream-transport httpx   gw with another upstream client
     scripts/bench --reload-stall [ROUTES]    only a hot reload's cost (bench/reload_stall.py)
     scripts/bench --usage-reports [ROWS]     only the reports' cost (bench/usage_reports.py)
 
@@ -75,6 +76,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="seconds per wrk load step (default 5, --quick 1)",
     )
     parser.add_argument("--quick", action="store_true", help="a short smoke-test run")
+    parser.add_argument(
+        "--upstream-transport",
+        default=None,
+        metavar="KIND",
+        help="gw's server.upstream_transport (default: gw's own default), to compare "
+        "upstream clients run by run",
+    )
     parser.add_argument(
         "--only",
         default=None,
@@ -209,7 +217,9 @@ class Bench:
 
     def _start_once(self, name: TargetName, session: Session, attempt: int) -> Target:
         if name == "gw":  # a new state dir each time: a database to create, as on first use
-            return start_gw(session.processes, session.origin, session.work / f"gw-state-{attempt}")
+            state_dir = session.work / f"gw-state-{attempt}"
+            transport = self.args.upstream_transport
+            return start_gw(session.processes, session.origin, state_dir, transport)
         if name == "relay":
             return start_relay(session.processes, session.origin)
         version = install_litellm(LITELLM_VENV, self.logs / "litellm-install.log", self.say)
@@ -242,6 +252,7 @@ class Bench:
             "streams": self.settings.streams,
             "stream_concurrency": self.settings.stream_concurrency,
             "quick": bool(self.args.quick),
+            "upstream_transport": self.args.upstream_transport,
             "command": " ".join(["scripts/bench", *sys.argv[1:]]),
         }
         return RunInfo(

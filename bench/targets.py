@@ -47,9 +47,11 @@ def direct_target(upstream: Spawned) -> Target:
     return Target("direct", url, upstream, elapsed)
 
 
-def gw_config(upstream_origin: str) -> str:
-    """A gw config with route ``bench`` -> the fake upstream, everything else default."""
-    return (
+def gw_config(upstream_origin: str, upstream_transport: str | None = None) -> str:
+    """A gw config with route ``bench`` -> the fake upstream, everything else default
+    (``server.upstream_transport`` too, unless ``upstream_transport`` names one)."""
+    server = f"server:\n  upstream_transport: {upstream_transport}\n" if upstream_transport else ""
+    return server + (
         "providers:\n"
         "  - name: fake\n"
         "    kind: openai_compatible\n"
@@ -72,7 +74,12 @@ def compile_gw() -> None:
         raise BenchError(f"could not compile {package}: a module has a syntax error")
 
 
-def start_gw(processes: ProcessSet, upstream_origin: str, state_dir: Path) -> Target:
+def start_gw(
+    processes: ProcessSet,
+    upstream_origin: str,
+    state_dir: Path,
+    upstream_transport: str | None = None,
+) -> Target:
     """``gw serve --port 0``; its URL comes from <state-dir>/server.json once it is ready."""
     gw = Path(sys.executable).parent / "gw"
     if not gw.exists():
@@ -80,7 +87,7 @@ def start_gw(processes: ProcessSet, upstream_origin: str, state_dir: Path) -> Ta
     compile_gw()
     state_dir.mkdir(parents=True, exist_ok=True)
     config = state_dir / "gw.yaml"
-    config.write_text(gw_config(upstream_origin))
+    config.write_text(gw_config(upstream_origin, upstream_transport))
     server_file = state_dir / "server.json"
     argv = [str(gw), "serve", "--port", "0", "--state-dir", str(state_dir), "--config", str(config)]
     spawned = processes.spawn("gw", argv, env=clean_env())
@@ -96,7 +103,8 @@ def start_gw(processes: ProcessSet, upstream_origin: str, state_dir: Path) -> Ta
     url = locate()
     if url is None:
         raise spawned.failure("answered, then lost its server.json")
-    return Target("gw", url, spawned, elapsed)
+    notes = (f"gw: server.upstream_transport {upstream_transport}",) if upstream_transport else ()
+    return Target("gw", url, spawned, elapsed, notes)
 
 
 def start_relay(processes: ProcessSet, upstream_origin: str) -> Target:

@@ -19,6 +19,7 @@ from gw.config import Config, ConfigError, load_config
 from gw.config.limits import ConfigLimits, check_size
 from gw.config.loader import BUILTIN_SOURCE, DEFAULT_LIMITS
 from gw.config.units import ByteSize
+from gw.upstream_http.tls import tls_file_problems
 
 CONFIG_FILE_NAME = "gw.yaml"
 DATABASE_FILE_NAME = "gw.db"
@@ -110,7 +111,8 @@ def read_config(
     limits: ConfigLimits = DEFAULT_LIMITS,
 ) -> LoadedConfig:
     """Load ``path``; a missing default file means the built-in config, a missing
-    explicit one (``--config``/``GW_CONFIG``) is an error."""
+    explicit one (``--config``/``GW_CONFIG``) is an error. Files the config names (a
+    provider's TLS certificates) are read too: one gw cannot use is a ``ConfigError``."""
     try:
         text = read_config_text(path, limits)
     except FileNotFoundError:
@@ -120,7 +122,7 @@ def read_config(
             ) from None
         config = load_config(None, BUILTIN_SOURCE, overrides)
         return LoadedConfig(config=config, source=BUILTIN_SOURCE, path=path, exists=False)
-    config = load_config(text, str(path), overrides, limits)
+    config = load_config(text, str(path), overrides, limits, outside=tls_file_problems)
     return LoadedConfig(config=config, source=str(path), path=path, exists=True, text=text)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -40,6 +41,7 @@ from gw.environment import replace_file
 from gw.errors import ConflictError, InvalidRequestError
 from gw.file_watch import FileWatch
 from gw.store.revisions import StoredRevision
+from gw.upstream_http.tls import tls_file_problems
 
 log = logging.getLogger("gw.reload")
 RevisionSource = Literal["start", "file", "admin", "rollback", "signal"]
@@ -134,7 +136,11 @@ class Reloader:
                 raise ConflictError(f"cannot read {self._path}: {exc}") from None
             new_text = change(text)
             config = await asyncio.to_thread(
-                load_config, new_text, str(self._path), self._overrides, self._limits
+                functools.partial(load_config, outside=tls_file_problems),
+                new_text,
+                str(self._path),
+                self._overrides,
+                self._limits,
             )
             await self._check_outside(config)
             await asyncio.to_thread(replace_file, self._path, new_text)

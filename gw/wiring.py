@@ -16,9 +16,6 @@ from typing import Any
 
 from gw import __version__
 from gw.adapters.directory import AdapterDirectory
-from gw.adapters.env_proxy import describe_proxies, public_proxies
-from gw.adapters.reply_budget import ReplyBudget
-from gw.adapters.upstream_client import build_transport
 from gw.config import compile_snapshot
 from gw.config.credentials import CredentialReport
 from gw.config.validate import config_warnings
@@ -51,6 +48,9 @@ from gw.store.sqlite import SqliteStore
 from gw.telemetry.hub import TelemetryHub
 from gw.telemetry.log_lines import install_log_handler
 from gw.telemetry.pruner import TracePruner
+from gw.upstream_http.env_proxy import describe_proxies, public_proxies
+from gw.upstream_http.reply_budget import ReplyBudget
+from gw.upstream_http.upstream_client import build_transport
 from gw.vault import VAULT_FILE_NAME
 
 
@@ -295,7 +295,7 @@ async def _serve(
 
 
 def reply_budget(plan: ServePlan) -> ReplyBudget:
-    """The memory whole upstream answers may take (gw/adapters/reply_budget.py); read at
+    """The memory whole upstream answers may take (gw/upstream_http/reply_budget.py); read at
     start, as the transport is built once."""
     server = plan.config.server
     return ReplyBudget(server.max_upstream_body_bytes.bytes, server.upstream_buffer_budget.bytes)

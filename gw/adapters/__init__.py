@@ -1,1 +1,2 @@
-"""Provider adapters: wire codec x auth x transport, one per wire protocol."""
+"""Provider adapters: wire codec x auth, one per wire protocol, over the upstream HTTP
+client's ``HttpTransport`` (gw/upstream_http/)."""

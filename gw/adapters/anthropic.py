@@ -13,7 +13,6 @@ import time
 from collections.abc import AsyncIterator, Mapping
 
 from gw.adapters.exchange import post_for_body, stream_events
-from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver
 from gw.codecs.anthropic_messages.upstream_errors import error_from_upstream
 from gw.codecs.anthropic_messages.upstream_messages import lossy_notes
@@ -28,6 +27,7 @@ from gw.codecs.foreign_fields import foreign_field_notes
 from gw.errors import GatewayError
 from gw.ir import ChatResponse, StreamEvent
 from gw.ports import UpstreamCall
+from gw.upstream_http.http_transport import HttpTransport
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 # Sent as max_tokens when the client set none: Anthropic requires one (DESIGN.md invariant 7).

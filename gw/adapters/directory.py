@@ -6,7 +6,6 @@ from collections.abc import Mapping
 
 from gw.adapters.anthropic import AnthropicUpstream
 from gw.adapters.gemini import GeminiUpstream
-from gw.adapters.http_transport import HttpTransport
 from gw.adapters.mock import MockUpstream
 from gw.adapters.openai import AzureOpenAIUpstream, OpenAIUpstream
 from gw.adapters.openai_responses import OpenAIResponsesUpstream
@@ -15,6 +14,7 @@ from gw.adapters.unsupported import UnsupportedUpstream
 from gw.config.credentials import CredentialReport
 from gw.config.schema import Config, MockOptions, ProviderConfig, ProviderKind
 from gw.ports import Upstream
+from gw.upstream_http.http_transport import HttpTransport
 
 
 class AdapterDirectory:

@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from gw.adapters.http_transport import HttpTransport, StreamingReply
 from gw.errors import GatewayError
 from gw.ir import StreamEvent
 from gw.ports import EmbeddingCall, UpstreamCall
+from gw.upstream_http.http_transport import HttpTransport, StreamingReply
 
 ErrorReader = Callable[[int, bytes, Mapping[str, str]], GatewayError]
 
@@ -40,8 +40,14 @@ async def post_for_body(
     read_error: ErrorReader,
 ) -> bytes:
     """The body of a 200 answer; any other status raises ``read_error``'s gw error."""
+    provider = call.provider
     reply = await transport.post(
-        url, headers=headers, body=body, timeouts=call.timeouts, provider=call.provider.name
+        url,
+        headers=headers,
+        body=body,
+        timeouts=call.timeouts,
+        provider=provider.name,
+        tls=provider.tls,
     )
     if reply.status != 200:
         raise read_error(reply.status, reply.body, reply.headers)
@@ -59,8 +65,14 @@ def stream_events(
     decoder: StreamDecoder,
 ) -> EventStream:
     """Events of a 200 stream until the decoder says it is done or the body ends."""
+    provider = call.provider
     exchange = transport.post_streaming(
-        url, headers=headers, body=body, timeouts=call.timeouts, provider=call.provider.name
+        url,
+        headers=headers,
+        body=body,
+        timeouts=call.timeouts,
+        provider=provider.name,
+        tls=provider.tls,
     )
     return EventStream(exchange, read_error, decoder)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from gw.adapters.exchange import post_for_body, stream_events
-from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver
 from gw.codecs.cache_marks import cache_mark_note
 from gw.codecs.foreign_fields import foreign_field_notes
@@ -32,6 +31,7 @@ from gw.codecs.gemini.upstream_response import decode_upstream_response
 from gw.codecs.gemini.upstream_stream import UpstreamStreamDecoder
 from gw.ir import ChatResponse, EmbeddingResponse, StreamEvent
 from gw.ports import EmbeddingCall, UpstreamCall
+from gw.upstream_http.http_transport import HttpTransport
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 

@@ -12,7 +12,6 @@ from typing import Literal
 from urllib.parse import quote
 
 from gw.adapters.exchange import post_for_body, stream_events
-from gw.adapters.http_transport import HttpTransport
 from gw.adapters.secrets import SecretResolver
 from gw.codecs.openai_chat import (
     UpstreamStreamDecoder,
@@ -26,6 +25,7 @@ from gw.codecs.openai_chat.upstream_request import lossy_notes
 from gw.config.snapshot import OPENAI_BASE_URL
 from gw.ir import ChatResponse, EmbeddingResponse, StreamEvent
 from gw.ports import EmbeddingCall, UpstreamCall
+from gw.upstream_http.http_transport import HttpTransport
 
 AZURE_API_VERSION = "2024-10-21"  # latest GA data-plane inference version
 

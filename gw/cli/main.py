@@ -104,7 +104,7 @@ def serve(
     }
     loaded = load_or_fail(path, explicit=explicit, flags=flags)
     environ = process_environ()
-    # The server's modules (Litestar, uvicorn, aiohttp: ~0.6 s) load only for `gw serve`.
+    # The server's modules (Litestar, uvicorn: ~0.5 s) load only for `gw serve`.
     from gw.startup.plan import ServeError, ServePlan  # noqa: PLC0415
     from gw.wiring import run as run_server  # noqa: PLC0415
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import msgspec
 
-from gw.adapters.env_proxy import describe_proxies
 from gw.cli.admin_client import NoServerError, admin_call, answer_json
 from gw.cli.config_cmd import read_store
 from gw.cli.console import fail, print_json, stdout
@@ -23,6 +22,7 @@ from gw.cli.options import ConfigOption, JsonOption, StateDirOption, resolve_hom
 from gw.environment import database_path
 from gw.server.admin.status import file_size
 from gw.store import SqliteStore
+from gw.upstream_http.env_proxy import describe_proxies
 
 STATUS_PATH = "/admin/v1/status"
 

@@ -7,7 +7,7 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -17,7 +17,7 @@ from gw.config.limits import ConfigLimits, check_expansion, check_size
 from gw.config.problems import ConfigError
 from gw.config.schema import Config
 from gw.config.units import decode_unit
-from gw.config.validate import find_problems
+from gw.config.validate import Problem, find_problems
 from gw.config.yamlmap import line_of, parse_yaml
 
 BUILTIN_SOURCE = "<built-in default>"
@@ -26,7 +26,16 @@ DEFAULT_LIMITS = ConfigLimits()
 _BARE_WORD_HINT = "; YAML reads a bare true/false/yes/no/on/off as a boolean: quote the word"
 _UNKNOWN_FIELD = re.compile(r"^object contains unknown field `(?P<key>[^`]*)`$")
 _PATH_PART = re.compile(r"\[\d+\]|[^.\[\]]+")
+# Values gw once took and no longer does, by section and field: what to say instead of
+# "invalid enum value" (the rest of the file still loads in an older gw, not in this one).
+RETIRED_VALUES: dict[tuple[str, str], dict[str, str]] = {
+    ("server", "upstream_transport"): {
+        "aiohttp": "aiohttp is no longer one of gw's upstream clients (gw's own measured "
+        "faster); use builtin (the default) or httpx",
+    },
+}
 _MSGSPEC_PATH = re.compile(r"^(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+OutsideCheck = Callable[[Config], Iterable[Problem]]
 
 
 def load_config(
@@ -34,12 +43,16 @@ def load_config(
     source: str,
     overrides: Mapping[str, Any] | None = None,
     limits: ConfigLimits = DEFAULT_LIMITS,
+    *,
+    outside: OutsideCheck | None = None,
 ) -> Config:
     """Parse and validate ``text`` (``None``: the built-in default), then apply ``overrides``.
 
     ``overrides`` maps dotted paths (``server.port``) to values that win over the file:
     this is how ``GW_*`` variables and command-line flags take precedence. A text over
-    ``limits`` is refused before it is parsed (gw/config/limits.py).
+    ``limits`` is refused before it is parsed (gw/config/limits.py). ``outside`` checks
+    what the config names outside itself (files, say: this module reads none), once the
+    config is valid; its problems are reported as the others, with their line.
     """
     if text is None:
         data: Any = copy.deepcopy(DEFAULT_CONFIG)
@@ -54,6 +67,7 @@ def load_config(
         raise ConfigError(source, "", "the top level must be a mapping of sections", 1)
     for dotted, value in (overrides or {}).items():
         _set_path(data, dotted, value)
+    _refuse_retired(data, source, lines)
     try:
         config = msgspec.convert(data, Config, strict=True, dec_hook=decode_unit)
     except msgspec.ValidationError as exc:
@@ -61,10 +75,21 @@ def load_config(
         path, reason = _with_choices(path, reason)
         raise ConfigError(source, path, reason, line_of(lines, path)) from None
     problems = find_problems(config)
+    if not problems and outside is not None:
+        problems = list(outside(config))
     if problems:
         path, reason = problems[0]
         raise ConfigError(source, path, reason, line_of(lines, path))
     return config
+
+
+def _refuse_retired(data: dict[str, Any], source: str, lines: Mapping[str, int]) -> None:
+    for (section, field), retired in RETIRED_VALUES.items():
+        values = data.get(section)
+        value = values.get(field) if isinstance(values, dict) else None
+        if isinstance(value, str) and value in retired:
+            path = f"{section}.{field}"
+            raise ConfigError(source, path, retired[value], line_of(lines, path))
 
 
 def _utf8_size(text: str, limit: int) -> int:

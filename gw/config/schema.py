@@ -19,7 +19,7 @@ Strategy = Literal["priority", "weighted", "lowest_cost", "lowest_latency", "hig
 Capability = Literal["tools", "vision", "json_schema", "json_object", "reasoning", "embeddings"]
 AuthMode = Literal["open", "keys"]
 AccountSelection = Literal["fill_first", "round_robin"]
-UpstreamTransport = Literal["builtin", "aiohttp", "httpx"]
+UpstreamTransport = Literal["builtin", "httpx"]  # aiohttp: refused by name (loader.py)
 
 
 class ConfigStruct(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -39,7 +39,7 @@ class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
     trusted_proxies: tuple[str, ...] = ()  # IPs/CIDRs whose X-Forwarded-For is believed
     upstream_transport: UpstreamTransport = "builtin"
     # A whole (non-streamed) upstream answer, and all of them being read at once, held in
-    # memory (gw/adapters/reply_budget.py).
+    # memory (gw/upstream_http/reply_budget.py).
     max_upstream_body_bytes: ByteSize = ByteSize(16 * 1024 * 1024)
     upstream_buffer_budget: ByteSize = ByteSize(256 * 1024 * 1024)
     upstream_max_connections: int = 512  # open upstream connections, all hosts together
@@ -84,6 +84,18 @@ class ProbeConfig(ConfigStruct, frozen=True, kw_only=True):
     models: tuple[str, ...] | None = None  # None: every model routes send to this provider
 
 
+class ProviderTls(ConfigStruct, frozen=True, kw_only=True):
+    """TLS to one provider's upstream (gw/upstream_http/tls.py); absolute paths to PEM files.
+
+    ``ca_file``: trust the upstream through these CA certificates only, instead of the
+    system's store. ``client_cert``: a client certificate to present when the upstream
+    asks for one, its private key in ``client_key`` (or in the same file)."""
+
+    ca_file: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+
+
 class ProviderConfig(ConfigStruct, frozen=True, kw_only=True):
     name: str
     kind: ProviderKind
@@ -97,6 +109,7 @@ class ProviderConfig(ConfigStruct, frozen=True, kw_only=True):
     accounts: tuple[AccountConfig, ...] = ()
     account_selection: AccountSelection = "fill_first"
     probe: ProbeConfig | None = None
+    tls: ProviderTls | None = None
 
 
 class ModelFacts(ConfigStruct, frozen=True, kw_only=True):

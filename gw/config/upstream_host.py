@@ -6,7 +6,7 @@ fd00:ec2::254, metadata.google.internal, 100.100.100.200, ...) hand out instance
 credentials to whoever asks from the machine: a base URL there turns a config edit (or a
 config written through the admin API) into a credential leak. They are refused, at load
 (``gw.config.validate``) and again for the address a host name resolves to, when the
-upstream client connects (``gw.adapters.upstream_address``).
+upstream client connects (``gw.upstream_http.upstream_address``).
 
 Loopback and private addresses are allowed (a local model server is a main use), but named
 by ``gw config validate``.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from pathlib import PurePath
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
@@ -91,6 +92,7 @@ def _provider_problems(providers: Iterable[ProviderConfig]) -> Iterator[Problem]
         yield from _header_problems(f"{here}.headers", provider.headers)
         yield from _secret_reference(f"{here}.api_key", provider.api_key)
         yield from _account_problems(here, provider)
+        yield from _tls_problems(f"{here}.tls", provider)
         if provider.mock is not None and provider.kind != "mock":
             yield f"{here}.mock", "only a provider of kind mock takes mock options"
         if provider.mock is not None and not 0.0 <= provider.mock.failure_rate <= 1.0:
@@ -181,6 +183,22 @@ def _account_problems(here: str, provider: ProviderConfig) -> Iterator[Problem]:
             )
         if provider.probe.timeout.seconds <= 0:
             yield f"{here}.probe.timeout", "must be longer than 0s"
+
+
+def _tls_problems(here: str, provider: ProviderConfig) -> Iterator[Problem]:
+    """What can be told without reading the files (gw/upstream_http/tls.py reads them)."""
+    tls = provider.tls
+    if tls is None:
+        return
+    if provider.kind == "mock":
+        yield here, "a provider of kind mock makes no connection: remove tls"
+    for field in ("ca_file", "client_cert", "client_key"):
+        path = getattr(tls, field)
+        if path is not None and not PurePath(path).is_absolute():
+            # Relative to what? gw serve, reloads and the CLI may each run elsewhere.
+            yield f"{here}.{field}", f"must be an absolute path (got {path!r})"
+    if tls.client_key is not None and tls.client_cert is None:
+        yield f"{here}.client_key", "is given without client_cert, the certificate it goes with"
 
 
 def _route_problems(config: Config, providers: set[str]) -> Iterator[Problem]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from importlib import resources
 
-from gw.adapters.env_proxy import ProxySettingError, proxy_settings
 from gw.adapters.secrets import SecretResolver, vault_references
 from gw.config import Config, ConfigError
 from gw.config.catalog import ShippedCatalog, parse_catalog
@@ -17,6 +16,7 @@ from gw.server.auth import exposure_problem
 from gw.server.edges import edge_problem
 from gw.startup.plan import ServeError, ServePlan, reachable_as
 from gw.telemetry.otel import OtelUnavailableError, require_otel
+from gw.upstream_http.env_proxy import ProxySettingError, proxy_settings
 from gw.vault import Vault, VaultError
 
 CATALOG_FILE = "catalog.yaml"
@@ -70,7 +70,7 @@ def check_edges(plan: ServePlan) -> None:
 
 
 def checked_proxies(plan: ServePlan) -> dict[str, str]:
-    """The environment's proxy settings (gw/adapters/env_proxy.py); a proxy variable
+    """The environment's proxy settings (gw/upstream_http/env_proxy.py); a proxy variable
     (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) gw cannot use is refused."""
     try:
         return proxy_settings(plan.environ)

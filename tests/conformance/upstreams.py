@@ -22,7 +22,7 @@ import msgspec
 
 from gw.adapters.directory import AdapterDirectory
 from gw.adapters.unsupported import UnsupportedUpstream
-from gw.config.schema import ProviderConfig, ProviderKind
+from gw.config.schema import ProviderConfig, ProviderKind, ProviderTls
 from gw.ir import ChatRequest, NativeFormat
 from gw.ports import AttemptTimeouts, UpstreamCall
 
@@ -116,6 +116,7 @@ class _KeepingTransport:
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
+        tls: ProviderTls | None = None,
     ) -> NoReturn:
         raise _Captured(url, headers, body)
 
@@ -127,6 +128,7 @@ class _KeepingTransport:
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
+        tls: ProviderTls | None = None,
     ) -> _Refusal:
         return _Refusal(_Captured(url, headers, body))
 

@@ -2,7 +2,7 @@
 
 HTTP clients are bound to the event loop that first used them, so every call here builds a
 fresh transport inside its own ``asyncio.run``; the tests themselves stay synchronous. The
-transport kind (builtin, aiohttp or httpx) is chosen per test by the ``transport`` fixture.
+transport kind (builtin or httpx) is chosen per test by the ``transport`` fixture.
 """
 
 from __future__ import annotations
@@ -11,11 +11,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
 from gw.adapters.directory import AdapterDirectory
-from gw.adapters.h1_transport import BuiltinTransport
-from gw.adapters.http_transport import HttpTransport
-from gw.adapters.httpx_transport import HttpxTransport, build_http_client
 from gw.config.schema import ProviderConfig
 from gw.errors import GatewayError
 from gw.ir import (
@@ -34,8 +30,11 @@ from gw.ir import (
     UserMessage,
 )
 from gw.ports import AttemptTimeouts, EmbeddingCall, EmbeddingUpstream, UpstreamCall
+from gw.upstream_http.h1_transport import BuiltinTransport
+from gw.upstream_http.http_transport import HttpTransport
+from gw.upstream_http.httpx_transport import HttpxTransport
 
-TRANSPORT_KINDS = ("builtin", "aiohttp", "httpx")
+TRANSPORT_KINDS = ("builtin", "httpx")
 KEY_VARIABLE = "GW_CONTRACT_KEY"
 _transport_kind = ["builtin"]
 
@@ -47,9 +46,7 @@ def use_transport(kind: str) -> None:
 
 def new_transport() -> HttpTransport:
     if _transport_kind[0] == "httpx":
-        return HttpxTransport(build_http_client())
-    if _transport_kind[0] == "aiohttp":
-        return AiohttpTransport(build_session())
+        return HttpxTransport()
     return BuiltinTransport()
 
 

@@ -1,6 +1,8 @@
-"""Upstreams behind the environment's proxy (HTTP_PROXY, ALL_PROXY, NO_PROXY): a real gw,
-the openai SDK, a fake forward proxy, and an upstream named by a host only the proxy can
-reach (``upstream.test``), so a request that skipped the proxy would fail."""
+"""Upstreams behind the environment's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY):
+a real gw, the openai SDK, a fake forward proxy, and an upstream named by a host only the
+proxy can reach (``upstream.test``), so a request that skipped the proxy would fail. An
+https upstream is reached through a CONNECT tunnel, its certificate signed by a CA made
+here and trusted through the provider's ``tls.ca_file``."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 from e2e.gw_process import GwServer, run_cli
 from fakes.forward_proxy import FakeForwardProxy
 from fakes.openai_upstream import DEFAULT_TEXT, FakeOpenAI
+from fakes.tls_certs import CertAuthority, make_ca
 
 CONFIG = """
 server: {{upstream_transport: {transport}}}
@@ -44,7 +47,7 @@ def start_gw(tmp: Path, transport: str, upstream: FakeOpenAI, env: dict[str, str
     return GwServer(tmp / "state", config, env=env)  # started by `with`
 
 
-@pytest.mark.parametrize("transport", ["builtin", "aiohttp", "httpx"])
+@pytest.mark.parametrize("transport", ["builtin", "httpx"])
 def test_a_proxied_upstream_is_reached_through_the_proxy_whole_and_streamed(
     tmp_path: Path, transport: str, upstream: FakeOpenAI, proxy: FakeForwardProxy
 ) -> None:
@@ -100,3 +103,69 @@ def test_a_socks_proxy_is_refused_at_start_without_showing_its_password(tmp_path
     said = " ".join(done.stderr.split())
     assert "ALL_PROXY must be an http:// or https:// proxy URL" in said
     assert "s3cret" not in done.stderr + done.stdout
+
+
+TLS_CONFIG = """
+providers:
+  - name: secure
+    kind: openai_compatible
+    base_url: "https://upstream.test/v1"
+    tls: {{ca_file: "{ca_file}"}}
+  - {{name: untrusted, kind: openai_compatible, base_url: "https://upstream.test/v1"}}
+routes:
+  - {{name: secure, targets: [{{provider: secure, model: gpt-s}}]}}
+  - {{name: untrusted, targets: [{{provider: untrusted, model: gpt-u}}]}}
+policies:
+  - {{name: once, match: {{routes: ["*"]}}, retry: {{max_attempts: 1}}}}
+"""
+
+
+@pytest.fixture(scope="module")
+def authority(tmp_path_factory: pytest.TempPathFactory) -> CertAuthority:
+    return make_ca(tmp_path_factory.mktemp("ca"), names=("upstream.test",))
+
+
+@pytest.fixture(scope="module")
+def tls_upstream(authority: CertAuthority) -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(tls=authority.server_context()) as fake:
+        yield fake
+
+
+@pytest.mark.parametrize("transport", ["builtin", "httpx"])
+def test_an_https_upstream_is_reached_through_a_connect_tunnel_whole_and_streamed(
+    tmp_path: Path, transport: str, authority: CertAuthority, tls_upstream: FakeOpenAI
+) -> None:
+    config = tmp_path / "gw.yaml"
+    text = TLS_CONFIG.format(ca_file=authority.ca_file)
+    config.write_text(
+        text.replace("providers:", f"server: {{upstream_transport: {transport}}}\nproviders:", 1)
+    )
+    tunnel = FakeForwardProxy("http://127.0.0.1:9", tunnel_to=("127.0.0.1", tls_upstream.port))
+    with (
+        tunnel,
+        GwServer(
+            tmp_path / "state",
+            config,
+            env={"HTTPS_PROXY": tunnel.url.replace("http://", "http://gw:s3cret@")},
+        ) as gw,
+    ):
+        client = openai.OpenAI(base_url=gw.base_url, api_key="unused", max_retries=0)
+        answered = len(tls_upstream.requests)
+        whole = client.chat.completions.create(model="secure", messages=HI)
+        assert whole.choices[0].message.content == DEFAULT_TEXT
+        stream = client.chat.completions.create(model="secure", messages=HI, stream=True)
+        text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+        assert text == DEFAULT_TEXT
+        assert [r.path for r in tls_upstream.requests[answered:]] == ["/v1/chat/completions"] * 2
+        # Only tunnels went through the proxy: it never saw a request in the clear.
+        assert tunnel.seen
+        assert {(r.method, r.target) for r in tunnel.seen} == {("CONNECT", "upstream.test:443")}
+        assert {r.proxy_authorization for r in tunnel.seen} == {"Basic Z3c6czNjcmV0"}
+
+        # The same upstream without the provider's CA file: refused, naming why.
+        with pytest.raises(openai.APIStatusError) as refused:
+            client.chat.completions.create(model="untrusted", messages=HI)
+        assert refused.value.status_code == 502
+        assert "TLS certificate not trusted" in str(refused.value.body)
+        assert len(tls_upstream.requests) == answered + 2
+        assert "s3cret" not in gw.log()

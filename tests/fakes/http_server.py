@@ -9,6 +9,7 @@ responder exposes the wire directly so a fake can delay, truncate or abort at an
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -98,14 +99,29 @@ class Responder:
     Every write is drained, so what was written has left the process before the next step.
     """
 
-    __slots__ = ("_chunked", "_writer", "aborted", "keep_alive", "started")
+    __slots__ = ("_chunked", "_reader", "_writer", "aborted", "keep_alive", "started")
 
-    def __init__(self, writer: asyncio.StreamWriter, keep_alive: bool) -> None:
+    def __init__(
+        self,
+        writer: asyncio.StreamWriter,
+        keep_alive: bool,
+        reader: asyncio.StreamReader | None = None,
+    ) -> None:
+        self._reader = reader
         self._writer = writer
         self._chunked = False
         self.keep_alive = keep_alive
         self.started = False
         self.aborted = False
+
+    def take_over(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """The connection's streams, for a handler that stops speaking HTTP on it (a
+        CONNECT tunnel); the server reads no further request from it."""
+        if self._reader is None:
+            raise RuntimeError("this responder was made without its connection's reader")
+        self.started = True
+        self.keep_alive = False
+        return self._reader, self._writer
 
     def _head(self, status: int, headers: Iterable[tuple[str, str]], framing: str) -> bytes:
         self.started = True
@@ -153,17 +169,20 @@ class Responder:
 class HttpServer:
     """Serves `handler` on host:port inside the running event loop."""
 
-    def __init__(self, handler: Handler, host: str, port: int) -> None:
+    def __init__(
+        self, handler: Handler, host: str, port: int, tls: ssl.SSLContext | None = None
+    ) -> None:
         self._handler = handler
         self._host = host
         self._port = port
+        self._tls = tls  # None: plain HTTP
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> int:
         """Bind and listen; returns the bound port."""
         self._server = await asyncio.start_server(
-            self._serve, self._host, self._port, limit=MAX_HEAD_BYTES, backlog=2048
+            self._serve, self._host, self._port, limit=MAX_HEAD_BYTES, backlog=2048, ssl=self._tls
         )
         port: int = self._server.sockets[0].getsockname()[1]
         return port
@@ -185,7 +204,9 @@ class HttpServer:
             self._tasks.add(task)
         # With a zero high-water mark, drain() returns only once every byte written has
         # reached the kernel, so an abort right after a drain never loses earlier chunks.
-        writer.transport.set_write_buffer_limits(high=0)
+        # Not over TLS: asyncio's TLS transport (3.11) then never resumes a paused writer.
+        if self._tls is None:
+            writer.transport.set_write_buffer_limits(high=0)
         try:
             await self._serve_requests(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -214,7 +235,7 @@ class HttpServer:
                 return
             if request is None:
                 return
-            responder = Responder(writer, _wants_keep_alive(request))
+            responder = Responder(writer, _wants_keep_alive(request), reader)
             await self._handler(request, responder)
             if responder.aborted or not responder.started or not responder.keep_alive:
                 return
@@ -224,8 +245,16 @@ class ServerThread:
     """An `HttpServer` on a daemon thread with its own event loop, so sync tests and tests
     on any event loop can use it alike."""
 
-    def __init__(self, handler: Handler, host: str, port: int, *, name: str) -> None:
-        self._server = HttpServer(handler, host, port)
+    def __init__(
+        self,
+        handler: Handler,
+        host: str,
+        port: int,
+        *,
+        name: str,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        self._server = HttpServer(handler, host, port, tls)
         self._name = name
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

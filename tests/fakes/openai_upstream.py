@@ -25,6 +25,7 @@ import base64
 import hashlib
 import re
 import signal
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -264,9 +265,16 @@ class FakeOpenAI(ScriptedFake[Behavior, str]):
 
     base_path = "/v1"
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, record: bool = True) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        record: bool = True,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         # `count`: chat and embeddings requests that used a behavior.
-        super().__init__(host, port, default=Behavior(), parse_query=str, record=record)
+        super().__init__(host, port, default=Behavior(), parse_query=str, record=record, tls=tls)
 
     async def _answer(self, request: ReceivedRequest[str], responder: Responder) -> None:
         method, path, body = request.method, request.path, request.json

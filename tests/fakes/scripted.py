@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import ssl
 import threading
 from abc import ABC, abstractmethod
 from collections import deque
@@ -75,8 +76,10 @@ class ScriptedFake(ABC, Generic[B, Q]):
         default: B,
         parse_query: Callable[[str], Q],
         record: bool = True,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
+        self.tls = tls  # a server context: the fake speaks https
         self.port = port  # 0 binds a free port; start() sets the bound one
         self.default = default
         self.count = 0  # requests that used a behavior, faulted ones included
@@ -93,7 +96,8 @@ class ScriptedFake(ABC, Generic[B, Q]):
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}{self.base_path}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}{self.base_path}"
 
     @property
     def requests(self) -> list[ReceivedRequest[Q]]:
@@ -123,7 +127,8 @@ class ScriptedFake(ABC, Generic[B, Q]):
     def start(self) -> Self:
         if self._server is not None:
             raise RuntimeError(f"{type(self).__name__} is already started")
-        server = ServerThread(self._handle, self.host, self.port, name=type(self).__name__)
+        name = type(self).__name__
+        server = ServerThread(self._handle, self.host, self.port, name=name, tls=self.tls)
         self.port = server.start()
         self._server = server
         return self

@@ -16,16 +16,16 @@ import msgspec
 import pytest
 import uvloop
 
-from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
 from gw.adapters.exchange import EventStream, stream_events
-from gw.adapters.h1_connection import H1Connection
-from gw.adapters.h1_transport import BuiltinTransport
-from gw.adapters.http_transport import HttpTransport
 from gw.codecs.openai_chat import UpstreamStreamDecoder, error_from_upstream
 from gw.config.schema import ProviderConfig
 from gw.errors import UpstreamError
 from gw.ir import ChatRequest, StreamEvent, TextDelta, TextPart, UserMessage
 from gw.ports import AttemptTimeouts, UpstreamCall
+from gw.upstream_http.h1_connection import H1Connection
+from gw.upstream_http.h1_transport import BuiltinTransport
+from gw.upstream_http.http_transport import HttpTransport
+from gw.upstream_http.httpx_transport import HttpxTransport
 
 CALL = UpstreamCall(
     request_id="req-1",
@@ -282,7 +282,7 @@ def test_a_transport_that_cannot_push_is_read_by_the_relay_instead(
         return await committed_then_relayed(opener, pause_every=3)
 
     async def main() -> tuple[list[StreamEvent], int]:
-        return await against(paced(*WHOLE), read, AiohttpTransport(build_session()))
+        return await against(paced(*WHOLE), read, HttpxTransport())
 
     events, _ = run(main())
     assert texts(events) == WORDS

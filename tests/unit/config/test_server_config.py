@@ -49,3 +49,17 @@ def test_header_timeout_errors_name_the_field_and_line(body: str, reason: str) -
     assert caught.value.path == "server.header_timeout"
     assert reason in caught.value.reason
     assert caught.value.line == 3
+
+
+def test_the_retired_aiohttp_transport_is_refused_naming_the_alternatives() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config("auth: {}\nserver:\n  upstream_transport: aiohttp\n", "gw.yaml")
+    assert (caught.value.path, caught.value.line) == ("server.upstream_transport", 3)
+    assert "aiohttp is no longer one of gw's upstream clients" in caught.value.reason
+    assert "use builtin (the default) or httpx" in caught.value.reason
+
+
+@pytest.mark.parametrize("transport", ["builtin", "httpx"])
+def test_the_upstream_transports_gw_offers(transport: str) -> None:
+    server = load_config(f"server: {{upstream_transport: {transport}}}\n", "gw.yaml").server
+    assert server.upstream_transport == transport

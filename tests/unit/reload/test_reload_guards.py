@@ -155,3 +155,30 @@ def test_a_deleted_config_file_can_be_rolled_back(tmp_path: Path) -> None:
     assert path.read_text() == GOOD
     assert model_of(h.snapshot) == "m1"
     assert h.reloader.status.error is None
+
+
+def unusable_ca_file(tmp_path: Path) -> str:
+    missing = tmp_path / "missing-ca.pem"
+    return BETTER.replace(
+        "providers: [{name: mock, kind: mock}]",
+        "providers: [{name: mock, kind: mock}, {name: corp, kind: openai_compatible, "
+        f"base_url: 'https://llm.corp.example/v1', tls: {{ca_file: '{missing}'}}}}]",
+    )
+
+
+def test_a_reload_naming_a_tls_file_gw_cannot_read_is_refused(tmp_path: Path) -> None:
+    h, path = make(tmp_path)
+    path.write_text(unusable_ca_file(tmp_path))
+
+    assert asyncio.run(h.reloader.reload()) is None
+    assert h.revisions == []
+    assert model_of(h.snapshot) == "m1"
+    assert "providers[1].tls.ca_file: cannot read" in (h.reloader.status.error or "")
+
+
+def test_an_edit_naming_a_tls_file_gw_cannot_read_is_refused(tmp_path: Path) -> None:
+    h, path = make(tmp_path)
+
+    with pytest.raises(ConfigError, match=r"providers\[1\]\.tls\.ca_file: cannot read"):
+        asyncio.run(h.reloader.edit(lambda text: unusable_ca_file(tmp_path)))
+    assert path.read_text() == GOOD

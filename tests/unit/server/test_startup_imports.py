@@ -7,7 +7,8 @@ the first one;
 prometheus-client (~25 ms) with the first scrape of /metrics; rich (~30 ms) with the first
 line a command prints through it, or a log line written to a terminal; a WebSocket library
 (~20 ms) never (gw/server/runtime/protocol.py); aiohttp (~0.35 s: it builds TLS contexts at
-import) only when ``server.upstream_transport: aiohttp`` asks for it."""
+import), no longer one of gw's upstream clients, never (the benchmark's load client still
+installs it in the dev environment)."""
 
 from __future__ import annotations
 
@@ -32,14 +33,14 @@ from gw.config.schema import ServerConfig
 from gw.server.runtime.litestar_app import GatewayLitestar
 import gw.wiring
 import gw.server.runtime.server
-import gw.adapters.upstream_client
+import gw.upstream_http.upstream_client
 from gw.telemetry.metrics import GatewayMetrics
 
 app_ = GatewayLitestar(route_handlers=[])  # Litestar adds its default plugins here
 gw.server.runtime.server.uvicorn_config(app_, ServerConfig()).load()  # uvicorn picks its protocols here
 GatewayMetrics(lambda: None, None)  # what gw serve builds at start (scraped later)
 typer.main.get_command(app)  # typer builds gw serve's parameters here
-gw.adapters.upstream_client.build_transport(ServerConfig().upstream_transport, {{}})  # the default upstream client
+gw.upstream_http.upstream_client.build_transport(ServerConfig().upstream_transport, {{}})  # the default upstream client
 print(sorted(m for m in sys.modules if m.split(".")[0] in {UNWANTED!r}))
 """
 

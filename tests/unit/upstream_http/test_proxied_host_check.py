@@ -1,5 +1,5 @@
 """An upstream reached through an HTTP proxy is checked by a lookup of gw's own
-(gw/adapters/upstream_address.py ``CheckedHosts(proxied=True)``): a name resolving to a
+(gw/upstream_http/upstream_address.py ``CheckedHosts(proxied=True)``): a name resolving to a
 metadata or link-local address is refused before the proxy sees anything; a name gw cannot
 resolve, or not in time, goes on through the proxy, which resolves it. A real forward
 proxy and upstream on loopback; a fake resolver stands in for DNS."""
@@ -13,11 +13,11 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from gw.adapters.httpx_transport import HttpxTransport, build_http_client
-from gw.adapters.reply_budget import ReplyBudget
-from gw.adapters.upstream_address import CheckedHosts, Resolve, Resolved
 from gw.errors import UpstreamError
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.httpx_transport import HttpxTransport
+from gw.upstream_http.reply_budget import ReplyBudget
+from gw.upstream_http.upstream_address import CheckedHosts, Resolve, Resolved
 
 from fakes.forward_proxy import FakeForwardProxy
 from fakes.openai_upstream import FakeOpenAI
@@ -54,7 +54,7 @@ class Resolver:
 
 async def post_twice(proxy_url: str, resolve: Resolve, *, lookup_timeout: float = 1.0) -> int:
     hosts = CheckedHosts(resolve, proxied=True, lookup_timeout=lookup_timeout)
-    transport = HttpxTransport(build_http_client(proxy=proxy_url), ReplyBudget(), hosts)
+    transport = HttpxTransport(ReplyBudget(), hosts, proxy=proxy_url)
     timeouts = AttemptTimeouts(connect=5.0, read=10.0)
     try:
         for _ in range(2):

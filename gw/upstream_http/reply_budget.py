@@ -15,7 +15,7 @@ gw from 93 MB to 590 MB). So every transport reads a whole answer through ``Repl
 Bytes are counted as they arrive (after decompression, so a gzip bomb meets the same cap)
 and given back once the answer is read; decoding it is the request's own business. A
 stream is not held whole, and is not counted (each connection's buffer is bounded:
-gw/adapters/h1_connection.py).
+gw/upstream_http/h1_connection.py).
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 Why gw has its own: a bare byte pipe took 1.03 M instructions per 22-chunk stream with
 aiohttp and 0.56 M with a minimal httptools client (callgrind), and importing aiohttp (it
 builds TLS contexts at import) took ~0.35 s of every start. Upstreams speak HTTP/1.1 JSON
-and SSE over one POST; that is all this client does: pooled keep-alive connections, TLS,
-chunked, length and close-delimited bodies, gzip/deflate, 1xx skipped, a connect deadline,
-and a read deadline between bytes the upstream sends (or takes of the request).
+and SSE over one POST; that is all this client does: pooled keep-alive connections, TLS
+(gw/upstream_http/tls.py), chunked, length and close-delimited bodies, gzip/deflate, 1xx
+skipped, bounded heads, a connect deadline (racing a host's addresses), and a read
+deadline between bytes the upstream sends (or takes of the request).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from types import TracebackType
 from typing import NamedTuple
 from urllib.parse import quote, urlsplit
 
-from gw.adapters.h1_connection import H1Connection, Origin
-from gw.adapters.h1_pool import ConnectionPool
-from gw.adapters.http_transport import HttpReply
-from gw.adapters.reply_budget import ReplyBudget
+from gw.config.schema import ProviderTls
 from gw.errors import UpstreamAuthFailedError, UpstreamError
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.h1_connection import H1Connection, Origin
+from gw.upstream_http.h1_pool import ConnectionPool
+from gw.upstream_http.http_transport import HttpReply
+from gw.upstream_http.reply_budget import ReplyBudget
 
 # Framing is the client's own business: these never come from an adapter's headers.
 _OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
@@ -59,8 +61,11 @@ class BuiltinTransport:
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
+        tls: ProviderTls | None = None,
     ) -> HttpReply:
-        exchange = self._exchange(url, headers, body, provider, timeouts, read=timeouts.read)
+        exchange = self._exchange(
+            url, headers, body, provider, timeouts, read=timeouts.read, tls=tls
+        )
         async with exchange as connection:
             content = await connection.read_body(self._budget)
             return HttpReply(status=connection.status, headers=connection.headers, body=content)
@@ -73,9 +78,10 @@ class BuiltinTransport:
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
+        tls: ProviderTls | None = None,
     ) -> Exchange:
         # No read deadline: the engine times a stream's first token and its idle gaps.
-        return self._exchange(url, headers, body, provider, timeouts, read=None)
+        return self._exchange(url, headers, body, provider, timeouts, read=None, tls=tls)
 
     async def close(self) -> None:
         await self._pool.close()
@@ -89,8 +95,9 @@ class BuiltinTransport:
         timeouts: AttemptTimeouts,
         *,
         read: float | None,
+        tls: ProviderTls | None,
     ) -> Exchange:
-        target = _target(url, provider)
+        target = _target(url, provider, tls)
         parts = [_head(target, headers, len(body), provider), body]
         return Exchange(self._pool, target, parts, provider, connect=timeouts.connect, read=read)
 
@@ -146,15 +153,15 @@ class Exchange(AbstractAsyncContextManager[H1Connection]):
             self._pool.release(connection)
 
 
-def _target(url: str, provider: str) -> Target:
+def _target(url: str, provider: str, tls: ProviderTls | None) -> Target:
     try:
-        return _parse_target(url)
+        return _parse_target(url, tls)
     except ValueError as error:
         raise UpstreamError(f"provider {provider}: {error}", blame="upstream") from None
 
 
 @functools.lru_cache(maxsize=256)  # a handful of configured base URLs x endpoints
-def _parse_target(url: str) -> Target:
+def _parse_target(url: str, tls: ProviderTls | None) -> Target:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
@@ -177,7 +184,8 @@ def _parse_target(url: str) -> Target:
         path = quote(path, safe="/%:@!$&'()*+,;=-._~?")
     bracketed = f"[{host}]" if ":" in host else host
     authority = bracketed if port == default_port else f"{bracketed}:{port}"
-    return Target((scheme, host, port), f"POST {path} HTTP/1.1\r\nhost: {authority}\r\n")
+    origin = (scheme, host, port, tls if scheme == "https" else None)
+    return Target(origin, f"POST {path} HTTP/1.1\r\nhost: {authority}\r\n")
 
 
 def _head(target: Target, headers: Mapping[str, str], length: int, provider: str) -> bytes:

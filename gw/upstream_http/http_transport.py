@@ -1,10 +1,10 @@
 """The seam under every HTTP adapter: one POST, answered whole or as a stream of bytes.
 
-Adapters speak a wire format; a transport only moves bytes. Three implementations exist,
+Adapters speak a wire format; a transport only moves bytes. Two implementations exist,
 chosen by ``server.upstream_transport`` (see DESIGN.md, "Known traps": the upstream client
 decides gw's speed): builtin (gw's own HTTP/1.1 client, the default and the fastest measured
-here), aiohttp and httpx. Each turns its failures into gw errors, so adapters only ever see
-``GatewayError``.
+here) and httpx (also what reaches upstreams through a proxy: env_proxy.py). Each turns its
+failures into gw errors, so adapters only ever see ``GatewayError``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Protocol
 
 import msgspec
 
+from gw.config.schema import ProviderTls
 from gw.ports import AttemptTimeouts
 
 MAX_ERROR_BODY_BYTES = 64 * 1024
@@ -58,7 +59,11 @@ class HttpTransport(Protocol):
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
-    ) -> HttpReply: ...
+        tls: ProviderTls | None = None,
+    ) -> HttpReply:
+        """``tls``: the provider's TLS settings (gw/upstream_http/tls.py); None: the
+        system's trust store."""
+        ...
 
     def post_streaming(
         self,
@@ -68,6 +73,7 @@ class HttpTransport(Protocol):
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
+        tls: ProviderTls | None = None,
     ) -> AbstractAsyncContextManager[StreamingReply]:
         """Leaving the context closes the response (and so cancels the upstream request)."""
         ...

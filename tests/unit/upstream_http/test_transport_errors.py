@@ -10,8 +10,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from gw.adapters.transport_errors import TRANSPORT_ERRORS, map_transport_error
 from gw.errors import GatewayError, UpstreamTimeoutError
+from gw.upstream_http.transport_errors import TRANSPORT_ERRORS, map_transport_error
 
 
 def _descendants(root: type[BaseException]) -> list[type[BaseException]]:

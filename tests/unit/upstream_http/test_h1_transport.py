@@ -1,33 +1,21 @@
-"""gw's own HTTP/1.1 client (gw/adapters/h1_*.py) against a raw loopback server that
+"""gw's own HTTP/1.1 client (gw/upstream_http/h1_*.py) against a raw loopback server that
 writes exact bytes: framings, encodings, interim answers, faults, keep-alive, the pool's
-cap, flow control and TLS. Every test runs on uvloop (what gw serve runs on) and on
-asyncio's own loop. The adapters' contract over this transport: tests/contract."""
+cap, flow control and TLS (the server: tests/fakes/raw_upstream.py). Every test runs on
+uvloop (what gw serve runs on) and on asyncio's own loop (conftest.py). The adapters'
+contract over this transport: tests/contract."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import gzip
 import re
-import ssl
 import zlib
-from collections.abc import Awaitable, Callable, Coroutine
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-import uvloop
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
-from gw.adapters.h1_connection import PAUSE_ABOVE, H1Connection
-from gw.adapters.h1_inflate import MAX_DECODED_BYTES
-from gw.adapters.h1_pool import ConnectionPool
-from gw.adapters.h1_transport import BuiltinTransport
-from gw.adapters.reply_budget import ReplyBudget
 from gw.errors import (
     OverloadedError,
     UpstreamAuthFailedError,
@@ -35,124 +23,22 @@ from gw.errors import (
     UpstreamTimeoutError,
 )
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.h1_connection import PAUSE_ABOVE, H1Connection
+from gw.upstream_http.h1_inflate import MAX_DECODED_BYTES
+from gw.upstream_http.h1_pool import ConnectionPool
+from gw.upstream_http.h1_transport import BuiltinTransport
+from gw.upstream_http.reply_budget import ReplyBudget
 
-TIMEOUTS = AttemptTimeouts(connect=5.0, read=30.0)
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-
-@pytest.fixture(params=["uvloop", "asyncio"])
-def run(request: pytest.FixtureRequest) -> Callable[[Coroutine[Any, Any, Any]], Any]:
-    if request.param == "uvloop":
-        return uvloop.run
-    return asyncio.run
-
-
-class RawUpstream:
-    """A loopback server: ``handler`` answers each connection; heads are recorded."""
-
-    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
-        self.handler = handler
-        self.tls = tls
-        self.connections = 0
-        self.heads: list[bytes] = []
-        self.bodies: list[bytes] = []
-
-    async def __aenter__(self) -> RawUpstream:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
-        self.port = self.server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.server.close()
-
-    def url(self, path: str = "/v1/chat/completions", host: str = "127.0.0.1") -> str:
-        return f"{'https' if self.tls else 'http'}://{host}:{self.port}{path}"
-
-    async def read_request(self, reader: asyncio.StreamReader) -> bool:
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-        except (asyncio.IncompleteReadError, ConnectionError):
-            return False
-        self.heads.append(head)
-        length = next(
-            int(line.partition(b":")[2])
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length:")
-        )
-        self.bodies.append(await reader.readexactly(length))
-        return True
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        try:
-            await self.handler(reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
-
-
-def answering(upstream_box: list[RawUpstream], *replies: bytes) -> Handler:
-    """A keep-alive handler: each request, on whichever connection, gets the next reply."""
-    queue = list(replies)
-
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while queue:
-            if not await upstream_box[0].read_request(reader):
-                return
-            writer.write(queue.pop(0))
-            await writer.drain()
-        await reader.read()  # hold the connection until the client closes it
-
-    return handler
-
-
-async def post(transport: BuiltinTransport, url: str, **options: Any) -> Any:
-    return await transport.post(
-        url,
-        headers=options.pop("headers", {"content-type": "application/json"}),
-        body=options.pop("body", b'{"x":1}'),
-        timeouts=options.pop("timeouts", TIMEOUTS),
-        provider="fake",
-    )
-
-
-async def stream(transport: BuiltinTransport, url: str, **options: Any) -> list[bytes]:
-    async with transport.post_streaming(
-        url,
-        headers={"content-type": "application/json"},
-        body=b"{}",
-        timeouts=options.pop("timeouts", TIMEOUTS),
-        provider="fake",
-    ) as reply:
-        assert reply.status == 200
-        return [chunk async for chunk in reply.chunks()]
-
-
-def scenario(
-    run: Callable[[Coroutine[Any, Any, Any]], Any],
-    handler_for: Callable[[list[RawUpstream]], Handler],
-    body: Callable[[RawUpstream, BuiltinTransport], Awaitable[Any]],
-    *,
-    pool: ConnectionPool | None = None,
-    tls: ssl.SSLContext | None = None,
-) -> Any:
-    async def main() -> Any:
-        box: list[RawUpstream] = []
-        upstream = RawUpstream(handler_for(box), tls)
-        box.append(upstream)
-        transport = BuiltinTransport(pool)
-        async with upstream:
-            try:
-                return await body(upstream, transport)
-            finally:
-                await transport.close()
-
-    return run(main())
-
-
-OK_JSON = (
-    b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"ok":true}'
+from fakes.raw_upstream import (
+    OK_JSON,
+    TIMEOUTS,
+    Handler,
+    RawUpstream,
+    answering,
+    fault,
+    post,
+    scenario,
+    stream,
 )
 
 
@@ -279,20 +165,6 @@ def test_repeated_headers_are_joined_and_names_lowercased(run: Any) -> None:
         assert answer.headers["x-a"] == "1, 2"
 
     scenario(run, lambda box: answering(box, reply), body)
-
-
-def fault(send: bytes, *, then_close: bool = True) -> Callable[[list[RawUpstream]], Handler]:
-    def handler_for(box: list[RawUpstream]) -> Handler:
-        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await box[0].read_request(reader)
-            writer.write(send)
-            await writer.drain()
-            if not then_close:
-                await reader.read()
-
-        return handler
-
-    return handler_for
 
 
 @pytest.mark.parametrize(
@@ -549,61 +421,6 @@ def test_reading_pauses_while_the_reader_is_behind(run: Any) -> None:
     scenario(run, handler_for, body)
 
 
-def _self_signed(directory: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    """A server context for "localhost" and a client context trusting only it."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
-    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server.load_cert_chain(cert_file, key_file)
-    client = ssl.create_default_context(cafile=str(cert_file))
-    return server, client
-
-
-def test_https_upstreams_are_verified(run: Any, tmp_path: Path) -> None:
-    server_tls, client_tls = _self_signed(tmp_path)
-
-    async def trusted(upstream: RawUpstream, transport: BuiltinTransport) -> None:
-        url = upstream.url(host="localhost")
-        assert (await post(transport, url)).body == b'{"ok":true}'
-        assert (await post(transport, url)).body == b'{"ok":true}'
-        assert upstream.connections == 1
-
-    async def untrusted(upstream: RawUpstream, transport: BuiltinTransport) -> None:
-        with pytest.raises(UpstreamError, match="TLS certificate not trusted"):
-            await post(transport, upstream.url(host="localhost"))
-
-    scenario(
-        run,
-        lambda box: answering(box, OK_JSON, OK_JSON),
-        trusted,
-        pool=ConnectionPool(tls_context=client_tls),
-        tls=server_tls,
-    )
-    scenario(run, lambda box: answering(box, OK_JSON), untrusted, tls=server_tls)
-
-
 def test_an_answer_nobody_asked_for_does_not_bleed_into_the_reply(run: Any) -> None:
     evil = b"HTTP/1.1 500 Oops\r\ncontent-type: text/html\r\ncontent-length: 5\r\n\r\nEVIL!"
 
@@ -635,10 +452,13 @@ def test_a_connection_whose_reading_paused_is_pooled_reading_again(run: Any) -> 
 
         pool._slot = spy  # type: ignore[method-assign]
         first = asyncio.create_task(post(transport, upstream.url()))
-        for _ in range(500):  # bounded: until the whole answer is in, unread
+        # Loop turn by turn (the caller must not get one to read in) until the whole
+        # answer is in, unread; bounded.
+        for _ in range(100_000):
             if opened and opened[0].complete:
                 break
             await asyncio.sleep(0)
+        assert opened[0].complete
         first.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await first
@@ -652,7 +472,7 @@ def test_a_connection_whose_reading_paused_is_pooled_reading_again(run: Any) -> 
 def test_a_waiter_woken_then_cancelled_passes_the_free_slot_on(run: Any) -> None:
     async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
         pool = transport._pool
-        origin = ("http", "127.0.0.1", upstream.port)
+        origin = ("http", "127.0.0.1", upstream.port, None)
         held = await pool.acquire(origin, 5.0, "fake")
         held.send([b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n"], "fake", 5.0)
         await held.head()

@@ -1,5 +1,4 @@
-"""No upstream transport keeps cookies (gw/adapters/h1_transport.py, aiohttp_transport.py,
-httpx_transport.py): one client serves every tenant and account, so a cookie one answer
+"""No upstream transport keeps cookies (gw/upstream_http/h1_transport.py, httpx_transport.py): one client serves every tenant and account, so a cookie one answer
 sets must not be sent with the next request. A real loopback server that sets a cookie and
 records what each request carried."""
 
@@ -10,23 +9,18 @@ from collections.abc import Callable
 
 import pytest
 
-from gw.adapters.aiohttp_transport import AiohttpTransport, build_session
-from gw.adapters.h1_transport import BuiltinTransport
-from gw.adapters.http_transport import HttpTransport
-from gw.adapters.httpx_transport import HttpxTransport, build_http_client
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.h1_transport import BuiltinTransport
+from gw.upstream_http.http_transport import HttpTransport
+from gw.upstream_http.httpx_transport import HttpxTransport
 
 
 def builtin_transport() -> HttpTransport:
     return BuiltinTransport()
 
 
-def aiohttp_transport() -> HttpTransport:
-    return AiohttpTransport(build_session())
-
-
 def httpx_transport() -> HttpTransport:
-    return HttpxTransport(build_http_client())
+    return HttpxTransport()
 
 
 async def _two_requests_to_a_cookie_setter(
@@ -76,7 +70,7 @@ async def _two_requests_to_a_cookie_setter(
     return heads
 
 
-@pytest.mark.parametrize("make_transport", [builtin_transport, aiohttp_transport, httpx_transport])
+@pytest.mark.parametrize("make_transport", [builtin_transport, httpx_transport])
 def test_a_cookie_an_upstream_sets_is_not_sent_back(
     make_transport: Callable[[], HttpTransport],
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 
 from gw.errors import Blame, GatewayError, OverloadedError, UpstreamError, UpstreamTimeoutError
+from gw.upstream_http.connect_errors import connect_failure, os_error_under
 
 # Most specific classes first: the first isinstance match wins.
 TRANSPORT_ERRORS: tuple[tuple[type[httpx.RequestError], type[GatewayError], str], ...] = (
@@ -35,5 +36,11 @@ def map_transport_error(error: httpx.RequestError, *, provider: str) -> GatewayE
     for kind, gw_error, message in TRANSPORT_ERRORS:
         if isinstance(error, kind):
             blame: Blame = "gateway" if gw_error is OverloadedError else "upstream"
-            return gw_error(f"provider {provider}: {message}", blame=blame)
+            return gw_error(f"provider {provider}: {message}{_why(error)}", blame=blame)
     raise AssertionError("unreachable: httpx.RequestError is the last row")  # pragma: no cover
+
+
+def _why(error: httpx.RequestError) -> str:
+    """Why a connect failed, as the built-in client says it (TLS not trusted, refused)."""
+    cause = os_error_under(error) if isinstance(error, httpx.ConnectError) else None
+    return "" if cause is None else f" ({connect_failure(cause)})"

@@ -59,20 +59,12 @@ async def checked_addresses(
     return addresses
 
 
-class AddressRefusedError(Exception):
-    """Raised by a resolver that knows no provider; the transport names it (``refused``)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 class CheckedHosts:
     """For a client whose connections gw does not open itself (httpx): each host checked
     by a lookup of its own before a request, a good answer remembered for ``ttl``
     seconds. The client then looks the name up again, so a DNS server that answers
-    differently within that time is not caught: the builtin and aiohttp transports check
-    the very addresses they connect to.
+    differently within that time is not caught: the builtin transport checks the very
+    addresses it connects to.
 
     ``proxied``: the host is reached through an HTTP proxy, which resolves the name itself
     (gw never learns the address it connects to). gw's own lookup still refuses a name

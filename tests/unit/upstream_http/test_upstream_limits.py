@@ -1,6 +1,6 @@
 """What every upstream transport refuses to do for an upstream: hold an answer over the cap
-or past the shared budget (gw/adapters/reply_budget.py), or connect to a name that resolves
-to a link-local or metadata address (gw/adapters/upstream_address.py). A real loopback
+or past the shared budget (gw/upstream_http/reply_budget.py), or connect to a name that resolves
+to a link-local or metadata address (gw/upstream_http/upstream_address.py). A real loopback
 server answers; a fake resolver stands in for DNS."""
 
 from __future__ import annotations
@@ -10,19 +10,16 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import aiohttp
 import pytest
-from aiohttp.abc import AbstractResolver, ResolveResult
 
-from gw.adapters.aiohttp_transport import AiohttpTransport, CheckedResolver
-from gw.adapters.h1_pool import ConnectionPool
-from gw.adapters.h1_transport import BuiltinTransport
-from gw.adapters.http_transport import HttpTransport
-from gw.adapters.httpx_transport import HttpxTransport, build_http_client
-from gw.adapters.reply_budget import MIB, ReplyBudget
-from gw.adapters.upstream_address import CheckedHosts, Resolved, address_refusal
 from gw.errors import OverloadedError, UpstreamError
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.h1_pool import ConnectionPool
+from gw.upstream_http.h1_transport import BuiltinTransport
+from gw.upstream_http.http_transport import HttpTransport
+from gw.upstream_http.httpx_transport import HttpxTransport
+from gw.upstream_http.reply_budget import MIB, ReplyBudget
+from gw.upstream_http.upstream_address import CheckedHosts, Resolved, address_refusal
 
 TIMEOUTS = AttemptTimeouts(connect=5.0, read=10.0)
 NAME = "upstream.test"  # resolved only by the fake resolvers below
@@ -84,40 +81,17 @@ def resolving_to(address: str) -> Callable[[str, int], Any]:
     return resolve
 
 
-class FakeAiohttpResolver(AbstractResolver):
-    def __init__(self, address: str) -> None:
-        self.address = address
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        return [
-            ResolveResult(
-                hostname=host, host=self.address, port=port, family=family, proto=0, flags=0
-            )
-        ]
-
-    async def close(self) -> None:
-        pass
-
-
 def builtin(budget: ReplyBudget, address: str = "127.0.0.1") -> HttpTransport:
     return BuiltinTransport(ConnectionPool(resolve=resolving_to(address)), budget)
-
-
-def with_aiohttp(budget: ReplyBudget, address: str = "127.0.0.1") -> HttpTransport:
-    resolver = CheckedResolver(FakeAiohttpResolver(address))
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=resolver))
-    return AiohttpTransport(session, budget)
 
 
 def with_httpx(budget: ReplyBudget, address: str = "127.0.0.1") -> HttpTransport:
     # httpx looks the name up again itself: the fake name is for the check only, and the
     # request goes to the literal address the check resolved (see test below).
-    return HttpxTransport(build_http_client(), budget, CheckedHosts(resolving_to(address)))
+    return HttpxTransport(budget, CheckedHosts(resolving_to(address)))
 
 
-TRANSPORTS = [builtin, with_aiohttp, with_httpx]
+TRANSPORTS = [builtin, with_httpx]
 
 
 async def post(transport: HttpTransport, url: str) -> Any:
@@ -198,13 +172,10 @@ def test_a_name_resolving_to_link_local_or_metadata_is_refused_before_connecting
     assert "nothing was sent" in error.message
 
 
-@pytest.mark.parametrize("make", [builtin, with_aiohttp])
-def test_a_name_resolving_to_loopback_is_allowed_and_connected_to(
-    make: Callable[..., HttpTransport],
-) -> None:
+def test_a_name_resolving_to_loopback_is_allowed_and_connected_to() -> None:
     async def main() -> tuple[Any, int]:
         async with Upstream(b'{"ok":true}') as upstream:
-            reply = await post(make(ReplyBudget()), upstream.url(NAME))
+            reply = await post(builtin(ReplyBudget()), upstream.url(NAME))
             return reply, upstream.connections
 
     reply, connections = asyncio.run(main())
@@ -217,7 +188,7 @@ def test_httpx_checks_a_literal_address_without_a_lookup() -> None:
 
     async def main() -> Any:
         async with Upstream(b"{}") as upstream:
-            transport = HttpxTransport(build_http_client(), ReplyBudget(), CheckedHosts(never))
+            transport = HttpxTransport(ReplyBudget(), CheckedHosts(never))
             return await post(transport, upstream.url())
 
     assert asyncio.run(main()).status == 200

@@ -1,38 +1,60 @@
-"""HttpTransport over one pooled httpx.AsyncClient (``server.upstream_transport: httpx``)."""
+"""HttpTransport over pooled httpx.AsyncClients (``server.upstream_transport: httpx``, and
+every upstream reached through a proxy: env_proxy.py).
+
+httpx takes its TLS context per client, so there is one client per provider TLS setting
+(gw/upstream_http/tls.py): the one for providers without ``tls``, and one more for each
+provider that has its own, made on first use; each has its own pool."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
 
-from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES, HttpReply
-from gw.adapters.reply_budget import ReplyBudget
-from gw.adapters.transport_errors import map_transport_error
-from gw.adapters.upstream_address import CheckedHosts
+from gw.config.schema import ProviderTls
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.http_transport import MAX_ERROR_BODY_BYTES, HttpReply
+from gw.upstream_http.reply_budget import ReplyBudget
+from gw.upstream_http.tls import TlsContexts, build_tls_context
+from gw.upstream_http.transport_errors import map_transport_error
+from gw.upstream_http.upstream_address import CheckedHosts
 
 
-def build_http_client(max_connections: int = 512, proxy: str | None = None) -> httpx.AsyncClient:
-    """The one pooled client every HTTP adapter shares, through ``proxy`` when given.
+def build_http_client(
+    max_connections: int = 512,
+    proxy: str | None = None,
+    *,
+    verify: ssl.SSLContext | None = None,
+    proxy_verify: ssl.SSLContext | None = None,
+) -> httpx.AsyncClient:
+    """A pooled client, through ``proxy`` when given, verifying upstreams with ``verify``
+    and an https proxy with ``proxy_verify`` (None: ``tls.build_tls_context()``, the
+    system's store, never certifi's).
 
-    The environment's proxy variables are gw's to read (gw/adapters/env_proxy.py), the
+    The environment's proxy variables are gw's to read (gw/upstream_http/env_proxy.py), the
     same for every transport, and a ``.netrc`` must not add credentials: ``trust_env`` is
-    off. SSL_CERT_FILE and SSL_CERT_DIR are still honoured, as httpx does by default."""
+    off (SSL_CERT_FILE and SSL_CERT_DIR still apply: OpenSSL reads them, tls.py)."""
+    via: httpx.Proxy | str | None = proxy
+    # TLS to the proxy itself (httpx refuses a context for an http:// proxy)
+    if proxy is not None and proxy.startswith("https:"):
+        via = httpx.Proxy(proxy, ssl_context=proxy_verify or build_tls_context())
     return httpx.AsyncClient(
-        proxy=proxy,
+        proxy=via,
         trust_env=False,
-        verify=httpx.create_ssl_context(trust_env=True),
+        verify=verify or build_tls_context(),
         limits=httpx.Limits(
             max_connections=max_connections,
             max_keepalive_connections=max_connections,
             keepalive_expiry=30.0,
         ),
         follow_redirects=False,
-        # No cookies kept (see aiohttp_transport.build_session): a jar no domain may enter.
+        # No cookies kept: one client serves every tenant and account, so a cookie one
+        # upstream answer set must not ride along on the next request. A jar no domain
+        # may enter.
         cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
     )
 
@@ -83,25 +105,48 @@ class HttpxStreamingReply:
 class HttpxTransport:
     def __init__(
         self,
-        client: httpx.AsyncClient,
         budget: ReplyBudget | None = None,
         hosts: CheckedHosts | None = None,
+        *,
+        proxy: str | None = None,
+        max_connections: int = 512,
     ) -> None:
-        self._client = client
         self._budget = budget or ReplyBudget()  # a whole answer's memory (reply_budget.py)
         # Where the host's addresses are checked before a request (upstream_address.py);
         # through a proxy, which resolves the name itself, a lookup of gw's own.
         self._hosts = hosts
+        self._proxy = proxy
+        self._max_connections = max_connections
+        self._tls = TlsContexts()
+        self._clients: dict[ProviderTls | None, httpx.AsyncClient] = {}
+
+    def _client(self, tls: ProviderTls | None, provider: str) -> httpx.AsyncClient:
+        client = self._clients.get(tls)
+        if client is None:
+            proxy = self._proxy
+            tunnel_tls = proxy is not None and proxy.startswith("https:")
+            client = self._clients[tls] = build_http_client(
+                self._max_connections,
+                proxy,
+                verify=self._tls.get(tls, provider),
+                proxy_verify=self._tls.get(None, provider) if tunnel_tls else None,
+            )
+        return client
 
     async def _check_host(self, request: httpx.Request, provider: str) -> None:
         if self._hosts is not None:
             url = request.url
             await self._hosts.check(url.host, url.port or _DEFAULT_PORTS[url.scheme], provider)
 
+    @staticmethod
     def _request(
-        self, url: str, headers: Mapping[str, str], body: bytes, timeouts: AttemptTimeouts
+        client: httpx.AsyncClient,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeouts: AttemptTimeouts,
     ) -> httpx.Request:
-        return self._client.build_request(
+        return client.build_request(
             "POST", url, content=body, headers=dict(headers), timeout=_timeout(timeouts)
         )
 
@@ -113,11 +158,13 @@ class HttpxTransport:
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
+        tls: ProviderTls | None = None,
     ) -> HttpReply:
-        request = self._request(url, headers, body, timeouts)
+        client = self._client(tls, provider)
+        request = self._request(client, url, headers, body, timeouts)
         await self._check_host(request, provider)
         try:
-            response = await self._client.send(request, stream=True)
+            response = await client.send(request, stream=True)
             try:
                 compressed = "content-encoding" in response.headers  # length before decoding
                 length = response.headers.get("content-length", "")
@@ -139,11 +186,13 @@ class HttpxTransport:
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
+        tls: ProviderTls | None = None,
     ) -> AsyncIterator[HttpxStreamingReply]:
-        request = self._request(url, headers, body, timeouts)
+        client = self._client(tls, provider)
+        request = self._request(client, url, headers, body, timeouts)
         await self._check_host(request, provider)
         try:
-            response = await self._client.send(request, stream=True)
+            response = await client.send(request, stream=True)
         except httpx.RequestError as error:
             raise map_transport_error(error, provider=provider) from None
         try:
@@ -152,4 +201,6 @@ class HttpxTransport:
             await response.aclose()
 
     async def close(self) -> None:
-        await self._client.aclose()
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()

@@ -6,6 +6,12 @@ wait in a small buffer; reading from the socket pauses while the reader is behin
 relayed body (``relay``) skips the buffer: each piece goes to the relay's sink from the
 read callback, with no task woken per piece. Every way an exchange can fail becomes the
 gw error the adapters expect, phrased for the user.
+
+An answer's head is bounded as gw's server bounds a request's (gw/server/slow_clients.py):
+over ``MAX_HEAD_BYTES`` of header lines or ``MAX_HEADER_LINES`` lines, the exchange fails
+as ``upstream_error``. A line still arriving is held by the parser, so reads that complete
+nothing (no header, no body piece) are bounded by the same size; that also bounds a
+chunked body's trailers, which are read and dropped (they never join the headers).
 """
 
 from __future__ import annotations
@@ -17,12 +23,15 @@ from collections.abc import AsyncIterator, Callable, Mapping
 
 import httptools
 
-from gw.adapters.h1_inflate import Inflater
-from gw.adapters.http_transport import MAX_ERROR_BODY_BYTES
-from gw.adapters.reply_budget import ReplyBudget
+from gw.config.schema import ProviderTls
 from gw.errors import GatewayError, UpstreamError, UpstreamTimeoutError
+from gw.upstream_http.h1_inflate import Inflater
+from gw.upstream_http.http_transport import MAX_ERROR_BODY_BYTES
+from gw.upstream_http.reply_budget import ReplyBudget
 
-Origin = tuple[str, str, int]  # scheme, host, port: what a pooled connection is good for
+# scheme, host, port and (https) the provider's TLS settings: what a pooled connection is
+# good for (one provider's client certificate never serves another's requests).
+Origin = tuple[str, str, int, ProviderTls | None]
 
 PAUSE_ABOVE = 256 * 1024  # buffered body bytes at which reading from the socket pauses
 RESUME_BELOW = 64 * 1024
@@ -32,6 +41,12 @@ HUNG_UP = "the upstream hung up"
 CUT_SHORT = "the upstream body was cut short or undecodable"
 READ_TIMEOUT = "the upstream stopped sending (read timeout)"
 FINISH_WITHIN = 1.0  # seconds a stream left at its logical end may take to end its framing
+MAX_HEAD_BYTES = 64 * 1024  # header lines of one answer (with its trailers, its 1xx heads)
+MAX_HEADER_LINES = 128
+HEAD_TOO_LARGE = (
+    f"the upstream's answer head is too large: over {MAX_HEAD_BYTES // 1024} KiB or "
+    f"{MAX_HEADER_LINES} header lines (gw's bound for a response head or its trailers)"
+)
 
 
 class _UntrustedAnswerError(Exception):
@@ -62,6 +77,10 @@ class H1Connection(asyncio.Protocol):
     _unsent: int
     _then_release: Callable[[H1Connection], None] | None
     _finish_timer: asyncio.TimerHandle | None
+    _head_bytes: int  # header and trailer lines so far, as the parser completes them
+    _head_lines: int
+    _idle_bytes: int  # bytes read since the parser last completed something
+    _progress: bool  # the parser completed something while fed the current read
     _relay: tuple[Callable[[bytes], bool], asyncio.Future[bool]] | None  # sink, its future
 
     def __init__(
@@ -234,12 +253,21 @@ class H1Connection(asyncio.Protocol):
             return
         if self._timer is not None:
             self._last_activity = self._loop.time()
+        self._progress = False
         try:
             self._parser.feed_data(data)
         except Exception:  # noqa: BLE001 - httptools' errors, zlib's, a 101, _UntrustedAnswerError
             # Records nothing when the answer had completed or already failed.
             self._fail(CUT_SHORT if self.status else BROKE_PROTOCOL)
             self.close(abort=True)
+            return
+        if self._progress:
+            self._idle_bytes = 0
+        elif self._active:  # a header line, trailer or chunk line still arriving
+            self._idle_bytes += len(data)
+            if self._idle_bytes > MAX_HEAD_BYTES:
+                self._fail(HEAD_TOO_LARGE)
+                self.close(abort=True)
 
     def eof_received(self) -> bool:
         return False  # close our side too; connection_lost settles the exchange
@@ -264,12 +292,21 @@ class H1Connection(asyncio.Protocol):
             raise _UntrustedAnswerError
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._progress = True
+        self._head_lines += 1
+        self._head_bytes += len(name) + len(value) + 4  # ": " and CRLF
+        if self._head_lines > MAX_HEADER_LINES or self._head_bytes > MAX_HEAD_BYTES:
+            self._fail(HEAD_TOO_LARGE)
+            raise _UntrustedAnswerError
+        if self.status:  # a chunked body's trailer: not part of the answer's headers
+            return
         key = name.decode("latin-1").lower()
         text = value.decode("latin-1")
         headers = self._headers
         headers[key] = f"{headers[key]}, {text}" if key in headers else text
 
     def on_headers_complete(self) -> None:
+        self._progress = True
         status = self._parser.get_status_code()
         if status < 200:  # 1xx interim answer: the real one follows
             self._interim = True
@@ -292,6 +329,7 @@ class H1Connection(asyncio.Protocol):
         self._wake()
 
     def on_body(self, body: bytes) -> None:
+        self._progress = True
         if self._decoder is not None:
             body = self._decoder.decompress(body)
             if not body:
@@ -315,6 +353,7 @@ class H1Connection(asyncio.Protocol):
         self._wake()
 
     def on_message_complete(self) -> None:
+        self._progress = True
         if self._interim:
             self._interim = False
             return
@@ -345,6 +384,8 @@ class H1Connection(asyncio.Protocol):
         self._then_release = None
         self._finish_timer = None
         self._relay = None
+        self._head_bytes = self._head_lines = self._idle_bytes = 0
+        self._progress = False
         self._chunks.clear()
 
     def _wake(self) -> None:

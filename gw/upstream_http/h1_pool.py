@@ -1,17 +1,18 @@
 """The keep-alive pool of gw's own HTTP/1.1 client: idle connections by origin, a cap on
-open ones, and connecting (TCP, or TLS with the system's trust store) within a deadline."""
+open ones, and connecting (TCP to the first of a host's checked addresses that answers,
+then TLS) within a deadline."""
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import socket
-import ssl
 from collections import deque
 
-from gw.adapters.h1_connection import H1Connection, Origin
-from gw.adapters.upstream_address import Resolve, checked_addresses, system_resolve
 from gw.errors import OverloadedError, UpstreamError, UpstreamTimeoutError
+from gw.upstream_http.connect_errors import connect_failure
+from gw.upstream_http.h1_connection import H1Connection, Origin
+from gw.upstream_http.happy_eyeballs import ATTEMPT_DELAY, connect_first
+from gw.upstream_http.tls import TlsContexts
+from gw.upstream_http.upstream_address import Resolve, checked_addresses, system_resolve
 
 
 class ConnectionPool:
@@ -26,14 +27,17 @@ class ConnectionPool:
         self,
         max_connections: int = 512,
         keepalive_seconds: float = 30.0,
-        tls_context: ssl.SSLContext | None = None,  # None: the system's trust store
+        tls: TlsContexts | None = None,  # contexts by provider settings (tls.py)
         resolve: Resolve = system_resolve,
         max_per_host: int | None = None,  # None: only max_connections
+        *,
+        attempt_delay: float = ATTEMPT_DELAY,  # before the next of a host's addresses
     ) -> None:
         self._limit = max_connections
         self._per_host_limit = max_per_host or max_connections
         self._resolve = resolve
-        self._tls_context = tls_context
+        self._attempt_delay = attempt_delay
+        self._tls = tls or TlsContexts()
         self._keepalive = keepalive_seconds
         self._idle: dict[Origin, list[H1Connection]] = {}
         self._open = 0  # connecting, in use or idle
@@ -68,7 +72,8 @@ class ConnectionPool:
         except OSError as error:
             self._lost(connection)
             raise UpstreamError(
-                f"provider {provider}: could not connect to the upstream ({_reason(error)})",
+                f"provider {provider}: could not connect to the upstream "
+                f"({connect_failure(error)})",
                 blame="upstream",
             ) from None
         except BaseException:
@@ -138,7 +143,7 @@ class ConnectionPool:
         return H1Connection(loop, origin, self._lost)
 
     def _saturated(self, origin: Origin) -> OverloadedError:
-        _, host, port = origin
+        _, host, port, _ = origin
         return OverloadedError(
             f"gw's upstream connection pool is full ({self._open} connections open, "
             f"{self._open_to.get(origin, 0)} of them to {host}:{port}; caps: "
@@ -156,29 +161,22 @@ class ConnectionPool:
         origin: Origin,
         provider: str,
     ) -> None:
-        """Connect to the first checked address of the host that takes it (in the
-        resolver's order, as asyncio does); TLS still verifies the host's name."""
-        scheme, host, port = origin
-        tls = scheme == "https"
+        """Connect to the checked addresses of the host, several of them raced as RFC 8305
+        says (gw/upstream_http/happy_eyeballs.py); TLS then verifies the host's name."""
+        scheme, host, port, settings = origin
+        tls = self._tls.get(settings, provider) if scheme == "https" else None
         addresses = await checked_addresses(host, port, provider, self._resolve)
-        failure: OSError = socket.gaierror(socket.EAI_NONAME, "no address")
-        for family, sockaddr in addresses:
-            try:
-                await loop.create_connection(
-                    lambda: connection,
-                    sockaddr[0],
-                    port,
-                    family=family,
-                    ssl=(self._tls_context or _system_tls_context()) if tls else None,
-                    server_hostname=host if tls else None,
-                )
-            except ssl.SSLError:
-                raise  # the host answered: another of its addresses would not do better
-            except OSError as error:
-                failure = error
-            else:
-                return
-        raise failure
+        sock = await connect_first(addresses, port, self._attempt_delay)
+        try:
+            await loop.create_connection(
+                lambda: connection,
+                sock=sock,
+                ssl=tls,
+                server_hostname=host if tls else None,
+            )
+        except BaseException:
+            sock.close()  # the transport may not have taken it over
+            raise
 
     def _lost(self, connection: H1Connection) -> None:
         """A connection closed (or never opened): its slot is free."""
@@ -223,23 +221,3 @@ class ConnectionPool:
                 connection.close()
         idle = any(self._idle.values())
         self._sweeper = loop.call_later(self._keepalive, self._sweep) if idle else None
-
-
-@functools.cache
-def _system_tls_context() -> ssl.SSLContext:
-    """Built on the first https upstream (loading the trust store costs tens of ms)."""
-    context = ssl.create_default_context()
-    context.set_alpn_protocols(["http/1.1"])
-    return context
-
-
-def _reason(error: OSError) -> str:
-    if isinstance(error, ssl.SSLCertVerificationError):
-        return f"TLS certificate not trusted: {error.verify_message}"
-    if isinstance(error, ssl.SSLError):
-        return f"TLS failed: {error.reason or error}"
-    if isinstance(error, socket.gaierror):
-        return "host name not found"
-    if isinstance(error, ConnectionRefusedError):
-        return "connection refused"
-    return error.strerror or type(error).__name__

@@ -19,10 +19,11 @@ from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from urllib.parse import urlsplit
 
-from gw.adapters.http_transport import HttpReply, HttpTransport, StreamingReply
-from gw.adapters.reply_budget import ReplyBudget
-from gw.adapters.upstream_address import CheckedHosts
+from gw.config.schema import ProviderTls
 from gw.ports import AttemptTimeouts
+from gw.upstream_http.http_transport import HttpReply, HttpTransport, StreamingReply
+from gw.upstream_http.reply_budget import ReplyBudget
+from gw.upstream_http.upstream_address import CheckedHosts
 
 PROXY_SCHEMES = ("http", "https")
 
@@ -192,11 +193,10 @@ class EnvProxyTransport:
             return self._direct
         transport = self._proxied.get(proxy)
         if transport is None:
-            from gw.adapters.httpx_transport import HttpxTransport, build_http_client  # noqa: PLC0415 -- httpx costs ~70 ms of imports; only when a proxy is used
+            from gw.upstream_http.httpx_transport import HttpxTransport  # noqa: PLC0415 -- httpx costs ~70 ms of imports; only when a proxy is used
 
-            client = build_http_client(proxy=proxy)
             hosts = CheckedHosts(proxied=True)  # the proxy resolves; gw's lookup checks too
-            transport = self._proxied[proxy] = HttpxTransport(client, self._budget, hosts)
+            transport = self._proxied[proxy] = HttpxTransport(self._budget, hosts, proxy=proxy)
         return transport
 
     async def post(
@@ -207,9 +207,10 @@ class EnvProxyTransport:
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
+        tls: ProviderTls | None = None,
     ) -> HttpReply:
         return await self._for(url).post(
-            url, headers=headers, body=body, timeouts=timeouts, provider=provider
+            url, headers=headers, body=body, timeouts=timeouts, provider=provider, tls=tls
         )
 
     def post_streaming(
@@ -220,9 +221,10 @@ class EnvProxyTransport:
         body: bytes,
         timeouts: AttemptTimeouts,
         provider: str,
+        tls: ProviderTls | None = None,
     ) -> AbstractAsyncContextManager[StreamingReply]:
         return self._for(url).post_streaming(
-            url, headers=headers, body=body, timeouts=timeouts, provider=provider
+            url, headers=headers, body=body, timeouts=timeouts, provider=provider, tls=tls
         )
 
     async def close(self) -> None:

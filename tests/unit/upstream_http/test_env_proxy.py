@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gw.adapters.env_proxy import (
+from gw.upstream_http.env_proxy import (
     ProxySettingError,
     describe_proxies,
     env_proxies,
