@@ -87,8 +87,13 @@ def _struct(struct: type[msgspec.Struct], path: str | None, also_set_by: AlsoSet
         doc = field_doc(struct, info.name)
         here = None if path is None else f"{path}.{info.name}".lstrip(".")
         node = _value(info.type, doc, here, also_set_by)
-        prop: JSON = {"description": _description(info, doc, here, also_set_by)}
-        prop.update((key, value) for key, value in node.items() if key != "description")
+        description = _description(info, doc, here, also_set_by)
+        # VS Code and the YAML language server render markdownDescription (backticks as
+        # code) on hover; other tools read description.
+        prop: JSON = {"description": description, "markdownDescription": description}
+        prop.update(
+            (k, v) for k, v in node.items() if k not in ("description", "markdownDescription")
+        )
         default = default_value(info)
         if default is msgspec.NODEFAULT:
             required.append(info.name)
@@ -160,21 +165,33 @@ def _plain(declared: Any, doc: Field, path: str | None, also_set_by: AlsoSetBy) 
 def _scalar(declared: Any, doc: Field, path: str | None) -> JSON:
     if declared is Duration:
         number = _bounded({"type": "number", "minimum": 0}, doc)
-        pattern = DURATION_PATTERN if doc.above is None else _nonzero(DURATION_PATTERN)
-        return {"anyOf": [number, {"type": "string", "pattern": pattern}]}
+        positive = doc.above is not None
+        pattern = _nonzero(DURATION_PATTERN) if positive else DURATION_PATTERN
+        said = _DURATION_SAID + (", longer than 0s" if positive else "")
+        return {"anyOf": [_text(pattern, said), number]}
     if declared is ByteSize:
         number = {"type": "integer", "minimum": 1}
-        return {"anyOf": [number, {"type": "string", "pattern": _nonzero(SIZE_PATTERN)}]}
+        return {"anyOf": [_text(_nonzero(SIZE_PATTERN), _SIZE_SAID), number]}
     if declared is str:
         if doc.choices is not None:
             return {"enum": list(doc.choices)}
         if doc.text is not None:
-            return {"type": "string", "pattern": doc.text.pattern}
+            return _text(doc.text.pattern, doc.text.reads.replace("`", ""))
         return {"type": "string"}
     names = {bool: "boolean", int: "integer", float: "number"}
     if declared not in names:
         raise TypeError(f"{path}: no JSON Schema for {declared!r}")
     return _bounded({"type": names[declared]}, doc)
+
+
+_DURATION_SAID = "a duration such as 150ms, 2s, 10m, 1h or 7d (a bare number is seconds)"
+_SIZE_SAID = "a size such as 512KiB or 8MiB (a bare number is bytes), above 0"
+
+
+def _text(pattern: str, said: str) -> JSON:
+    """A string ``pattern``; ``patternErrorMessage`` (read by the YAML language server and
+    VS Code, ignored by other validators) says what it wants instead of showing the regex."""
+    return {"type": "string", "pattern": pattern, "patternErrorMessage": f"Expected {said}."}
 
 
 def _nonzero(pattern: str) -> str:

@@ -11,7 +11,7 @@ class Text(NamedTuple):
     """A rule for a string: a pattern that ECMA-262 (editors) and Python read alike."""
 
     pattern: str
-    reads: str  # how docs/reference/config.md says it
+    reads: str  # what it takes, as docs/reference/config.md and an editor's message say it
 
 
 class Field(NamedTuple):
@@ -37,17 +37,17 @@ def section(summary: str, **fields: Field) -> Section:
 _PRINTABLE = r"[^\x00-\x1f\x7f-\x9f]"
 SLASHLESS_NAME = Text(
     r"^[^/\x00-\x1f\x7f-\x9f]*[^/\s\x00-\x1f\x7f-\x9f][^/\x00-\x1f\x7f-\x9f]*$",
-    "not blank; no `/` and no control characters",
+    "a name: not blank, no `/`, no control characters",
 )
 NAME = Text(
     rf"^{_PRINTABLE}*[^\s\x00-\x1f\x7f-\x9f]{_PRINTABLE}*$",
-    "not blank; no control characters",
+    "a name: not blank, no control characters",
 )
-PRINTABLE = Text(rf"^{_PRINTABLE}*$", "no control characters")
+PRINTABLE = Text(rf"^{_PRINTABLE}*$", "text without control characters")
 SECRET_REFERENCE = Text(r"^(env|vault):[\s\S]", "`env:NAME` or `vault:NAME`")
 # The part before the first / ? or # holds no user:password@.
 UPSTREAM_URL = Text(
-    r"^https?://[^/?#@]+([/?#][\s\S]*)?$", "`http://` or `https://`, no `user:password@`"
+    r"^https?://[^/?#@]+([/?#][\s\S]*)?$", "an `http://` or `https://` URL without `user:password@`"
 )
-HTTP_URL = Text(r"^https?://", "`http://` or `https://`")
+HTTP_URL = Text(r"^https?://", "an `http://` or `https://` URL")
 ERROR_CODES = tuple(sorted(ERRORS_BY_CODE))
