@@ -98,7 +98,8 @@ GATEWAY_SECTIONS: dict[type, Section] = {
         ),
         upstream_max_connections=Field(
             "Open upstream connections, all hosts together. A request that finds no free "
-            "slot within `timeout.connect` gets 503 `overloaded` (gw's own saturation, not "
+            "slot within `timeout.connect` gets 503 `overloaded` with `Retry-After: 1` (gw's "
+            "own saturation, not "
             "counted against the upstream's health). " + _SERVER,
             minimum=1,
         ),

@@ -42,13 +42,15 @@ UPSTREAM_SECTIONS: dict[type, Section] = {
             "`openai_compatible` (any OpenAI-shaped server: Ollama, vLLM, llama.cpp, Groq...), "
             "`openai_responses` (OpenAI's Responses API, also Azure's v1 API), `anthropic` "
             "(Messages, `x-api-key`), `gemini` (Google AI Studio, `x-goog-api-key`), "
-            "`azure_openai` (a deployment per target model, `api-key`) or `mock` (gw's "
-            "built-in fake)."
+            "`azure_openai` (a deployment per target model, `api-key`; the token limit goes as "
+            "`max_tokens`, as `max_completion_tokens` when reasoning is asked for) or `mock` "
+            "(gw's built-in fake)."
         ),
         base_url=Field(
             "What the provider's own SDK calls `base_url`. Default: the provider's public API "
             "for `openai`, `openai_responses` (`https://api.openai.com/v1`), `anthropic` "
-            "(`https://api.anthropic.com`) and `gemini`; required for `openai_compatible` and "
+            "(`https://api.anthropic.com`) and `gemini` "
+            "(`https://generativelanguage.googleapis.com`); required for `openai_compatible` and "
             "`azure_openai` (unless every account has one). Never a link-local or cloud "
             "metadata address.",
             text=UPSTREAM_URL,
