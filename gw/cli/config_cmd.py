@@ -1,4 +1,4 @@
-"""``gw config show``, ``validate``, ``history``, ``diff`` and ``rollback``.
+"""``gw config show``, ``validate``, ``schema``, ``history``, ``diff`` and ``rollback``.
 
 ``history`` and ``diff`` read the database in the state dir (the server may be stopped);
 ``rollback`` asks the running server (``POST /admin/v1/config/rollback``), which writes
@@ -9,7 +9,8 @@ the revision's stored file text back to the config file and applies it.
 ``file``, ``admin``, ``rollback`` or ``signal`` (gw/reload.py). ``gw config diff A B
 --json``: ``{"from", "to", "diff"}`` (a unified diff of the redacted configs as YAML,
 empty when they are the same). ``gw config rollback N --json``: the server's answer,
-``{"revision", "rolled_back_to", "applied"}``.
+``{"revision", "rolled_back_to", "applied"}``. ``gw config schema`` prints a JSON Schema
+(draft 2020-12) of the file (gw/config/json_schema.py), ``--json`` or not.
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ from gw.cli.options import (
     StateDirOption,
     load_effective,
     load_or_fail,
+    override_names,
     resolve_config,
     resolve_home,
 )
 from gw.config import ConfigError
+from gw.config.json_schema import config_json_schema
 from gw.config.redact import REDACTED, redacted
 from gw.config.validate import config_warnings, local_upstreams
 from gw.environment import database_path
@@ -51,7 +54,8 @@ from gw.store.revisions import RevisionRow, StoredRevision
 __all__ = ["REDACTED", "config_app", "redacted"]
 
 config_app = typer.Typer(
-    help="Show, check, list, compare or roll back the config.", no_args_is_help=True
+    help="Show, check, describe (as a JSON Schema), list, compare or roll back the config.",
+    no_args_is_help=True,
 )
 ROLLBACK_PATH = "/admin/v1/config/rollback"
 T = TypeVar("T")
@@ -127,6 +131,35 @@ def validate_command(
     if local:
         named = ", ".join(f"{u.provider} ({u.kind} {u.host})" for u in local)
         stdout.print(f"on loopback or private addresses: {named}", highlight=False, markup=False)
+
+
+@config_app.command("schema")
+def schema_command(
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", dir_okay=False, help="Write the schema to FILE instead of stdout."
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a JSON Schema (draft 2020-12) of gw.yaml, for editors to check and complete it.
+
+    Save it (--output gw.schema.json), then put `# yaml-language-server:
+    $schema=./gw.schema.json` on the first line of gw.yaml, or map it in VS Code's
+    yaml.schemas setting. It is JSON with or without --json.
+    """
+    del as_json  # accepted as on every command that prints data; the schema is JSON anyway
+    schema = config_json_schema(override_names())
+    text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        fail(f"cannot write {output}: {error.strerror or error}")
+    stdout.print(f"wrote {output}", highlight=False, markup=False)
 
 
 def read_store(home: Path, read: Callable[[SqliteStore], Awaitable[T]], empty: T) -> T:

@@ -38,6 +38,17 @@ FLAG_NAMES: dict[str, str] = {"server.host": "--host", "server.port": "--port"}
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (stable, documented shape).")]
 
 
+def override_names() -> dict[str, tuple[str, ...]]:
+    """What sets a config field besides the file, by dotted path: ``server.host`` ->
+    (``GW_HOST``, ``gw serve --host``), for the schema's and the reference's descriptions."""
+    names: dict[str, tuple[str, ...]] = {}
+    for variable, (path, _) in ENV_OVERRIDES.items():
+        names[path] = (*names.get(path, ()), variable)
+    for path, flag in FLAG_NAMES.items():
+        names[path] = (*names.get(path, ()), f"gw serve {flag}")
+    return names
+
+
 def resolve_home(flag: Path | None) -> Path:
     return state_dir(flag, process_environ())
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+# Also the patterns of gw's JSON Schema (gw/config/json_schema.py): ECMA-262 reads them too.
+DURATION_PATTERN = r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$"
+SIZE_PATTERN = r"^\s*(\d+(?:\.\d+)?)\s*(B|KB|KiB|MB|MiB|GB|GiB)?\s*$"
+_DURATION = re.compile(DURATION_PATTERN)
 _DURATION_FACTORS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KB|KiB|MB|MiB|GB|GiB)?\s*$")
+_SIZE = re.compile(SIZE_PATTERN)
 _SIZE_FACTORS = {
     None: 1,
     "B": 1,

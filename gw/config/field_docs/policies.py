@@ -1,0 +1,126 @@
+"""How requests run: policies (match, retry, fallback, timeouts, hedging, limits) and
+tenants (allowed routes, limits, budgets)."""
+
+from __future__ import annotations
+
+from gw.config.field_docs.rules import ERROR_CODES, NAME, Field, Section, section
+from gw.config.schema import (
+    FallbackConfig,
+    HedgeConfig,
+    PolicyConfig,
+    PolicyLimits,
+    PolicyMatch,
+    RetryConfig,
+    TenantBudget,
+    TenantConfig,
+    TenantLimits,
+    TimeoutConfig,
+)
+
+POLICY_SECTIONS: dict[type, Section] = {
+    PolicyConfig: section(
+        "How requests are run. A request gets the most specific matching policy (exact names "
+        "count more than globs, more fields more than fewer), then the higher `priority`, then "
+        "the earlier in the file.",
+        name=Field("The policy's name, shown in traces and `gw explain`.", text=NAME),
+        match=Field("Which requests the policy applies to."),
+        priority=Field("Breaks ties between equally specific matches: higher wins."),
+        strategy=Field("Overrides the route's `strategy`; `null`: the route's."),
+        retry=Field("Retries of one target."),
+        fallback=Field("When a failure moves on to the next target."),
+        timeout=Field("Time limits."),
+        hedge=Field("Racing the rest of the chain when the first target is slow."),
+        limits=Field("Ceilings per request."),
+    ),
+    PolicyMatch: section(
+        "What a policy applies to; an omitted field matches everything. Globs use `*`.",
+        routes=Field("Route names."),
+        models=Field("Target models, as `provider/model` or bare model names."),
+        streaming=Field("`true`: streamed requests only; `false`: whole answers only."),
+        tenants=Field("Tenant names of the caller's API key."),
+        api_keys=Field("API key ids (`key_...`, as `gw keys list` shows)."),
+        capabilities=Field("The request needs all of these."),
+    ),
+    RetryConfig: section(
+        "Retries of one target on a retryable error (`upstream_error`, `upstream_timeout`, "
+        "`rate_limited`, `overloaded`), with exponential backoff and deterministic jitter.",
+        max_attempts=Field(
+            "Calls to one target, the first included (moving to a provider's next account does "
+            "not count).",
+            minimum=1,
+        ),
+        initial_backoff=Field("The first wait; never shorter than the upstream's `retry-after`."),
+        multiplier=Field("Each wait is this times the one before.", minimum=1),
+        max_backoff=Field("The longest wait."),
+        max_retry_after=Field(
+            "An upstream `retry-after` longer than this skips the retries and falls back at once."
+        ),
+    ),
+    FallbackConfig: section(
+        "When a failed target gives way to the next. Errors the request caused "
+        "(`invalid_request`, `context_length_exceeded`, `content_blocked`) never fall back.",
+        enabled=Field("`false`: the first target's failure is the answer."),
+        on_error_codes=Field(
+            "Fall back on exactly these error codes; `null`: on `upstream_error`, "
+            "`upstream_timeout`, `upstream_auth_failed`, `rate_limited` and `overloaded`.",
+            choices=ERROR_CODES,
+        ),
+    ),
+    TimeoutConfig: section(
+        "Time limits of a request.",
+        total=Field("The whole request, every attempt and fallback included."),
+        per_attempt=Field("One call to one target (its read timeout)."),
+        connect=Field("Connecting to an upstream, or waiting for a free connection slot."),
+        first_token=Field(
+            "A stream's first token; until it, a timeout falls back like any failure."
+        ),
+        stream_idle=Field("Silence between a stream's events once it has started."),
+    ),
+    HedgeConfig: section(
+        "Hedging, for whole (non-streamed) answers only: when the first target has not "
+        "answered after `after`, the rest of the chain starts in parallel and the first answer "
+        "wins; the slower attempt is cancelled.",
+        after=Field("The delay, e.g. `2s`; `null`: no hedging.", above=0),
+    ),
+    PolicyLimits: section(
+        "Ceilings per request.",
+        max_output_tokens=Field(
+            "A larger `max_tokens` is clamped to this (the decision says so); none is invented "
+            "for a request that sets none.",
+            minimum=1,
+        ),
+        max_cost_per_request_usd=Field(
+            "Targets whose projected cost is above this are skipped (relaxed, and the decision "
+            "marked `degraded`, when that would leave none).",
+            minimum=0,
+        ),
+    ),
+    TenantConfig: section(
+        "A team or app: API keys belong to one (`gw keys create --tenant NAME`).",
+        name=Field("The tenant's name.", text=NAME),
+        allowed_routes=Field(
+            "The routes its keys may use (globs with `*`); another gets 403 "
+            "`permission_denied`. `null`: any."
+        ),
+        limits=Field("Rate and concurrency limits."),
+        budget=Field("Spending limits in USD, per UTC day and month."),
+    ),
+    TenantLimits: section(
+        "Limits checked after routing and before any upstream call; `null`: none.",
+        requests_per_minute=Field(
+            "Requests a minute (refilled continuously); over it: 429 `rate_limited`."
+        ),
+        tokens_per_minute=Field(
+            "Tokens a minute, each request charged its estimated input plus its `max_tokens` "
+            "up front and settled to the real count; over it: 429 `rate_limited`."
+        ),
+        max_concurrency=Field("Requests in flight; over it: 429 `concurrency_limited`."),
+    ),
+    TenantBudget: section(
+        "Spend plus what requests in flight have reserved must stay within the budget, else "
+        "402 `budget_exceeded` before any upstream call. A tenant with a budget may not use a "
+        "target without a catalog price. `null`: no budget.",
+        daily_usd=Field("USD per UTC day."),
+        monthly_usd=Field("USD per UTC month."),
+    ),
+}
