@@ -29,9 +29,10 @@ from gw.telemetry.throttled_log import ThrottledLog, error_kind
 
 logger = logging.getLogger("gw.telemetry")
 
+# "gw" on PyPI is another project: the extra is installed from gw's own checkout or wheel.
 INSTALL_HINT: Final = (
-    "install the otel extra: pip install 'gw[otel]' (the gw zipapp does not bundle "
-    "OpenTelemetry; run gw from a Python environment where the extra is installed)"
+    "install gw with the otel extra, from its checkout: pipx install --force '.[otel]' "
+    "(or pip install '.[otel]'); the gw zipapp does not bundle OpenTelemetry"
 )
 
 

@@ -231,6 +231,6 @@ def test_enabled_without_the_extra_refuses_to_start_and_says_how(tmp_path: Path)
     )
     assert done.returncode != 0
     message = " ".join(done.stderr.split())  # the console wraps long lines
-    assert "pip install 'gw[otel]'" in message
+    assert "pipx install --force '.[otel]'" in message
     assert "zipapp" in message
     assert not (state / "server.json").exists()

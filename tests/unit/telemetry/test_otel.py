@@ -362,7 +362,7 @@ def test_without_the_extra_the_error_says_how_to_install_it() -> None:
         require_otel()
     message = str(caught.value)
     assert "telemetry.otlp.enabled" in message
-    assert "pip install 'gw[otel]'" in message
+    assert "pipx install --force '.[otel]'" in message
     assert "zipapp" in message
     with pytest.raises(OtelUnavailableError):
         load_otel(load_config("", "gw.yaml").telemetry.otlp)
@@ -374,7 +374,7 @@ def test_gw_serve_refuses_to_start_without_the_extra(tmp_path: Path) -> None:
     plan = ServePlan(
         home=tmp_path, config=load_config(text, "gw.yaml"), source="gw.yaml", environ={}
     )
-    with pytest.raises(ServeError, match=r"pip install 'gw\[otel\]'"):
+    with pytest.raises(ServeError, match=r"pipx install --force '\.\[otel\]'"):
         check_otel(plan)
     disabled = ServePlan(
         home=tmp_path, config=load_config("", "gw.yaml"), source="gw.yaml", environ={}
