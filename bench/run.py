@@ -54,7 +54,8 @@ from bench.usage_reports import DEFAULT_ROWS, run_usage_reports
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "bench-results"
-RESULTS_PAGE = REPO / "docs" / "results.md"
+PAGE_PATH = "docs/results.md"
+RESULTS_PAGE = REPO / PAGE_PATH
 LITELLM_VENV = RESULTS_DIR / ".peers" / "litellm-venv"
 
 
@@ -271,7 +272,8 @@ def save(document: dict[str, object], stamp: str) -> Path:
 
 
 def git_commit() -> str | None:
-    """The code measured: a short hash, "+ changes" when the tree differs from it."""
+    """The code measured: a short hash, "+ changes" when the tree differs from it (the
+    results page itself aside, which the runs write)."""
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],  # noqa: S607 - git from PATH, as a user runs it
@@ -280,8 +282,17 @@ def git_commit() -> str | None:
             text=True,
             check=True,
         ).stdout.strip()
+        changed = [
+            "git",
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            f":!{PAGE_PATH}",
+        ]
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],  # noqa: S607 - as above
+            changed,
             cwd=REPO,
             capture_output=True,
             text=True,
