@@ -42,6 +42,7 @@ class RunFacts:
     cpus: int
     python: str
     commit: str | None  # short hash, "+ changes" when the tree was dirty; None: unknown
+    load: float | None = None  # the 1-minute load average when the run started
 
 
 def markdown_table(data: TableData) -> str:
@@ -63,12 +64,13 @@ def markdown_table(data: TableData) -> str:
 def section(kind: Kind, facts: RunFacts, tables: Sequence[TableData], notes: str = "") -> str:
     """One kind's section, markers included."""
     commit = f", code at {facts.commit}" if facts.commit else ""
+    load = f", load average {facts.load:.1f} at start" if facts.load is not None else ""
     parts = [
         begin_marker(kind),
         f"## {TITLES[kind]}",
         "",
-        f"Run {facts.started_at} on {facts.host} ({facts.cpus} CPUs, Python {facts.python}"
-        f"{commit}): `{facts.command}`.",
+        f"Run {facts.started_at} on {facts.host} ({facts.cpus} CPUs{load}, Python "
+        f"{facts.python}{commit}): `{facts.command}`.",
     ]
     if notes:
         parts += ["", notes]

@@ -303,7 +303,7 @@ def git_commit() -> str | None:
     return f"{head} + changes" if dirty else head
 
 
-def run_facts(started: dt.datetime) -> results_page.RunFacts:
+def run_facts(started: dt.datetime, load: float | None) -> results_page.RunFacts:
     return results_page.RunFacts(
         started_at=started.isoformat(timespec="minutes"),
         command=" ".join(["scripts/bench", *sys.argv[1:]]),
@@ -311,19 +311,36 @@ def run_facts(started: dt.datetime) -> results_page.RunFacts:
         cpus=len(os.sched_getaffinity(0)),
         python=platform.python_version(),
         commit=git_commit(),
+        load=load,
     )
 
 
+def load_average() -> float | None:
+    """The 1-minute load average: on a shared machine, what else ran says much."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
+class Start:
+    """When a run started, and how busy the machine was then."""
+
+    at: dt.datetime
+    load: float | None
+
+
 def publish(
-    kind: results_page.Kind, started: dt.datetime, tables: list[report.TableData], console: Console
+    kind: results_page.Kind, start: Start, tables: list[report.TableData], console: Console
 ) -> None:
     """Replace ``kind``'s section of docs/results.md with this run's tables."""
-    text = results_page.section(kind, run_facts(started), tables)
+    text = results_page.section(kind, run_facts(start.at, start.load), tables)
     results_page.write_section(RESULTS_PAGE, kind, text)
     console.print(f"wrote this run's tables to {RESULTS_PAGE.relative_to(REPO)}")
 
 
-def reload_stall(args: argparse.Namespace, console: Console, started: dt.datetime) -> int:
+def reload_stall(args: argparse.Namespace, console: Console, started: Start) -> int:
     """``--reload-stall``: bench/reload_stall.py alone, saved beside the other runs."""
     return single_scenario(
         "reload-stall", run_reload_stall, args.reload_stall, console, started,
@@ -331,7 +348,7 @@ def reload_stall(args: argparse.Namespace, console: Console, started: dt.datetim
     )  # fmt: skip
 
 
-def usage_reports(args: argparse.Namespace, console: Console, started: dt.datetime) -> int:
+def usage_reports(args: argparse.Namespace, console: Console, started: Start) -> int:
     """``--usage-reports``: bench/usage_reports.py alone, saved beside the other runs."""
     return single_scenario(
         "usage-reports", run_usage_reports, args.usage_reports, console, started,
@@ -347,14 +364,14 @@ def single_scenario(
     scenario: Scenario,
     size: int,
     console: Console,
-    started: dt.datetime,
+    started: Start,
     *,
     table: Callable[[dict[str, Any]], report.TableData],
     page: bool,
 ) -> int:
     """Run one scenario module alone; save its figures as ``bench-results/<name>-<time>.json``
     and, with ``page``, as its section of docs/results.md."""
-    stamp = started.strftime("%Y%m%d-%H%M%S")
+    stamp = started.at.strftime("%Y%m%d-%H%M%S")
     say = functools.partial(console.print, highlight=False)
     try:
         with tempfile.TemporaryDirectory(prefix="gw-bench-") as work:
@@ -377,11 +394,12 @@ def main(argv: list[str] | None = None) -> int:
     if not console.is_terminal:  # piped or logged: do not squeeze the tables into 80 columns
         console = Console(width=160)
     started = dt.datetime.now().astimezone()
+    start = Start(at=started, load=load_average())
     stamp = started.strftime("%Y%m%d-%H%M%S")
     if args.reload_stall is not None:
-        return reload_stall(args, console, started)
+        return reload_stall(args, console, start)
     if args.usage_reports is not None:
-        return usage_reports(args, console, started)
+        return usage_reports(args, console, start)
     bench = Bench(args, console, stamp)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
@@ -407,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"saved {path.relative_to(REPO)} (and bench-results/latest.json); logs in "
                   f"{bench.logs.relative_to(REPO)}")  # fmt: skip
     if not (args.quick or args.no_results_page):
-        publish("full", started, [tables[-1], *tables[:-1]], console)
+        publish("full", start, [tables[-1], *tables[:-1]], console)
     return 1 if any(result.error for result in bench.results.values()) else 0
 
 

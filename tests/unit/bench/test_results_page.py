@@ -26,6 +26,7 @@ FACTS = RunFacts(
     cpus=2,
     python="3.11.7",
     commit="abc1234",
+    load=3.25,
 )
 TABLE = TableData("Figures", ("target", "value"), (("gw", "1 | 2"), ("relay", "3")), frozenset({1}))
 PAGE = f"# Benchmark results\n\nIntro.\n\n{EARLIER_HEADING}\n\nOld figures.\n"
@@ -54,7 +55,10 @@ def test_a_section_says_when_where_and_what_ran() -> None:
     text = section("reload-stall", FACTS, [TABLE])
     assert text.startswith(begin_marker("reload-stall"))
     assert text.endswith(end_marker("reload-stall"))
-    assert "2026-12-05T10:00+00:00 on box (2 CPUs, Python 3.11.7, code at abc1234)" in text
+    assert (
+        "2026-12-05T10:00+00:00 on box (2 CPUs, load average 3.2 at start, Python 3.11.7, "
+        "code at abc1234)"
+    ) in text
     assert "`scripts/bench --reload-stall`" in text
     assert "**Figures**" in text
 
