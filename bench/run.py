@@ -13,8 +13,9 @@ Steps: start the fake upstream and measure it alone (``direct``); then each gate
 turn in front of it: start-up time (the median of 3 starts), idle memory, wrk at
 concurrency 1/16/64, streams, memory after; then the micro-benchmarks and the issue's
 targets. Results are printed and saved to ``bench-results/<time>.json`` and
-``bench-results/latest.json``. Every process started is stopped by pid at the end, on
-errors and on Ctrl-C too.
+``bench-results/latest.json``, and the run's tables replace its kind's section of
+``docs/results.md`` (not for ``--quick``, nor with ``--no-results-page``). Every process
+started is stopped by pid at the end, on errors and on Ctrl-C too.
 """
 
 from __future__ import annotations
@@ -34,10 +35,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from rich.console import Console
 
-from bench import report
+from bench import report, results_page
 from bench.errors import BenchError
 from bench.litellm_peer import install_litellm, start_litellm
 from bench.loadgen import ensure_wrk, lua_script
@@ -53,6 +55,8 @@ from bench.usage_reports import DEFAULT_ROWS, run_usage_reports
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "bench-results"
+PAGE_PATH = "docs/results.md"
+RESULTS_PAGE = REPO / PAGE_PATH
 LITELLM_VENV = RESULTS_DIR / ".peers" / "litellm-venv"
 
 
@@ -97,6 +101,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--stream-concurrency", type=int, default=4)
     parser.add_argument("--no-micro", action="store_true", help="skip the micro-benchmarks")
+    parser.add_argument(
+        "--no-results-page",
+        action="store_true",
+        help="leave docs/results.md as it is (a --quick run always does)",
+    )
     parser.add_argument(
         "--reload-stall",
         type=int,
@@ -273,21 +282,107 @@ def save(document: dict[str, object], stamp: str) -> Path:
     return path
 
 
-def reload_stall(routes: int, console: Console, stamp: str) -> int:
+def git_commit() -> str | None:
+    """The code measured: a short hash, "+ changes" when the tree differs from it (the
+    results page itself aside, which the runs write)."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],  # noqa: S607 - git from PATH, as a user runs it
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        changed = [
+            "git",
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            f":!{PAGE_PATH}",
+        ]
+        dirty = subprocess.run(
+            changed,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return f"{head} + changes" if dirty else head
+
+
+def run_facts(started: dt.datetime, load: float | None) -> results_page.RunFacts:
+    return results_page.RunFacts(
+        started_at=started.isoformat(timespec="minutes"),
+        command=" ".join(["scripts/bench", *sys.argv[1:]]),
+        host=platform.node(),
+        cpus=len(os.sched_getaffinity(0)),
+        python=platform.python_version(),
+        commit=git_commit(),
+        load=load,
+    )
+
+
+def load_average() -> float | None:
+    """The 1-minute load average: on a shared machine, what else ran says much."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
+class Start:
+    """When a run started, and how busy the machine was then."""
+
+    at: dt.datetime
+    load: float | None
+
+
+def publish(
+    kind: results_page.Kind, start: Start, tables: list[report.TableData], console: Console
+) -> None:
+    """Replace ``kind``'s section of docs/results.md with this run's tables."""
+    text = results_page.section(kind, run_facts(start.at, start.load), tables)
+    results_page.write_section(RESULTS_PAGE, kind, text)
+    console.print(f"wrote this run's tables to {RESULTS_PAGE.relative_to(REPO)}")
+
+
+def reload_stall(args: argparse.Namespace, console: Console, started: Start) -> int:
     """``--reload-stall``: bench/reload_stall.py alone, saved beside the other runs."""
-    return single_scenario("reload-stall", run_reload_stall, routes, console, stamp)
+    return single_scenario(
+        "reload-stall", run_reload_stall, args.reload_stall, console, started,
+        table=results_page.reload_stall_table, page=not args.no_results_page,
+    )  # fmt: skip
 
 
-def usage_reports(rows: int, console: Console, stamp: str) -> int:
+def usage_reports(args: argparse.Namespace, console: Console, started: Start) -> int:
     """``--usage-reports``: bench/usage_reports.py alone, saved beside the other runs."""
-    return single_scenario("usage-reports", run_usage_reports, rows, console, stamp)
+    return single_scenario(
+        "usage-reports", run_usage_reports, args.usage_reports, console, started,
+        table=results_page.usage_reports_table, page=not args.no_results_page,
+    )  # fmt: skip
 
 
 Scenario = Callable[[int, Path, Path, Callable[[str], None]], dict[str, object]]
 
 
-def single_scenario(name: str, scenario: Scenario, size: int, console: Console, stamp: str) -> int:
-    """Run one scenario module alone; save its figures as ``bench-results/<name>-<time>.json``."""
+def single_scenario(
+    name: results_page.Kind,
+    scenario: Scenario,
+    size: int,
+    console: Console,
+    started: Start,
+    *,
+    table: Callable[[dict[str, Any]], report.TableData],
+    page: bool,
+) -> int:
+    """Run one scenario module alone; save its figures as ``bench-results/<name>-<time>.json``
+    and, with ``page``, as its section of docs/results.md."""
+    stamp = started.at.strftime("%Y%m%d-%H%M%S")
     say = functools.partial(console.print, highlight=False)
     try:
         with tempfile.TemporaryDirectory(prefix="gw-bench-") as work:
@@ -299,6 +394,8 @@ def single_scenario(name: str, scenario: Scenario, size: int, console: Console, 
     path = RESULTS_DIR / f"{name}-{stamp}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     console.print(f"saved {path.relative_to(REPO)}")
+    if page:
+        publish(name, started, [table(result)], console)
     return 0
 
 
@@ -308,11 +405,12 @@ def main(argv: list[str] | None = None) -> int:
     if not console.is_terminal:  # piped or logged: do not squeeze the tables into 80 columns
         console = Console(width=160)
     started = dt.datetime.now().astimezone()
+    start = Start(at=started, load=load_average())
     stamp = started.strftime("%Y%m%d-%H%M%S")
     if args.reload_stall is not None:
-        return reload_stall(args.reload_stall, console, stamp)
+        return reload_stall(args, console, start)
     if args.usage_reports is not None:
-        return usage_reports(args.usage_reports, console, stamp)
+        return usage_reports(args, console, start)
     bench = Bench(args, console, stamp)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
@@ -326,19 +424,19 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     goals = report.evaluate_goals(bench.results, bench.micro)
     console.print()
-    print_tables(
-        console,
-        [
-            report.load_table(bench.results),
-            report.stream_table(bench.results),
-            report.process_table(bench.results),
-            report.micro_table(bench.micro),
-            report.goal_table(goals),
-        ],
-    )
+    tables = [
+        report.load_table(bench.results),
+        report.stream_table(bench.results),
+        report.process_table(bench.results),
+        report.micro_table(bench.micro),
+        report.goal_table(goals),
+    ]
+    print_tables(console, tables)
     path = save(report.run_json(bench.info(started), bench.results, bench.micro, goals), stamp)
     console.print(f"saved {path.relative_to(REPO)} (and bench-results/latest.json); logs in "
                   f"{bench.logs.relative_to(REPO)}")  # fmt: skip
+    if not (args.quick or args.no_results_page):
+        publish("full", start, [tables[-1], *tables[:-1]], console)
     return 1 if any(result.error for result in bench.results.values()) else 0
 
 

@@ -1,7 +1,7 @@
 """The silent losses gw has today, each with its reason: the only ``dropped`` cells the
 conformance test lets pass. A new silent loss fails it; so does an entry here whose cell
 is no longer dropped (remove it: the loss is fixed). "BUG:" marks a loss gw should not
-have (README: what a format cannot carry fails loud or is traced, never dropped silently).
+have (docs/reference/translation.md: what a format cannot carry fails loud or is traced, never dropped silently).
 """
 
 from __future__ import annotations

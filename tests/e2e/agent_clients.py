@@ -45,7 +45,7 @@ LOOPBACK = "127.0.0.1,localhost,::1"
 SECRET = "pelican"  # in the file an agent reads; the upstream must get it back
 UPSTREAM_KEY = "sk-upstream-test"
 
-# One route per upstream format, the same names in every agent test (and the README).
+# One route per upstream format, the same names in every agent test (and docs/guides/clients.md).
 ROUTES = {
     "openai": ("oai", "openai_compatible", "gpt-a"),
     "anthropic": ("claude", "anthropic", "claude-sonnet-4-5"),

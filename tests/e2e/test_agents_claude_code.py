@@ -79,7 +79,7 @@ def claude_p(
     *allowed: str,
     key: str = "sk-gw-claude-code",
 ) -> Run:
-    """``claude -p`` with gw as its API, as the README shows; ``allowed``: tools it may
+    """``claude -p`` with gw as its API, as docs/guides/clients.md shows; ``allowed``: tools it may
     use without asking (reading files in its directory needs no permission); ``key``: the
     gw key it sends (x-api-key)."""
     argv: list[str | Path] = [

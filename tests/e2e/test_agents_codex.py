@@ -53,7 +53,7 @@ def _installed() -> None:
 def codex_exec(
     sandbox: Sandbox, gw: GwServer, route: str, prompt: str, key: str = "sk-gw-codex"
 ) -> Run:
-    """``codex exec`` with gw as a custom provider, as the README shows (plus the
+    """``codex exec`` with gw as a custom provider, as docs/guides/clients.md shows (plus the
     switches that keep a test run on loopback: no analytics, no plugin sync)."""
     codex_home = sandbox.home / ".codex"
     codex_home.mkdir()

@@ -55,7 +55,7 @@ def _installed() -> None:
 def gemini_p(
     sandbox: Sandbox, gw: GwServer, route: str, prompt: str, key: str = "gm-gw-gemini-cli"
 ) -> Run:
-    """``gemini -p`` with gw as its API, as the README shows."""
+    """``gemini -p`` with gw as its API, as docs/guides/clients.md shows."""
     settings = sandbox.home / ".gemini" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps(SETTINGS))

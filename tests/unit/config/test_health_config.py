@@ -11,7 +11,7 @@ from gw.config import ConfigError, load_config
 from gw.config.schema import HealthConfig
 from gw.config.units import Duration
 
-README = Path(__file__).parents[3] / "README.md"
+CONFIG_GUIDE = Path(__file__).parents[3] / "docs" / "guides" / "configuration.md"
 
 
 def test_defaults_when_the_section_is_absent() -> None:
@@ -31,12 +31,12 @@ def test_values_and_durations_are_read() -> None:
     assert health.window == Duration(60.0)
 
 
-def test_the_readme_documents_the_built_in_defaults() -> None:
-    reference = README.read_text(encoding="utf-8").split("## Config reference", 1)[1]
+def test_the_configuration_guide_shows_the_built_in_defaults() -> None:
+    reference = CONFIG_GUIDE.read_text(encoding="utf-8")
     block = reference.split("```yaml\n", 1)[1].split("```", 1)[0]
     section = re.search(r"^health:.*\n(?:  .*\n)+", block, re.MULTILINE)
-    assert section is not None, "README's config reference has no health: section"
-    assert load_config(section.group(0), "README.md").health == HealthConfig()
+    assert section is not None, "docs/guides/configuration.md has no health: section"
+    assert load_config(section.group(0), "configuration.md").health == HealthConfig()
 
 
 @pytest.mark.parametrize(

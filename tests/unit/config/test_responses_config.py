@@ -1,5 +1,5 @@
 """The ``responses:`` section: background responses off by default, its limits checked
-with their path, and the README's config reference showing the defaults."""
+with their path, and the configuration guide (docs/guides/configuration.md) showing the defaults."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from gw.config import ConfigError, load_config
 from gw.config.schema import ResponsesConfig
 from gw.config.units import Duration
 
-README = Path(__file__).parents[3] / "README.md"
+CONFIG_GUIDE = Path(__file__).parents[3] / "docs" / "guides" / "configuration.md"
 
 
 def test_background_responses_are_off_unless_asked_for() -> None:
@@ -47,9 +47,9 @@ def test_bad_values_are_refused_with_their_field(text: str, field: str) -> None:
     assert field in str(caught.value)
 
 
-def test_the_readme_documents_the_built_in_defaults() -> None:
-    reference = README.read_text(encoding="utf-8").split("## Config reference", 1)[1]
+def test_the_configuration_guide_shows_the_built_in_defaults() -> None:
+    reference = CONFIG_GUIDE.read_text(encoding="utf-8")
     block = reference.split("```yaml\n", 1)[1].split("```", 1)[0]
     section = re.search(r"^responses:.*\n(?:  .*\n)+", block, re.MULTILINE)
-    assert section is not None, "README's config reference has no responses: section"
-    assert load_config(section.group(0), "README.md").responses == ResponsesConfig()
+    assert section is not None, "docs/guides/configuration.md has no responses: section"
+    assert load_config(section.group(0), "configuration.md").responses == ResponsesConfig()
