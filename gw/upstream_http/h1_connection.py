@@ -7,7 +7,7 @@ relayed body (``relay``) skips the buffer: each piece goes to the relay's sink f
 read callback, with no task woken per piece. Every way an exchange can fail becomes the
 gw error the adapters expect, phrased for the user.
 
-An answer's head is bounded as gw's server bounds a request's (gw/server/slow_clients.py):
+An answer's head is bounded as gw's server bounds a request's (gw/server/runtime/protocol.py):
 over ``MAX_HEAD_BYTES`` of header lines or ``MAX_HEADER_LINES`` lines, the exchange fails
 as ``upstream_error``. A line still arriving is held by the parser, so reads that complete
 nothing (no header, no body piece) are bounded by the same size; that also bounds a

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from gw.errors import UpstreamError
-from gw.server.slow_clients import MAX_HEAD_BYTES as SERVER_MAX_HEAD_BYTES
-from gw.server.slow_clients import MAX_HEADERS as SERVER_MAX_HEADERS
+from gw.server.runtime.protocol import MAX_HEAD_BYTES as SERVER_MAX_HEAD_BYTES
+from gw.server.runtime.protocol import MAX_HEADERS as SERVER_MAX_HEADERS
 from gw.upstream_http.h1_connection import MAX_HEAD_BYTES, MAX_HEADER_LINES
 from gw.upstream_http.h1_transport import BuiltinTransport
 
