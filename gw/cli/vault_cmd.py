@@ -2,7 +2,8 @@
 
 Secrets enter through a prompt without echo (stdin is a terminal) or through stdin
 (piped), never as an argument, so they stay out of shell history and ``ps``. Nothing here
-prints a secret or an identity; ``--json`` shapes are documented in README.md.
+prints a secret or an identity; ``--json`` shapes are documented in
+docs/guides/vault.md.
 """
 
 from __future__ import annotations

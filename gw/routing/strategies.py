@@ -11,8 +11,8 @@ was ranked by, in the strategy's own unit:
   rejected (``zero_weight``) unless every candidate has weight 0, then all count equally.
 - ``lowest_cost``: projected cost in USD, ascending; unknown price last, then priority.
 - ``highest_quality``: the catalog's ``quality``, descending; unknown last, then priority.
-- ``lowest_latency``: observed latency in ms, ascending; unmeasured targets after measured
-  ones, by priority.
+- ``lowest_latency``: observed latency in ms, ascending; unmeasured targets first, by
+  priority, so a target never tried gets measured.
 
 A value the strategy could not know (price, quality, latency) leaves ``score`` as ``None``.
 Sorting is stable everywhere, so config order is the final tie-break.

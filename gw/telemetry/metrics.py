@@ -6,7 +6,7 @@ gw/telemetry/request_metrics.py) and ``StateMetrics`` (admission, breakers, tele
 queues, config reloads and build info, read at scrape time, see
 gw/telemetry/state_metrics.py). Every label value is bounded by the config
 (gw/telemetry/metric_labels.py). The names and labels are a contract: ``gw top`` and
-dashboards read them; README "Metrics" lists them.
+dashboards read them; docs/reference/metrics.md lists them.
 
 prometheus-client itself is imported with the first scrape (gw/telemetry/prometheus.py).
 """

@@ -14,7 +14,7 @@ consumer hands each batch to a ``WriterThread`` of the log's own that formats an
 it: a slow or blocked stderr never stalls the event loop or gw's exit (the queue fills and
 lines are dropped instead; ``stop`` waits a bounded time). The consumer lingers
 ``flush_interval`` for more lines before each hand-over: waking the thread once per line
-cost more CPU than formatting the line (streaming benchmark, README "Performance").
+cost more CPU than formatting the line (streaming benchmark, docs/performance.md).
 
 Client text (an unknown model's name, ``provider/<anything>``) is cut to ``TEXT_MAX_CHARS``
 in both formats, and printed through ``printable`` in Rich lines: it must not drive the

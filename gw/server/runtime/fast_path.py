@@ -3,7 +3,7 @@
 Litestar routes each request, builds its handler's arguments from a signature model,
 turns the returned response into an ASGI one and wraps ``send`` for every chunk of a
 stream. Skipping that for the two hot endpoints took 0.14 M of 3.17 M instructions off
-a 22-chunk stream through gw (callgrind; README "Performance").
+a 22-chunk stream through gw (callgrind; docs/performance.md).
 
 ``FastPath`` is the ASGI app uvicorn runs. A ``POST`` to one of its endpoints without an
 ``Origin`` header (SDKs, curl: not a browser, so nothing for CORS to do) goes straight to
