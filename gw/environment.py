@@ -31,6 +31,8 @@ ENV_OVERRIDES: dict[str, tuple[str, type]] = {
     "GW_PORT": ("server.port", int),
     "GW_AUTH_MODE": ("auth.mode", str),
     "GW_MAX_CONCURRENCY": ("server.max_concurrency", int),
+    "GW_STATE_URL": ("state.url", str),
+    "GW_REDIS_URL": ("state.redis_url", str),
 }
 
 

@@ -264,8 +264,12 @@ class StateConfig(ConfigStruct, frozen=True, kw_only=True):
     traces older than ``trace_max_age`` are deleted, then the oldest ones until the traces
     take at most ``trace_max_bytes``; usage rows older than ``usage_max_age``, when set
     (None: kept for ever), are deleted too, their hourly sums kept (usage reports and
-    budgets read those). Config revisions are never pruned."""
+    budgets read those). Config revisions are never pruned. ``url`` (PostgreSQL) and
+    ``redis_url`` (Redis) make it the shared state of a fleet of gateways
+    (gw/config/state_url.py); both are read at start."""
 
+    url: str | None = None
+    redis_url: str | None = None
     trace_max_age: Duration = Duration(7 * 86_400.0)
     trace_max_bytes: ByteSize = ByteSize(256 * 1024 * 1024)
     usage_max_age: Duration | None = None

@@ -18,6 +18,7 @@ from gw.config.schema import (
     ProviderConfig,
     StateConfig,
 )
+from gw.config.state_url import redis_url_problem, state_url_problem
 from gw.config.upstream_host import HostFormError, HostKind, classify_host, refusal
 from gw.errors import ERRORS_BY_CODE
 
@@ -334,6 +335,10 @@ def _health_problems(health: HealthConfig) -> Iterator[Problem]:
 
 
 def _state_problems(state: StateConfig) -> Iterator[Problem]:
+    if state.url is not None and (problem := state_url_problem(state.url)):
+        yield "state.url", problem
+    if state.redis_url is not None and (problem := redis_url_problem(state.redis_url)):
+        yield "state.redis_url", problem
     # trace_max_bytes is a ByteSize, positive by construction.
     for field, span in (
         ("trace_max_age", state.trace_max_age),

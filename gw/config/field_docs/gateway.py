@@ -180,6 +180,17 @@ GATEWAY_SECTIONS: dict[type, Section] = {
         "What `gw.db` keeps. Every `prune_interval`, traces older than `trace_max_age` are "
         "deleted, then the oldest while they take more than `trace_max_bytes`. Config "
         "revisions are never pruned.",
+        url=Field(
+            "A PostgreSQL URL (`postgresql://user@host:5432/db`) for the state several "
+            "gateways share: keys, traces, usage, config revisions. `null`: SQLite at "
+            "`<state-dir>/gw.db`. Keep the password out of the file (PGPASSWORD, ~/.pgpass, "
+            "or the whole URL in GW_STATE_URL). Read at start; a change needs a restart."
+        ),
+        redis_url=Field(
+            "A Redis URL (`redis://host:6379/0`, `rediss://` for TLS) for the counters a "
+            "fleet shares: rate limits, concurrency, budgets, breakers. `null`: counted in "
+            "this process. Read at start; a change needs a restart."
+        ),
         trace_max_age=Field("Traces older than this are deleted.", above=0),
         trace_max_bytes=Field("The most the traces may take (an estimate)."),
         usage_max_age=Field(
