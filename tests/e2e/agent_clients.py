@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any, NoReturn
 import pytest
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 from fakes import anthropic_upstream, gemini_upstream, openai_upstream, responses_upstream
 from fakes.anthropic_upstream import FakeAnthropic
 from fakes.gemini_upstream import FakeGemini
@@ -233,12 +233,15 @@ def trace_ids(gw: GwServer) -> set[str]:
 def new_traces(gw: GwServer, known: set[str], at_least: int) -> list[dict[str, Any]]:
     """``gw explain --json`` of each trace not in ``known``, oldest first, once at least
     ``at_least`` have landed (traces are written off the hot path: polled, bounded)."""
-    deadline = time.monotonic() + 15.0
-    while True:
+
+    seen: list[list[dict[str, Any]]] = []
+
+    def landed() -> list[dict[str, Any]] | None:
         rows = [r for r in gw.cli_json("traces", "--limit", "500") if r["request_id"] not in known]
-        if len(rows) >= at_least or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+        seen.append(rows)
+        return rows if len(rows) >= at_least else None
+
+    rows = wait_until(landed, lambda: f"{at_least} new trace(s); got {seen[-1]}", interval=0.1)
     return [gw.cli_json("explain", row["request_id"]) for row in reversed(rows)]
 
 

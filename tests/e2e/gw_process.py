@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from e2e.waiting import wait_until
 
 GW = str(Path(sys.executable).parent / "gw")
 START_TIMEOUT_S = 30.0
@@ -46,23 +48,24 @@ class GwServer:
             args += ["--config", str(self.config)]
         log = self.log_path.open("wb")
         errors = self.stderr_path.open("wb") if self.stderr_path else subprocess.STDOUT
-        self.process = subprocess.Popen(args, stdout=log, stderr=errors, env=self.env)
+        process = self.process = subprocess.Popen(args, stdout=log, stderr=errors, env=self.env)
         server_file = self.state_dir / "server.json"
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+
+        def url() -> str | None:
+            if process.poll() is not None:
                 raise RuntimeError(f"gw serve exited early:\n{self.log()}")
-            if server_file.exists():
-                try:
-                    info = json.loads(server_file.read_text())
-                except json.JSONDecodeError:
-                    info = None
-                if info and info.get("pid") == self.process.pid:
-                    self.url = info["url"]
-                    return self
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"gw serve did not start within {START_TIMEOUT_S}s:\n{self.log()}")
+            with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
+                info = json.loads(server_file.read_text())
+                if info.get("pid") == process.pid:
+                    return str(info["url"])
+            return None
+
+        try:
+            self.url = wait_until(url, lambda: f"gw serve to start:\n{self.log()}", START_TIMEOUT_S)
+        except AssertionError:
+            self.stop()
+            raise
+        return self
 
     @property
     def port(self) -> int:
@@ -100,14 +103,15 @@ class GwServer:
 
     def wait_for_trace(self, request_id: str, timeout: float = 10.0) -> dict[str, Any]:
         """Traces are written off the hot path: poll (bounded) until this one lands."""
-        deadline = time.monotonic() + timeout
-        while True:
-            done = self.cli("explain", request_id, "--json", check=False)
-            if done.returncode == 0:
-                return json.loads(done.stdout)  # type: ignore[no-any-return]
-            if time.monotonic() > deadline:
-                raise AssertionError(f"trace {request_id} never appeared: {done.stderr}")
-            time.sleep(0.1)
+        tries: list[subprocess.CompletedProcess[str]] = []
+
+        def landed() -> dict[str, Any] | None:
+            tries.append(self.cli("explain", request_id, "--json", check=False))
+            return json.loads(tries[-1].stdout) if tries[-1].returncode == 0 else None
+
+        return wait_until(
+            landed, lambda: f"trace {request_id}: {tries[-1].stderr}", timeout, interval=0.1
+        )
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=30.0)

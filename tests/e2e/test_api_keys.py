@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import openai
 import pytest
 
 from e2e.gw_process import GwServer, run_cli
+from e2e.waiting import wait_until
 
 CONFIG = """
 providers: [{name: mock, kind: mock}]
@@ -28,15 +28,6 @@ routes:
 tenants: [{name: team-a}]
 """
 HI = [{"role": "user", "content": "hi"}]
-POLL_S = 15.0  # generous bound for a slow shared machine; the promise is one second
-
-
-def wait_until(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + POLL_S
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {POLL_S}s: {what}")
-        time.sleep(0.05)
 
 
 def sdk(gw: GwServer, key: str) -> openai.OpenAI:

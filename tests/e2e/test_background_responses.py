@@ -9,20 +9,18 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import openai
 import pytest
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 from fakes import openai_upstream
 from fakes.openai_upstream import FakeOpenAI
 
-T = TypeVar("T")
-WAIT_S = 20.0
 SLOW = openai_upstream.Behavior(delay_before_headers=60.0)  # until cancelled or killed
 CONFIG = """
 providers:
@@ -40,17 +38,6 @@ responses:
   background: {{enabled: true, concurrency: 1, max_queued_per_tenant: {limit}, retention: {retention}}}
 """
 WAITING = ("queued", "in_progress")
-
-
-def wait_until(check: Callable[[], T | None], what: str, timeout: float = WAIT_S) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout}s")
-        time.sleep(0.05)
 
 
 def write_config(home: Path, fake: FakeOpenAI, extra: str) -> Path:

@@ -11,13 +11,13 @@ by a 3 s delay at the upstream, so the second request surely arrives while it is
 from __future__ import annotations
 
 import concurrent.futures
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 from fakes.openai_upstream import Behavior, FakeOpenAI
 
 CONFIG = """
@@ -75,13 +75,19 @@ def flaky_health(gw: GwServer) -> dict[str, Any]:
     return next(t for t in report["targets"] if t["provider"] == "flaky")
 
 
-def wait_for(gw: GwServer, predicate: Any, what: str) -> dict[str, Any]:
-    for _ in range(300):  # bounded: up to a minute
-        state = flaky_health(gw)
-        if predicate(state):
-            return state
-        time.sleep(0.2)
-    raise AssertionError(f"flaky never became {what}: {state}")
+def wait_for(
+    gw: GwServer, predicate: Callable[[dict[str, Any]], bool], what: str
+) -> dict[str, Any]:
+    """flaky's health, once ``predicate`` holds for it."""
+    states: list[dict[str, Any]] = []
+
+    def became() -> dict[str, Any] | None:
+        states.append(flaky_health(gw))
+        return states[-1] if predicate(states[-1]) else None
+
+    return wait_until(
+        became, lambda: f"flaky to become {what}; last: {states[-1]}", 60, interval=0.2
+    )
 
 
 def test_ten_failures_open_the_breaker_one_trial_closes_it(

@@ -7,7 +7,6 @@ Each revision routes ``chat`` to a different mock model. Waits are bounded polls
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +28,6 @@ ORIGINAL = TEMPLATE.format(model="first-model")
 EDITED = TEMPLATE.format(model="second-model")
 BROKEN = ORIGINAL.replace("provider: mock, model", "provider: ghost, model")
 BODY = {"model": "chat", "messages": [{"role": "user", "content": "hi"}]}
-WAIT_S = 30.0
 
 
 def status(server: GwServer) -> dict[str, Any]:
@@ -36,14 +35,14 @@ def status(server: GwServer) -> dict[str, Any]:
 
 
 def wait_for(server: GwServer, what: str, ready: Callable[[dict[str, Any]], bool]) -> Any:
-    """Poll ``gw status --json`` (bounded) until ``ready`` holds; the last report."""
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        report = status(server)
-        if ready(report):
-            return report
-        assert time.monotonic() < deadline, f"gw never showed {what}: {report}"
-        time.sleep(0.1)
+    """Poll ``gw status --json`` until ``ready`` holds; the report that showed it."""
+    reports: list[dict[str, Any]] = []
+
+    def shown() -> dict[str, Any] | None:
+        reports.append(status(server))
+        return reports[-1] if ready(reports[-1]) else None
+
+    return wait_until(shown, lambda: f"gw to show {what}; last: {reports[-1]}", interval=0.1)
 
 
 def ask(server: GwServer) -> tuple[int, str, str]:

@@ -7,7 +7,6 @@ import array
 import base64
 import json
 import socket
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 from gw.adapters.mock import mock_embedding
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 from fakes.openai_upstream import Behavior, FakeOpenAI, fake_embedding
 
 CONFIG = """
@@ -28,7 +28,6 @@ providers:
   - {{name: backup, kind: openai_compatible, base_url: "{backup}"}}
   - {{name: azure, kind: azure_openai, base_url: "{azure}", api_key: env:GW_TEST_KEY}}
   - {{name: mock, kind: mock}}
-  - {{name: lazymock, kind: mock, mock: {{latency: 30s}}}}
 models:
   - {{provider: primary, model: emb-a, input_per_mtok: 0.02, context_window: 8191,
      capabilities: [embeddings]}}
@@ -48,12 +47,15 @@ routes:
   - name: chat-only
     targets: [{{provider: mock, model: mock-1}}]
   - name: lazy-embed
-    targets: [{{provider: lazymock, model: lazy-emb}}]
+    targets: [{{provider: primary, model: emb-a}}]
 policies:
   - name: fast
     match: {{routes: ["*"]}}
     retry: {{max_attempts: 2, initial_backoff: 10ms}}
     timeout: {{total: 30s, per_attempt: 1500ms}}
+  - name: patient  # the hang-up test: only the client's leaving may end its call
+    match: {{routes: [lazy-embed]}}
+    retry: {{max_attempts: 1}}
 """
 
 
@@ -272,8 +274,12 @@ def test_an_oversized_body_is_413(gw: GwServer) -> None:
     assert_openai_error(answer, 413, "request_too_large")
 
 
-def test_a_client_that_hangs_up_is_traced_and_the_call_cancelled(gw: GwServer) -> None:
-    """The lazy mock would answer after 30 s; the client gives up long before."""
+def test_a_client_that_hangs_up_is_traced_and_the_call_cancelled(
+    gw: GwServer, primary: FakeOpenAI
+) -> None:
+    """The upstream would answer after 60 s; the client hangs up once it has the request."""
+    primary.enqueue(Behavior(delay_before_headers=60.0))
+    taken = primary.count
     body = json.dumps({"model": "lazy-embed", "input": "x"}).encode()
     head = (
         "POST /v1/embeddings HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
@@ -281,20 +287,15 @@ def test_a_client_that_hangs_up_is_traced_and_the_call_cancelled(gw: GwServer) -
     )
     with socket.create_connection(("127.0.0.1", gw.port)) as raw:
         raw.sendall(head.encode() + body)
-        time.sleep(1.0)  # sequencing only: let gw start the upstream call, then hang up
-    trace = _trace_of_route(gw, "lazy-embed")
+        wait_until(lambda: primary.count > taken, "the upstream to receive the call")
+    trace = wait_until(lambda: _trace_of_route(gw, "lazy-embed"), "the hung-up request's trace")
     assert (trace["status"], trace["error_code"]) == (499, "client_aborted")
     explained = gw.wait_for_trace(trace["request_id"])
     assert explained["endpoint"] == "embeddings"
     assert [a["outcome"] for a in explained["attempts"]] == ["aborted"]
-    assert explained["attempts"][0]["latency_ms"] < 30_000  # cancelled, not waited out
+    assert explained["attempts"][0]["latency_ms"] < 60_000  # cancelled, not waited out
 
 
-def _trace_of_route(gw: GwServer, route: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        for trace in gw.cli_json("traces", "--limit", "5"):
-            if trace["route"] == route:
-                return trace  # type: ignore[no-any-return]
-        time.sleep(0.1)
-    raise AssertionError(f"no trace for route {route}")
+def _trace_of_route(gw: GwServer, route: str) -> dict[str, Any] | None:
+    traces = gw.cli_json("traces", "--limit", "5")
+    return next((trace for trace in traces if trace["route"] == route), None)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import httpx
 import pytest
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 
 TEMPLATE = """# gw config under edit: this comment must survive nothing, it is ours
 providers: [{{name: mock, kind: mock}}]
@@ -29,7 +29,6 @@ routes:
 BROKEN = TEMPLATE.replace("provider: mock, model", "provider: ghost, model")
 BODY = {"model": "chat", "messages": [{"role": "user", "content": "hi"}]}
 CLIENTS = 4
-WAIT_S = 30.0
 
 
 class Load:
@@ -63,10 +62,7 @@ class Load:
     def wait_for_answers(self, more: int = 8) -> None:
         """Until the clients have had ``more`` answers (from the current config)."""
         target = len(self.answers) + more
-        deadline = time.monotonic() + WAIT_S
-        while len(self.answers) < target:
-            assert time.monotonic() < deadline, "the clients got no answers"
-            time.sleep(0.02)
+        wait_until(lambda: len(self.answers) >= target, f"{more} more answers", interval=0.02)
 
     def __enter__(self) -> Load:
         for thread in self.threads:
@@ -93,11 +89,15 @@ def live_revision(gw: GwServer) -> int:
 
 
 def wait_for_revision(gw: GwServer, revision: int) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while live_revision(gw) < revision:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"revision {revision} never went live:\n{gw.log()}")
-        time.sleep(0.05)
+    wait_until(
+        lambda: live_revision(gw) >= revision,
+        lambda: f"revision {revision} to go live:\n{gw.log()}",
+    )
+
+
+def route_served(gw: GwServer) -> str:
+    with gw.client() as http:
+        return http.post("/v1/chat/completions", json=BODY).headers["x-gw-route"]
 
 
 def save_by_rename(path: Path, text: str) -> None:
@@ -123,22 +123,18 @@ def test_edits_under_load_go_live_whole_and_invalid_ones_change_nothing(
         load.wait_for_answers()
         # An invalid edit: reported, service unchanged.
         config.write_text(BROKEN.format(model="rev-x"))
-        deadline = time.monotonic() + WAIT_S
-        while "config edit not applied" not in gw.log():
-            assert time.monotonic() < deadline, gw.log()
-            time.sleep(0.05)
+        wait_until(
+            lambda: "config edit not applied" in gw.log(),
+            lambda: f"the invalid edit to be reported:\n{gw.log()}",
+        )
         assert live_revision(gw) == start + 2
         # A burst of quick writes: the last one wins, as one or more revisions.
         for model in ("rev-d1", "rev-d2", "rev-d3"):
             config.write_text(TEMPLATE.format(model=model))
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            with gw.client() as http:
-                route = http.post("/v1/chat/completions", json=BODY).headers["x-gw-route"]
-            if route == "mock/rev-d3":
-                break
-            assert time.monotonic() < deadline, gw.log()
-            time.sleep(0.05)
+        wait_until(
+            lambda: route_served(gw) == "mock/rev-d3",
+            lambda: f"the last of the burst to be served:\n{gw.log()}",
+        )
         load.wait_for_answers()
 
     assert load.errors == []

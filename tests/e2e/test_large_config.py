@@ -7,8 +7,7 @@ by ``scripts/bench --reload-stall``, not here: these tests assert no timing."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 from bench.reload_stall import large_config
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 
 WAIT_S = 120.0  # a 5,000-route reload on a loaded 2-core machine takes seconds
 SMALL = """\
@@ -26,15 +26,6 @@ routes:
   - {name: route-0, targets: [{provider: p0, model: m0}]}
 """
 BODY = {"model": "route-0", "messages": [{"role": "user", "content": "hi"}]}
-
-
-def wait_until(check: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.05)
-    return found
 
 
 @pytest.fixture
@@ -71,7 +62,7 @@ def test_a_reload_of_5000_routes_answers_every_request_then_serves_the_new_revis
 
         _, first, _ = send()
         config.write_text(large_config(5000, model_suffix="-next"))
-        wait_until(lambda: send()[1] != first, "the 5,000-route revision went live")
+        wait_until(lambda: send()[1] != first, "the 5,000-route revision went live", WAIT_S)
         for _ in range(5):
             send()
     assert {status for status, _, _ in answers} == {200}, answers[-5:]
@@ -101,8 +92,10 @@ def test_a_config_over_the_size_limit_is_refused_while_requests_go_on(
     try:
         revision = status(gw)["revision"]
         config.write_text(large_config(100_000))  # 12.5 MiB, over the 8 MiB default
-        error = wait_until(lambda: status(gw)["config"]["error"], "the refusal was reported")
-        wait_until(lambda: len(statuses) > 3, "requests answered after the refusal")
+        error = wait_until(
+            lambda: status(gw)["config"]["error"], "the refusal was reported", WAIT_S
+        )
+        wait_until(lambda: len(statuses) > 3, "requests answered after the refusal", WAIT_S)
     finally:
         stop.set()
         worker.join(timeout=60)
@@ -121,7 +114,7 @@ def test_a_larger_limit_from_the_environment_lets_the_file_load(tmp_path: Path) 
     with GwServer(tmp_path / "state", config, env=env) as gw:
         revision = status(gw)["revision"]
         config.write_text(SMALL.replace("m0", "m1") + "# " + "x" * (9 * 1024 * 1024) + "\n")
-        wait_until(lambda: status(gw)["revision"] > revision, "the padded file went live")
+        wait_until(lambda: status(gw)["revision"] > revision, "the padded file went live", WAIT_S)
         assert status(gw)["config"]["error"] is None
 
 
@@ -134,4 +127,6 @@ def test_a_lowered_prune_interval_takes_effect_at_once(tmp_path: Path) -> None:
     with GwServer(tmp_path / "state", config) as gw:
         wait_until(lambda: status(gw)["store"]["prune_rounds"] == 1, "the first round", 60)
         config.write_text(SMALL + "state: {prune_interval: 1s}\n")
-        wait_until(lambda: status(gw)["store"]["prune_rounds"] >= 3, "rounds at the new interval")
+        wait_until(
+            lambda: status(gw)["store"]["prune_rounds"] >= 3, "rounds at the new interval", WAIT_S
+        )

@@ -11,8 +11,7 @@ byte: scrapes poll (bounded) until the workload is all counted; no timed asserti
 from __future__ import annotations
 
 import platform
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import gw
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 from fakes.openai_upstream import Behavior, FakeOpenAI
 
 CONFIG = """
@@ -52,18 +52,9 @@ auth: {mode: keys, admin_key: env:GW_TEST_ADMIN}
 ADMIN_KEY = "metrics-admin-key-0123456789abcdefXYZ"
 HI: Any = [{"role": "user", "content": "hi there"}]
 CLIENT_STRINGS = ("no-such-model-xyz", "client-rid-secret", "alice-user")
-POLL_S = 15.0
 
 Labels = tuple[tuple[str, str], ...]
 Samples = dict[str, dict[Labels, float]]
-
-
-def wait_for(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + POLL_S
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {POLL_S}s: {what}")
-        time.sleep(0.05)
 
 
 def parse(text: str) -> Samples:
@@ -129,7 +120,7 @@ def test_metrics_count_a_scripted_workload(
         samples = parse(scrape(metrics_gw).text).get("gw_requests_total", {})
         return sum(samples.values()) >= 4
 
-    wait_for(counted, "the four requests counted")
+    wait_until(counted, "the four requests counted")
     response = scrape(metrics_gw)  # open mode: no key needed
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
@@ -210,10 +201,10 @@ def test_metrics_off_after_a_reload_is_404(metrics_gw: GwServer) -> None:
     config: Path = metrics_gw.config
     text = config.read_text()
     config.write_text(text + "telemetry: {metrics: false}\n")
-    wait_for(lambda: scrape(metrics_gw).status_code == 404, "/metrics gone after the reload")
+    wait_until(lambda: scrape(metrics_gw).status_code == 404, "/metrics gone after the reload")
     assert scrape(metrics_gw).json()["error"]["code"] == "endpoint_not_found"
     config.write_text(text)  # and back: the module's gw serves metrics again
-    wait_for(lambda: scrape(metrics_gw).status_code == 200, "/metrics back after the reload")
+    wait_until(lambda: scrape(metrics_gw).status_code == 200, "/metrics back after the reload")
 
 
 def test_keys_mode_needs_usage_read(tmp_path: Path) -> None:

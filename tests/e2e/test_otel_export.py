@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import openai
 import pytest
 
 from e2e.gw_process import GwServer, run_cli
+from e2e.waiting import wait_until
 from fakes.openai_upstream import Behavior, FakeOpenAI
 from fakes.otlp_collector import CollectedSpan, FakeCollector
 
@@ -53,14 +53,15 @@ policies:
 def wait_for(
     collector: FakeCollector, found: Callable[[list[CollectedSpan]], bool]
 ) -> list[CollectedSpan]:
-    deadline = time.monotonic() + WAIT_S
-    while True:
+    """The collector's spans, once ``found`` holds for them."""
+
+    def arrived() -> list[CollectedSpan] | None:
         spans = collector.spans()
-        if found(spans):
-            return spans
-        if time.monotonic() > deadline:
-            raise AssertionError(f"spans never arrived; got {[s.name for s in spans]}")
-        time.sleep(0.1)
+        return spans if found(spans) else None
+
+    return wait_until(
+        arrived, lambda: f"the spans; got {[s.name for s in collector.spans()]}", WAIT_S
+    )
 
 
 def request_span(spans: list[CollectedSpan], request_id: str) -> CollectedSpan:

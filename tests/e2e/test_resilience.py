@@ -13,8 +13,7 @@ nothing asserts how long anything took. Waits are bounded polls with generous li
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import pytest
 from openai.types.chat import ChatCompletionMessageParam
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 from fakes.openai_upstream import Behavior, FakeOpenAI
 
 HI: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
@@ -144,14 +144,6 @@ def start_gw(home: Path, config_text: str) -> GwServer:
 
 def post_chat(http: httpx.Client, model: str, **extra: Any) -> httpx.Response:
     return http.post("/v1/chat/completions", json={"model": model, "messages": HI, **extra})
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still waiting after {timeout:.0f}s: {what}")
-        time.sleep(0.05)
 
 
 def fresh(fakes: dict[str, FakeOpenAI], *names: str) -> list[FakeOpenAI]:

@@ -5,7 +5,6 @@ objects too."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import openai
 import pytest
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -23,14 +23,14 @@ def json_lines(log: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.splitlines() if line.startswith("{")]
 
 
-def request_lines(gw: GwServer, timeout: float = 10.0, count: int = 1) -> list[dict[str, Any]]:
+def request_lines(gw: GwServer, count: int = 1) -> list[dict[str, Any]]:
     """Lines are written off the hot path: poll (bounded) until ``count`` have landed."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def landed() -> list[dict[str, Any]] | None:
         lines = [line for line in json_lines(gw.log()) if line.get("event") == "request"]
-        if len(lines) >= count or time.monotonic() > deadline:
-            return lines
-        time.sleep(0.05)
+        return lines if len(lines) >= count else None
+
+    return wait_until(landed, lambda: f"{count} request line(s) in the log:\n{gw.log()}")
 
 
 def test_one_json_line_per_request_with_its_request_id(tmp_path: Path) -> None:

@@ -8,12 +8,12 @@ import json
 import signal
 import socket
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
 
 from e2e.gw_process import GwServer, run_cli
+from e2e.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -98,16 +98,20 @@ def test_restore_refuses_a_file_that_is_not_a_gw_database(tmp_path: Path) -> Non
     assert "not a gw database" in " ".join(done.stderr.split())
 
 
-def wait_until_not_listening(server: GwServer, timeout: float = 20.0) -> None:
+def listening(server: GwServer) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", server.port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
+def wait_until_not_listening(server: GwServer) -> None:
     """uvicorn closes its socket when shutdown begins; gw's close() runs right after."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", server.port), timeout=0.5).close()
-        except OSError:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"gw still listens {timeout}s after SIGTERM:\n{server.log()}")
+    wait_until(
+        lambda: not listening(server),
+        lambda: f"gw to stop listening after SIGTERM:\n{server.log()}",
+    )
 
 
 def test_restore_is_refused_until_a_stopping_server_has_flushed(tmp_path: Path) -> None:

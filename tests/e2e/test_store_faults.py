@@ -15,8 +15,7 @@ import json
 import os
 import shutil
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,23 +23,15 @@ import httpx
 import pytest
 
 from e2e.gw_process import GwServer, run_cli
+from e2e.waiting import wait_until
 
-WAIT_S = 60.0
+WAIT_S = 60.0  # a full disk and its recovery on a loaded 2-core machine: a generous bound
 REQUESTS = 20
 CONFIG = """\
 providers: [{name: mock, kind: mock}]
 routes: [{name: chat, targets: [{provider: mock, model: m}]}]
 """
 BODY = {"model": "chat", "messages": [{"role": "user", "content": "hi"}]}
-
-
-def wait_until(check: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.05)
-    return found
 
 
 def readyz(gw: GwServer) -> tuple[int, dict[str, Any]]:
@@ -117,15 +108,17 @@ def test_a_full_disk_makes_gw_unready_and_queued_usage_is_written_after(
     state = small_disk / "state"
     with GwServer(state, config) as gw:
         send(gw, 3)
-        wait_until(lambda: usage_requests(state) == 3, "the first rows written")
+        wait_until(lambda: usage_requests(state) == 3, "the first rows written", WAIT_S)
         filler = fill(small_disk)
-        code = wait_until(lambda: unready_code(gw), "/readyz unready on a full disk")
+        code = wait_until(lambda: unready_code(gw), "/readyz unready on a full disk", WAIT_S)
         assert code in ("disk_full", "writes_failing")
         send(gw, REQUESTS)  # answered, their usage queued
         assert unready_code(gw) is not None
         filler.unlink()
-        wait_until(lambda: readyz(gw)[0] == 200, "/readyz ready once space is freed")
-        wait_until(lambda: usage_requests(state) == 3 + REQUESTS, "every queued row written")
+        wait_until(lambda: readyz(gw)[0] == 200, "/readyz ready once space is freed", WAIT_S)
+        wait_until(
+            lambda: usage_requests(state) == 3 + REQUESTS, "every queued row written", WAIT_S
+        )
         assert alive(gw)
     assert "the state store cannot be written (disk_full)" in gw.log()
 
@@ -140,17 +133,19 @@ def test_a_removed_state_directory_makes_gw_unready_until_it_is_back(
     gw.log_path = log_dir / "serve.log"
     with gw:
         send(gw, 3)
-        wait_until(lambda: usage_requests(state) == 3, "the first rows written")
+        wait_until(lambda: usage_requests(state) == 3, "the first rows written", WAIT_S)
         shutil.rmtree(state)
-        assert wait_until(lambda: unready_code(gw), "/readyz unready") == "state_dir_removed"
+        assert (
+            wait_until(lambda: unready_code(gw), "/readyz unready", WAIT_S) == "state_dir_removed"
+        )
         send(gw, REQUESTS)
         assert unready_code(gw) == "state_dir_removed"
         state.mkdir()
         # Ready again before any write: the check itself opens the database at the path.
-        wait_until(lambda: readyz(gw)[0] == 200, "/readyz ready once the directory is back")
+        wait_until(lambda: readyz(gw)[0] == 200, "/readyz ready once the directory is back", WAIT_S)
         assert (state / "gw.db").exists()
         # A new database at the path: the rows queued while it was gone, none lost.
-        wait_until(lambda: usage_requests(state) == REQUESTS, "every queued row written")
+        wait_until(lambda: usage_requests(state) == REQUESTS, "every queued row written", WAIT_S)
     log = gw.log()
     assert "the state store cannot be written (state_dir_removed)" in log
     assert "the state store can be written again" in log
@@ -163,7 +158,7 @@ def test_an_unwritable_shm_makes_gw_unready_instead_of_crashing(
     state = tmp_path / "state"
     with GwServer(state, config) as gw:
         send(gw, 3)
-        wait_until(lambda: usage_requests(state) == 3, "the first rows written")
+        wait_until(lambda: usage_requests(state) == 3, "the first rows written", WAIT_S)
         shm = state / "gw.db-shm"
         done = subprocess.run(
             ["chattr", "+i", str(shm)], capture_output=True, text=True, check=False
@@ -171,13 +166,15 @@ def test_an_unwritable_shm_makes_gw_unready_instead_of_crashing(
         if done.returncode != 0:
             pytest.skip(f"chattr +i is not supported here: {done.stderr.strip()}")
         try:
-            code = wait_until(lambda: unready_code(gw), "/readyz unready")
+            code = wait_until(lambda: unready_code(gw), "/readyz unready", WAIT_S)
             assert code == "shm_unwritable"
             send(gw, REQUESTS)
             assert alive(gw)
         finally:
             subprocess.run(["chattr", "-i", str(shm)], check=False)
-        wait_until(lambda: readyz(gw)[0] == 200, "/readyz ready once the -shm is writable")
-        wait_until(lambda: usage_requests(state) == 3 + REQUESTS, "every queued row written")
+        wait_until(lambda: readyz(gw)[0] == 200, "/readyz ready once the -shm is writable", WAIT_S)
+        wait_until(
+            lambda: usage_requests(state) == 3 + REQUESTS, "every queued row written", WAIT_S
+        )
         assert alive(gw)
     assert "cannot write" in gw.log()

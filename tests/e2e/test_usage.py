@@ -9,7 +9,6 @@ import json
 import signal
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +19,7 @@ import openai
 import pytest
 
 from e2e.gw_process import GwServer, run_cli
+from e2e.waiting import wait_until
 from fakes.openai_upstream import Behavior, FakeOpenAI
 
 CONFIG = """
@@ -40,7 +40,6 @@ policies:
 """
 ENV = {"GW_TEST_KEY": "sk-usage-test-0123456789"}
 GPT_4O_MINI = (0.15, 0.60)  # gw/catalog.yaml, USD per million input / output tokens
-WAIT_S = 15.0
 
 
 @pytest.fixture(scope="module")
@@ -81,14 +80,17 @@ def chat(gw: GwServer, model: str, *, stream: bool) -> str:
 def usage_by(gw: GwServer, by: str, expected_requests: int) -> list[dict[str, Any]]:
     """`gw usage --by BY --json`, polled (rows are written off the hot path) until it
     counts ``expected_requests``."""
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        rows: list[dict[str, Any]] = gw.cli_json("usage", "--by", by)
-        if sum(row["requests"] for row in rows) >= expected_requests:
-            return rows
-        if time.monotonic() > deadline:
-            raise AssertionError(f"usage never reached {expected_requests} requests: {rows}")
-        time.sleep(0.1)
+    seen: list[list[dict[str, Any]]] = []
+
+    def counted() -> list[dict[str, Any]] | None:
+        seen.append(gw.cli_json("usage", "--by", by))
+        return seen[-1] if sum(row["requests"] for row in seen[-1]) >= expected_requests else None
+
+    return wait_until(
+        counted,
+        lambda: f"usage to reach {expected_requests} requests; last: {seen[-1]}",
+        interval=0.1,
+    )
 
 
 def test_usage_matches_the_traces_for_streams_and_whole_answers(
@@ -157,13 +159,11 @@ def test_a_stream_cut_short_is_an_estimate(usage_gw: GwServer, fake: FakeOpenAI)
         text = "".join(response.iter_text())
     assert '"error"' in text
 
-    deadline = time.monotonic() + WAIT_S
-    while True:
+    def cut_row() -> dict[str, Any] | None:
         rows = {row["model"]: row for row in usage_gw.cli_json("usage", "--by", "model")}
-        if "gpt-cut" in rows or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    cut = rows["gpt-cut"]
+        return rows.get("gpt-cut")
+
+    cut = wait_until(cut_row, "the usage row of the cut stream", interval=0.1)
     assert (cut["requests"], cut["errors"], cut["estimated"]) == (1, 1, 1)
     explained = usage_gw.wait_for_trace(request_id)
     assert explained["usage"]["source"] == "estimate"
@@ -214,13 +214,14 @@ def test_sigterm_in_a_burst_loses_no_usage_row(tmp_path: Path) -> None:
         blocker.execute("BEGIN IMMEDIATE")  # gw's writes wait, fail and are retried
         with ThreadPoolExecutor(max_workers=32) as pool:
             list(pool.map(ask, range(BURST)))
+
         # Let go only once the shutdown has reached the usage recorder's flush.
-        deadline = time.monotonic() + 60
-        while "usage recorder stopping with" not in server.log():
-            assert time.monotonic() < deadline, server.log()
+        def flushing() -> bool:
             assert server.process is not None
             assert server.process.poll() is None, server.log()
-            time.sleep(0.05)
+            return "usage recorder stopping with" in server.log()
+
+        wait_until(flushing, lambda: f"the usage recorder's flush:\n{server.log()}", 60)
     finally:
         blocker.rollback()
         blocker.close()

@@ -31,6 +31,7 @@ from gw.store.usage import USAGE_GROUPS
 from gw.store.usage_rollup import rollup_query
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 
 ROWS = 1_000_000
 DAYS = 29
@@ -186,15 +187,21 @@ def test_reports_and_the_dashboard_answer_right_while_requests_run(ledger: Ledge
     assert set(requests.statuses) == {200}
 
     # The requests' own rows reach the report through the rollup as they are written.
-    deadline = time.monotonic() + WAIT_S
     with server.client() as admin:
-        while True:
+
+        def mine() -> list[dict[str, Any]]:
             answer = admin.get("/admin/v1/usage", params={"by": "key"}, headers=ledger.admin)
-            mine = [row for row in answer.json() if row["key"] == ledger.key_id]
-            if mine and mine[0]["requests"] == len(requests.statuses):
-                break
-            assert time.monotonic() < deadline, (mine, len(requests.statuses))
-            time.sleep(0.1)
+            return [row for row in answer.json() if row["key"] == ledger.key_id]
+
+        def all_counted() -> bool:
+            rows = mine()
+            return bool(rows) and rows[0]["requests"] == len(requests.statuses)
+
+        wait_until(
+            all_counted,
+            lambda: f"the key's {len(requests.statuses)} requests in the report; got {mine()}",
+            interval=0.1,
+        )
 
 
 def test_a_report_reads_the_rollup_and_no_more_than_an_hour_of_rows(ledger: Ledger) -> None:

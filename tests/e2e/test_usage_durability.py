@@ -16,7 +16,6 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ import openai
 import pytest
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 
 CONFIG = """
 auth: {mode: open}  # no API-key lookups: the held database lock must not stall requests
@@ -38,13 +38,6 @@ KILL_AFTER = 40  # answers in a round before the kill; many more are in flight t
 CLIENTS = 12
 WAIT_S = 30.0
 PROMPT = [{"role": "user", "content": "count my tokens"}]
-
-
-def wait_until(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 # -- one request per client format; each returns gw's request id once the answer is whole --

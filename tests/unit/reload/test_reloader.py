@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gw.config import Snapshot, compile_snapshot, load_config
 from gw.reload import AppliedConfig, Reloader
+
+from e2e.waiting import await_until
 
 GOOD = """
 providers: [{name: mock, kind: mock}]
@@ -16,6 +19,7 @@ routes: [{name: chat, targets: [{provider: mock, model: m1}]}]
 """
 BETTER = GOOD.replace("m1", "m2")
 BROKEN = GOOD.replace("provider: mock", "provider: ghost")
+ARMED = GOOD.replace("m1", "m0")
 
 
 class Harness:
@@ -87,12 +91,14 @@ def test_an_invalid_edit_keeps_service_and_says_why_until_fixed(tmp_path: Path) 
 
 
 def test_the_watch_sees_saves_by_rename_and_in_place_writes(tmp_path: Path) -> None:
-    h, path = harness(tmp_path)
+    # The file differs from the running config: the watch applies it once it is set,
+    # which tells the test that it is set (as the next test shows).
+    h, path = harness(tmp_path, ARMED)
 
     async def go() -> None:
         watch = asyncio.create_task(h.reloader.watch())
-        await asyncio.sleep(0.3)  # let the watcher start; not an assertion on time
         try:
+            await until(lambda: model_of(h.snapshot) == "m0")
             # Save by rename, as many editors do.
             temp = tmp_path / ".gw.yaml.swp"
             temp.write_text(BETTER)
@@ -128,9 +134,5 @@ def test_an_edit_made_while_gw_started_is_applied_once_the_watch_is_set(
     assert h.revisions[-1][1] == "file"
 
 
-async def until(condition: Any) -> None:
-    for _ in range(300):  # bounded: up to ~30 s on a slow machine
-        if condition():
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError("the change was never applied")
+async def until(condition: Callable[[], bool]) -> None:
+    await await_until(condition, "the change to be applied", interval=0.1)

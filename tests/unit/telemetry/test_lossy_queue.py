@@ -16,8 +16,10 @@ class Consumer:
         self.batches: list[list[int]] = []
         self.fail = fail
         self.delay = delay
+        self.called = asyncio.Event()  # set at the first batch, before any delay
 
     async def __call__(self, batch: list[int]) -> None:
+        self.called.set()
         if self.delay:
             await asyncio.sleep(self.delay)
         if self.fail:
@@ -53,13 +55,14 @@ def test_full_and_stopped_queues_drop_and_count() -> None:
 
 
 def test_stop_is_bounded_and_counts_what_is_left_as_dropped() -> None:
-    lossy: LossyQueue[int] = LossyQueue(Consumer(delay=30), name="test", batch_size=2)
+    consumer = Consumer(delay=30)
+    lossy: LossyQueue[int] = LossyQueue(consumer, name="test", batch_size=2)
 
     async def main() -> float:
         await lossy.start()
         for n in range(5):
             lossy.submit(n)
-        await asyncio.sleep(0.01)  # the consumer holds the first batch
+        await consumer.called.wait()  # the consumer holds the first batch
         loop = asyncio.get_running_loop()
         started = loop.time()
         await lossy.stop(timeout=0.1)

@@ -14,6 +14,8 @@ from gw.ports import UsageRow, UsageSink
 from gw.store import SqliteStore
 from gw.telemetry import UsageRecorder
 
+from e2e.waiting import await_until
+
 
 def make_row(n: int, tenant: str = "team-a") -> UsageRow:
     time = 1_773_583_323.0 + n
@@ -87,8 +89,7 @@ def test_rows_are_written_in_batches_in_order() -> None:
         await recorder.start()
         for n in range(250):
             recorder.submit(make_row(n))
-        await asyncio.sleep(0.2)
-        assert recorder.written == 250
+        await await_until(lambda: recorder.written == 250, "every row written")
         await recorder.stop()
         return writer
 
@@ -169,7 +170,7 @@ def test_a_full_queue_holds_new_requests_until_the_writer_makes_room() -> None:
         for n in range(3):
             recorder.submit(make_row(n))
         waiting = asyncio.create_task(recorder.wait_for_room())
-        await asyncio.sleep(0.05)
+        await await_until(lambda: recorder.waited == 1, "the request to wait for room")
         blocked = not waiting.done()
         writer.gate.set()
         await asyncio.wait_for(waiting, 5.0)

@@ -29,6 +29,7 @@ from gw.upstream_http.h1_pool import ConnectionPool
 from gw.upstream_http.h1_transport import BuiltinTransport
 from gw.upstream_http.reply_budget import ReplyBudget
 
+from e2e.waiting import await_until
 from fakes.raw_upstream import (
     OK_JSON,
     TIMEOUTS,
@@ -384,10 +385,7 @@ def test_leaving_a_stream_early_closes_its_connection(run: Any) -> None:
             async for chunk in reply.chunks():
                 assert chunk == b"hi"
                 break
-        for _ in range(200):  # bounded: the server sees the close within a few loop turns
-            if len(upstream.bodies) == 2:
-                break
-            await asyncio.sleep(0.01)
+        await await_until(lambda: len(upstream.bodies) == 2, "the upstream to see gw close")
         assert upstream.bodies[1] == b""
 
     scenario(run, handler_for, body)
@@ -412,7 +410,8 @@ def test_reading_pauses_while_the_reader_is_behind(run: Any) -> None:
         ) as reply:
             chunks = reply.chunks()
             received = len(await anext(chunks))
-            await asyncio.sleep(0.3)  # the upstream keeps sending; gw must stop reading
+            # The upstream keeps sending; gw must stop reading, with a bounded buffer.
+            await await_until(lambda: reply._paused, "gw to pause reading")  # type: ignore[attr-defined]
             assert reply._buffered < 4 * PAUSE_ABOVE  # type: ignore[attr-defined]
             async for chunk in chunks:
                 received += len(chunk)
@@ -479,7 +478,7 @@ def test_a_waiter_woken_then_cancelled_passes_the_free_slot_on(run: Any) -> None
         await held.read_body(ReplyBudget(1024))
         second = asyncio.create_task(pool.acquire(origin, 5.0, "fake"))
         third = asyncio.create_task(pool.acquire(origin, 5.0, "fake"))
-        await asyncio.sleep(0.05)  # both wait at the cap
+        await await_until(lambda: len(pool._waiters) == 2, "both to wait at the cap")
         pool.release(held)  # pooled: wakes the second ...
         second.cancel()  # ... which hangs up before it runs
         connection = await asyncio.wait_for(third, 4.0)  # not the 5 s connect deadline
@@ -555,10 +554,8 @@ def test_idle_connections_close_after_the_keep_alive_period(run: Any) -> None:
 
     async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
         await post(transport, upstream.url())
-        for _ in range(300):  # bounded: the sweep runs 0.2 s after the release
-            if len(upstream.bodies) == 2:
-                break
-            await asyncio.sleep(0.01)
+        # The sweep runs 0.2 s after the release.
+        await await_until(lambda: len(upstream.bodies) == 2, "gw to close the idle connection")
         assert upstream.bodies[1] == b""  # closed by gw with no traffic after it
 
     scenario(run, handler_for, body, pool=ConnectionPool(keepalive_seconds=0.2))
@@ -579,11 +576,9 @@ def test_a_pooled_connection_the_upstream_closed_is_not_used_again(run: Any) -> 
     async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
         assert (await post(transport, upstream.url())).status == 200
         pool = transport._pool
-        for _ in range(500):  # bounded: until gw has heard the close and dropped it
-            if served and not any(pool._idle.values()):
-                break
-            await asyncio.sleep(0.01)
-        assert not any(pool._idle.values())
+        await await_until(
+            lambda: served and not any(pool._idle.values()), "gw to hear the close and drop it"
+        )
         assert (await post(transport, upstream.url())).status == 200
         assert upstream.connections == 2
 
@@ -592,15 +587,6 @@ def test_a_pooled_connection_the_upstream_closed_is_not_used_again(run: Any) -> 
 
 def _pool_of(transport: BuiltinTransport) -> ConnectionPool:
     return transport._pool
-
-
-async def _until(check: Callable[[], bool], *, turns: int = 500) -> bool:
-    """Bounded: poll ``check`` every 10 ms, at most ``turns`` times."""
-    for _ in range(turns):
-        if check():
-            return True
-        await asyncio.sleep(0.01)
-    return check()
 
 
 BIG_BODY = b"{" + b" " * (16 * 1024 * 1024) + b"}"
@@ -623,7 +609,7 @@ def test_an_early_answer_with_the_request_unsent_frees_its_connection(run: Any) 
         answer = await post(transport, upstream.url(), body=BIG_BODY)
         assert answer.status == 413
         pool = _pool_of(transport)
-        assert await _until(lambda: pool._open == 0)
+        await await_until(lambda: pool._open == 0, "the connection closed and uncounted")
         assert not any(pool._idle.values())
 
     scenario(run, handler_for, body)
@@ -707,7 +693,7 @@ def test_a_stream_left_at_done_is_reused_once_its_last_chunk_comes(run: Any) -> 
         pool = _pool_of(transport)
         for _ in range(3):
             await _read_to_done(transport, upstream.url())
-            assert await _until(lambda: any(pool._idle.values()))
+            await await_until(lambda: any(pool._idle.values()), "the connection pooled")
         assert upstream.connections == 1
 
     scenario(run, _done_then_last_chunk(0.05), body)
@@ -717,7 +703,9 @@ def test_a_stream_left_at_done_whose_framing_never_ends_is_closed(run: Any) -> N
     async def body(upstream: RawUpstream, transport: BuiltinTransport) -> None:
         pool = _pool_of(transport)
         await _read_to_done(transport, upstream.url())
-        assert await _until(lambda: pool._open == 0)  # after FINISH_WITHIN (1 s)
+        await await_until(
+            lambda: pool._open == 0, "the connection closed"
+        )  # after FINISH_WITHIN (1 s)
         assert not any(pool._idle.values())
 
     scenario(run, _done_then_last_chunk(None), body)
