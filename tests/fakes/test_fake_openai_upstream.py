@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -13,6 +12,7 @@ import openai
 import pytest
 
 from .openai_upstream import DEFAULT_TEXT, Behavior, FakeOpenAI, fake_embedding
+from e2e.waiting import wait_until
 
 MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
     {"role": "system", "content": "Be brief."},
@@ -192,10 +192,7 @@ def test_a_client_that_hangs_up_mid_stream_is_counted(fake: FakeOpenAI) -> None:
             next(line for line in answer.iter_lines() if '"content":"w0"' in line)
         whole = http.post("/chat/completions", json=payload)  # read to its end
     assert whole.text.endswith("data: [DONE]\n\n")
-    for _ in range(500):  # the fake notices at its next write
-        if fake.disconnects:
-            break
-        time.sleep(0.01)
+    wait_until(lambda: fake.disconnects, "the fake to notice the hang-up at its next write")
     assert (fake.count, fake.disconnects) == (2, 1)
     fake.clear()
     assert fake.disconnects == 0
@@ -270,10 +267,7 @@ def test_stop_cuts_a_request_in_flight() -> None:
     fake.enqueue(Behavior(delay_before_headers=60))
 
     def stop_once_the_request_arrived() -> None:
-        for _ in range(1000):
-            if fake.count:
-                break
-            time.sleep(0.01)
+        wait_until(lambda: fake.count, "the request to arrive")
         fake.stop()
 
     stopper = threading.Thread(target=stop_once_the_request_arrived)

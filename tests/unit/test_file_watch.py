@@ -11,6 +11,8 @@ from pathlib import Path
 
 from gw.file_watch import FileWatch
 
+from e2e.waiting import await_until
+
 Step = Callable[[], None]
 
 
@@ -33,14 +35,10 @@ class Seen:
                     on_change()  # no await in between: the watch must already be set
 
     async def after(self, change: Step) -> None:
-        """Make ``change`` and wait until it is seen (bounded: ~30 s)."""
+        """Make ``change`` and wait until it is seen."""
         before = self.count
         change()
-        for _ in range(300):
-            if self.count > before:
-                return
-            await asyncio.sleep(0.1)
-        raise AssertionError("the change was never seen")
+        await await_until(lambda: self.count > before, "the change to be seen")
 
 
 def watching(path: Path, test: Callable[[Seen], Awaitable[None]], seen: Seen | None = None) -> None:
@@ -211,10 +209,6 @@ def test_a_change_made_as_the_last_one_is_reported_is_seen(tmp_path: Path) -> No
 
     async def test(seen: Seen) -> None:
         await seen.after(lambda: path.write_text("a: 2\n"))
-        for _ in range(300):  # bounded: ~30 s
-            if seen.count >= 2:
-                return
-            await asyncio.sleep(0.1)
-        raise AssertionError("the write made at the first report was never seen")
+        await await_until(lambda: seen.count >= 2, "the write made at the first report")
 
     watching(path, test, seen)

@@ -26,6 +26,8 @@ from gw.server.key_cache import CachedKey, KeyCache, TtlMemo
 from gw.store.api_keys import ApiKey, NewKey, new_key
 from gw.store.ip_allowlist import parse_allowlist
 
+from e2e.waiting import await_until
+
 T = TypeVar("T")
 STRONG_ADMIN = "Zq8rV2mW7kT1xN4pL9sB3dF6hJ0cG5yA"  # 32 characters, random-looking
 
@@ -425,11 +427,7 @@ def test_a_provisional_open_mode_switches_by_itself_without_stale_memos() -> Non
 
     async def scenario() -> None:
         await auth.start()
-        for _ in range(100):  # bounded: until the watch has looked once (no key yet)
-            if store.counts:
-                break
-            await asyncio.sleep(0.001)
-        assert store.counts >= 1
+        await await_until(lambda: store.counts, "the watch's first look (no key yet)")
         assert auth.mode == "open"
         made = new_key(tenant="t", name="k", created_at=clock.wall)
         store.add(made)
@@ -449,10 +447,7 @@ def test_the_watch_switches_with_no_request_and_stops_cleanly() -> None:
 
     async def scenario() -> None:
         await auth.start()
-        for _ in range(100):  # bounded: the first look finds the key
-            if switches:
-                break
-            await asyncio.sleep(0.01)
+        await await_until(lambda: switches, "the watch's first look to find the key")
         assert auth.mode == "keys"
         await auth.stop()
         await make(clock, store).stop()  # never started: stop is harmless

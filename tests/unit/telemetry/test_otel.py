@@ -37,6 +37,8 @@ from gw.telemetry.otel_attributes import (
 )
 from gw.telemetry.otel_spans import SpanWriter
 
+from e2e.waiting import await_until
+
 PROMPT = "tell me the secret plan for Project Nightingale"
 UPSTREAM_MESSAGE = f"upstream refused: '{PROMPT}' is not allowed"
 GW_MESSAGE = f"all targets failed for {PROMPT!r}"
@@ -166,11 +168,8 @@ def export(memory: InMemorySpanExporter, *traces: TraceRecord) -> list[ReadableS
         await exporter.start()
         for trace in traces:
             exporter.submit(trace)
-        for _ in range(500):  # bounded: the background task builds them off the request path
-            if exporter.exported == len(traces):
-                break
-            await asyncio.sleep(0.01)
-        assert exporter.exported == len(traces)
+        # The background task builds them off the request path.
+        await await_until(lambda: exporter.exported == len(traces), "every trace exported")
         await exporter.stop()
 
     asyncio.run(main())
@@ -331,10 +330,7 @@ def test_span_errors_are_counted_and_stop_is_bounded(caplog: pytest.LogCaptureFi
     async def main() -> None:
         await exporter.start()
         exporter.submit(failed_request())
-        for _ in range(500):
-            if exporter.errors:
-                break
-            await asyncio.sleep(0.01)
+        await await_until(lambda: exporter.errors, "the failed export counted")
         await exporter.stop(timeout=0.2)
 
     with caplog.at_level(logging.WARNING, logger="gw.telemetry"):

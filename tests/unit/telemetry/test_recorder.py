@@ -14,6 +14,8 @@ from gw.record import TraceRecord
 from gw.store import SqliteStore
 from gw.telemetry import TraceRecorder
 
+from e2e.waiting import await_until
+
 
 def make_trace(n: int) -> TraceRecord:
     return TraceRecord(
@@ -69,17 +71,11 @@ def test_traces_are_written_in_batches_in_order() -> None:
         for n in range(10):
             recorder.submit(make_trace(n))
         # Everything was queued before the drainer ran: full batches, then the rest.
-        for _ in range(200):
-            if recorder.written == 10:
-                break
-            await asyncio.sleep(0.005)
+        await await_until(lambda: recorder.written == 10, "the first ten traces written")
         assert [len(b) for b in writer.batches] == [4, 4, 2]
         # A trace arriving later, while the drainer idles, is written within the linger.
         recorder.submit(make_trace(10))
-        for _ in range(200):
-            if recorder.written == 11:
-                break
-            await asyncio.sleep(0.005)
+        await await_until(lambda: recorder.written == 11, "the later trace written")
         await recorder.stop()
 
     asyncio.run(main())
