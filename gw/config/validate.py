@@ -261,14 +261,39 @@ def _policy_problems(policies: Iterable[PolicyConfig]) -> Iterator[Problem]:
             yield f"{here}.limits.max_output_tokens", "must be at least 1"
         if limits.max_cost_per_request_usd is not None and limits.max_cost_per_request_usd < 0:
             yield f"{here}.limits.max_cost_per_request_usd", "must not be negative"
+        # 0s would fail every request (upstream_timeout) before it could be answered.
+        timeout = policy.timeout
+        for field, span in (
+            ("total", timeout.total),
+            ("per_attempt", timeout.per_attempt),
+            ("connect", timeout.connect),
+            ("first_token", timeout.first_token),
+            ("stream_idle", timeout.stream_idle),
+        ):
+            if span.seconds <= 0:
+                yield f"{here}.timeout.{field}", "must be longer than 0s"
 
 
 def _tenant_problems(config: Config) -> Iterator[Problem]:
     routes = {route.name for route in config.routes}
     for index, tenant in enumerate(config.tenants):
+        here = f"tenants[{index}]"
         for position, name in enumerate(tenant.allowed_routes or ()):
             if name not in routes and "*" not in name:
-                yield f"tenants[{index}].allowed_routes[{position}]", f"unknown route {name!r}"
+                yield f"{here}.allowed_routes[{position}]", f"unknown route {name!r}"
+        # A limit of 0 would refuse every request (a rate of 0 as a 400 that no wait cures);
+        # a budget of 0 stops all spend, which is a meaning.
+        limits, budget = tenant.limits, tenant.budget
+        for field, count in (
+            ("requests_per_minute", limits.requests_per_minute),
+            ("tokens_per_minute", limits.tokens_per_minute),
+            ("max_concurrency", limits.max_concurrency),
+        ):
+            if count is not None and count < 1:
+                yield f"{here}.limits.{field}", "must be at least 1 (null: no limit)"
+        for field, usd in (("daily_usd", budget.daily_usd), ("monthly_usd", budget.monthly_usd)):
+            if usd is not None and usd < 0:
+                yield f"{here}.budget.{field}", "must not be negative (null: no budget)"
 
 
 def _server_problems(config: Config) -> Iterator[Problem]:

@@ -18,6 +18,7 @@ import openai
 import pytest
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 from fakes.openai_upstream import Behavior, FakeOpenAI
 
 CONFIG = """
@@ -106,34 +107,49 @@ def test_a_budget_stops_spend_before_the_upstream_and_racers_cannot_overspend(
 ) -> None:
     key = key_for(limits_gw, "thrifty")
     upstream.clear()
-    # Each request projects about $0.1 (input estimate + 100 output tokens at $1/1k) and
-    # the fake reports 50 + 50 tokens: $0.1 actual. 12 at once against $0.5: at most 5 fit.
+    # Each request reserves $0.174 (input 2 x 5 estimated + 64 tokens, 100 out, at $1/1k)
+    # and the fake bills 50 + 50 tokens: $0.1. One is admitted only while spent + reserved +
+    # $0.174 fits in $0.5, so however the racers interleave at most 4 are answered ($0.3
+    # spent + $0.174 fits, $0.4 + $0.174 does not); at once, only 2 reservations fit.
     upstream.default = Behavior(usage=(50, 50))
+    later: list[str] = []
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=12) as pool:
             outcomes = list(pool.map(lambda _: _try(limits_gw, key), range(12)))
+        answered = outcomes.count("ok")
+        assert answered + outcomes.count("budget_exceeded") == 12
+        assert 1 <= answered <= 4
+        assert upstream.count == answered  # refused requests never reached the upstream
+        # One at a time, the same requests are answered until the spend leaves less than a
+        # reservation: the first refusal comes at $0.4 spent, whatever the race let in. The
+        # later ones bill as the racers did, so the budget is really spent when they stop.
+        while "budget_exceeded" not in later and len(later) < 4:
+            later.append(_try(limits_gw, key))
+        assert later[-1] == "budget_exceeded"
+        assert set(later[:-1]) <= {"ok"}
+        assert answered + later.count("ok") == 4
+        assert upstream.count == 4
+        # Once spent, more are refused with 402 and none of those reaches the upstream.
+        with pytest.raises(openai.APIStatusError) as over:
+            ask(limits_gw, key)
+        assert over.value.status_code == 402
+        assert "daily budget" in over.value.message
+        assert upstream.count == 4
     finally:
         upstream.default = Behavior()
-    answered = [o for o in outcomes if o == "ok"]
-    refused = [o for o in outcomes if o == "budget_exceeded"]
-    assert len(answered) + len(refused) == 12
-    assert 1 <= len(answered) <= 5
-    assert upstream.count == len(answered)  # refused requests never reached the upstream
-    spent = sum(
-        row["cost_usd"]
-        for row in limits_gw.cli_json("usage", "--by", "tenant")
-        if row["tenant"] == "thrifty"
-    )
-    assert spent <= 0.5 + 1e-9
-    # Once spent, more are refused with 402 and none of those reaches the upstream.
-    before = upstream.count
-    later = [_try(limits_gw, key) for _ in range(6)]
-    assert "budget_exceeded" in later
-    assert upstream.count - before == later.count("ok")
-    with pytest.raises(openai.APIStatusError) as over:
-        ask(limits_gw, key)
-    assert over.value.status_code == 402
-    assert "daily budget" in over.value.message
+    # The ledger agrees, once every request's row is written (off the hot path): all four
+    # answers' cost, within the budget.
+    sent = 12 + len(later) + 1
+    row = wait_until(lambda: _usage_row(limits_gw, "thrifty", sent), f"{sent} usage rows")
+    assert row["requests"] == sent
+    assert row["cost_usd"] == pytest.approx(0.4)
+    assert row["cost_usd"] <= 0.5
+
+
+def _usage_row(gw: GwServer, tenant: str, requests: int) -> dict[str, Any] | None:
+    """The tenant's usage row once it counts ``requests`` (refusals have rows too)."""
+    rows = [row for row in gw.cli_json("usage", "--by", "tenant") if row["tenant"] == tenant]
+    return rows[0] if rows and rows[0]["requests"] >= requests else None
 
 
 def _try(gw: GwServer, key: str) -> str:

@@ -68,13 +68,13 @@ POLICY_SECTIONS: dict[type, Section] = {
     ),
     TimeoutConfig: section(
         "Time limits of a request.",
-        total=Field("The whole request, every attempt and fallback included."),
-        per_attempt=Field("One call to one target (its read timeout)."),
-        connect=Field("Connecting to an upstream, or waiting for a free connection slot."),
+        total=Field("The whole request, every attempt and fallback included.", above=0),
+        per_attempt=Field("One call to one target (its read timeout).", above=0),
+        connect=Field("Connecting to an upstream, or waiting for a free connection slot.", above=0),
         first_token=Field(
-            "A stream's first token; until it, a timeout falls back like any failure."
+            "A stream's first token; until it, a timeout falls back like any failure.", above=0
         ),
-        stream_idle=Field("Silence between a stream's events once it has started."),
+        stream_idle=Field("Silence between a stream's events once it has started.", above=0),
     ),
     HedgeConfig: section(
         "Hedging, for whole (non-streamed) answers only: when the first target has not "
@@ -108,19 +108,21 @@ POLICY_SECTIONS: dict[type, Section] = {
     TenantLimits: section(
         "Limits checked after routing and before any upstream call; `null`: none.",
         requests_per_minute=Field(
-            "Requests a minute (refilled continuously); over it: 429 `rate_limited`."
+            "Requests a minute (refilled continuously); over it: 429 `rate_limited`.",
+            minimum=1,
         ),
         tokens_per_minute=Field(
             "Tokens a minute, each request charged its estimated input plus its `max_tokens` "
-            "up front and settled to the real count; over it: 429 `rate_limited`."
+            "up front and settled to the real count; over it: 429 `rate_limited`.",
+            minimum=1,
         ),
-        max_concurrency=Field("Requests in flight; over it: 429 `concurrency_limited`."),
+        max_concurrency=Field("Requests in flight; over it: 429 `concurrency_limited`.", minimum=1),
     ),
     TenantBudget: section(
         "Spend plus what requests in flight have reserved must stay within the budget, else "
         "402 `budget_exceeded` before any upstream call. A tenant with a budget may not use a "
         "target without a catalog price. `null`: no budget.",
-        daily_usd=Field("USD per UTC day."),
-        monthly_usd=Field("USD per UTC month."),
+        daily_usd=Field("USD per UTC day; `0` stops all spend.", minimum=0),
+        monthly_usd=Field("USD per UTC month; `0` stops all spend.", minimum=0),
     ),
 }

@@ -92,6 +92,11 @@ ACCEPTED = [
      "hedge: {after: 2s}, limits: {max_output_tokens: 1, max_cost_per_request_usd: 0}}]\n"),
     ("tenants", R + "tenants: [{name: t, allowed_routes: [r], limits: {requests_per_minute: 60}, "
      "budget: {daily_usd: 5.0}}]\n"),
+    ("a budget of nothing", "tenants: [{name: t, budget: {daily_usd: 0, monthly_usd: 0}}]\n"),
+    ("the smallest limits", "tenants: [{name: t, limits: {requests_per_minute: 1, "
+     "tokens_per_minute: 1, max_concurrency: 1}}]\n"),
+    ("short timeouts", "policies: [{name: d, timeout: {total: 1ms, per_attempt: 1ms, connect: 1ms, "
+     "first_token: 1ms, stream_idle: 1ms}}]\n"),
     ("health", "health: {error_rate: 1.0, min_requests: 1, retry_budget: {ratio: 0, min_retries: 0}}\n"),
     ("state", "state: {usage_max_age: 90d, trace_max_bytes: 1GiB}\n"),
     ("background", "responses: {background: {enabled: true, concurrency: 1}}\n"),
@@ -137,6 +142,13 @@ REFUSED = [
     ("hedging at once", "policies: [{name: d, hedge: {after: 0s}}]\n"),
     ("no output allowed", "policies: [{name: d, limits: {max_output_tokens: 0}}]\n"),
     ("a negative cost ceiling", "policies: [{name: d, limits: {max_cost_per_request_usd: -1}}]\n"),
+    ("a timeout of no time", "policies: [{name: d, timeout: {total: 0s}}]\n"),
+    ("no time for a first token", "policies: [{name: d, timeout: {first_token: 0}}]\n"),
+    ("a negative budget", "tenants: [{name: t, budget: {daily_usd: -1}}]\n"),
+    ("a negative monthly budget", "tenants: [{name: t, budget: {monthly_usd: -0.5}}]\n"),
+    ("a negative rate", "tenants: [{name: t, limits: {requests_per_minute: -5}}]\n"),
+    ("a rate of no tokens", "tenants: [{name: t, limits: {tokens_per_minute: 0}}]\n"),
+    ("no tenant concurrency", "tenants: [{name: t, limits: {max_concurrency: 0}}]\n"),
     ("a negative weight", P + "routes: [{name: r, targets: [{provider: p, model: m, weight: -1}]}]\n"),
     ("a failure rate over 1", "providers: [{name: p, kind: mock, mock: {failure_rate: 1.5}}]\n"),
     ("a negative price", P + "models: [{provider: p, model: m, input_per_mtok: -1}]\n"),
