@@ -9,10 +9,11 @@ import pytest
 
 from e2e.gw_process import run_cli
 
-EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.yaml"))
+EXAMPLES_DIR = Path(__file__).parents[2] / "examples"
+EXAMPLES = sorted(EXAMPLES_DIR.rglob("*.yaml"))  # examples/fleet/gw.yaml too
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: str(p.relative_to(EXAMPLES_DIR)))
 def test_every_example_config_validates(example: Path) -> None:
     done = run_cli("config", "validate", str(example))
     assert done.stdout.startswith("ok: ")
