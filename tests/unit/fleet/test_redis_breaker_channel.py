@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
+import socket
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -214,3 +217,92 @@ def test_an_unreachable_redis_leaves_the_breakers_local() -> None:
             await mirror.stop()
 
     asyncio.run(main())
+
+
+class OwnRedis:
+    """A redis-server of this test's own on a free loopback port, to stop and restart."""
+
+    def __init__(self) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                REDIS_SERVER,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+
+
+def test_a_restarted_redis_is_found_again_and_sharing_resumes() -> None:
+    if not os.path.exists(REDIS_SERVER):
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is needed in CI")
+        pytest.skip("no redis-server to start")
+    server = OwnRedis()
+    server.start()
+
+    async def main() -> None:
+        clock = SystemClock()
+        books: list[HealthBook] = []
+        mirrors: list[BreakerMirror] = []
+        for name in ("gw-a", "gw-b"):
+            mirror = BreakerMirror(
+                RedisBreakerChannel(server.url), name, clock, asyncio.sleep, linger=lambda: 20.0
+            )
+            book = HealthBook(CONFIG, share=mirror)
+            mirror.attach(book)
+            await mirror.start()
+            books.append(book)
+            mirrors.append(mirror)
+        a, b = books
+        try:
+            await await_until(lambda: all(m.counts.reachable for m in mirrors), "connected", 60)
+            server.stop()
+            await await_until(
+                lambda: not any(m.counts.reachable for m in mirrors), "the loss noticed", 60
+            )
+            for _ in range(2):  # opened while Redis is down: this gateway's alone
+                a.record(KEY, False, now=clock.monotonic())
+            await await_until(lambda: mirrors[0].counts.dropped == 1, "the note dropped")
+            assert b.state(KEY, now=clock.monotonic()).breaker == "closed"
+
+            server.start()
+            await await_until(lambda: all(m.counts.reachable for m in mirrors), "reconnected", 60)
+            # Sharing resumes: gw-b's next opening reaches gw-a through the new connection.
+            other = "other/model"
+            for _ in range(2):
+                b.record(other, False, now=clock.monotonic())
+            await await_until(
+                lambda: a.state(other, now=clock.monotonic()).opened_by == "gw-b",
+                "the opening after the restart",
+                60,
+            )
+        finally:
+            await asyncio.gather(*(m.stop() for m in mirrors))
+
+    try:
+        asyncio.run(main())
+    finally:
+        server.stop()
