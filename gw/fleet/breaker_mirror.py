@@ -276,5 +276,4 @@ class BreakerMirror:
             self.where,
             what,
             error_kind(error),
-            kind=what,
         )

@@ -207,3 +207,32 @@ def test_after_the_cooldown_one_trial_across_the_fleet_closes_both(
         for gw in (gw1, gw2):  # flaky serves again, through both
             assert ask(gw)[:2] == (200, f"{flaky_name}/gpt-f")
         assert flaky.count == 6
+
+
+def test_without_its_redis_a_gateway_keeps_its_own_breakers(
+    tmp_path: Path, upstreams: tuple[FakeOpenAI, FakeOpenAI]
+) -> None:
+    flaky, _ = upstreams
+    # Nothing listens on port 1: every Redis call is refused at once.
+    config = tmp_path / "gw.yaml"
+    config.write_text(
+        CONFIG.format(
+            redis="redis://:hunter2@127.0.0.1:1/0",
+            flaky="flaky",
+            flaky_url=flaky.base_url,
+            steady_url=upstreams[1].base_url,
+            cooldown="10m",
+        )
+    )
+    with GwServer(tmp_path / "alone", config) as gw:
+        open_on_gateway_1(gw, "flaky", flaky)
+        status, route, _ = ask(gw)  # its own breaker, as without a fleet
+        assert (status, route) == (200, "steady/gpt-s")
+        assert flaky.count == 3
+        with gw.client() as http:
+            metrics = http.get("/metrics").text
+        assert "gw_fleet_breakers_redis_up 0.0" in metrics
+        assert "gw_fleet_breakers_redis_errors_total 0.0" not in metrics
+        log = wait_until(lambda: gw.log() if "unreachable" in gw.log() else None, "the warning", 30)
+        assert "redis://:***@127.0.0.1:1/0 unreachable" in log
+        assert "hunter2" not in log
