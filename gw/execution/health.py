@@ -130,6 +130,7 @@ class _Window:
 
 class _Entry:
     __slots__ = (
+        "cause",
         "consecutive",
         "fleet",
         "last_probe_ok",
@@ -147,6 +148,7 @@ class _Entry:
         self.openings = 0
         self.open_until: float | None = None  # None: the breaker is closed
         self.opened_because = ""
+        self.cause = ""  # opened_because without its cooldown
         self.trial_until: float | None = None  # set while a half-open trial is claimed
         self.last_probe_ok: bool | None = None
         self.opened_by: str | None = None  # another gateway, when its breaker opened this
@@ -303,11 +305,24 @@ class HealthBook:
         entry.open_until = until
         entry.openings = max(entry.openings, openings)
         entry.opened_because = f"{cause}; cooldown {Duration(cooldown)}"
+        entry.cause = cause
         entry.opened_by = gateway
         entry.trial_until = None
         entry.fleet = None
         self._flagged.add(key)
         return True
+
+    def own_openings(self, *, now: float) -> list[tuple[str, float, int, str]]:
+        """(key, seconds of cooldown left, openings, cause) of each breaker this gateway
+        opened itself and that is still cooling down: what the fleet is told again when
+        it could not be told at the time (Redis was unreachable)."""
+        return [
+            (key, entry.open_until - now, entry.openings, entry.cause)
+            for key in sorted(self._flagged)
+            if (entry := self._entries[key]).open_until is not None
+            and entry.opened_by is None
+            and entry.open_until > now
+        ]
 
     def close_remote(self, key: str) -> bool:
         """Another gateway's half-open trial of ``key`` succeeded: its breaker closes
@@ -410,6 +425,7 @@ class HealthBook:
         )
         entry.open_until = now + cooldown
         entry.opened_because = f"{cause}; cooldown {Duration(cooldown)}"
+        entry.cause = cause
         entry.opened_by = None
         entry.trial_until = None
         entry.fleet = None

@@ -237,12 +237,20 @@ class BreakerMirror:
             backoff = min(backoff * 2, MAX_BACKOFF_S)
 
     async def _catch_up(self) -> None:
-        """The breakers already open in the fleet, and Redis's clock against this host's."""
+        """The breakers already open in the fleet, and Redis's clock against this host's;
+        then this gateway's own openings the fleet does not know (made while Redis was
+        unreachable) go out, for the cooldown they have left."""
         redis_now, opened = await self._channel.open_breakers()
         self._offset = redis_now - self._clock.time()
         self._reached()
         for note in opened:
             self._apply(note, redis_now=redis_now)
+        if self._book is None:
+            return
+        known = {note.target for note in opened}
+        for key, left, openings, cause in self._book.own_openings(now=self._clock.monotonic()):
+            if key not in known:
+                self._put(_Open(key, left, openings, cause))
 
     def _apply(self, note: BreakerNote, *, redis_now: float | None = None) -> None:
         if self._book is None:

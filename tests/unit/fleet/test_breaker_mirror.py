@@ -281,13 +281,16 @@ def test_while_the_store_is_down_breakers_are_local_and_it_catches_up_after() ->
         assert a.mirror.counts.local_trials == 1
         a.book.record(KEY, False, now=clock.mono, trial=True)  # reopened, still down
 
-        b.fail_until_open()  # gw-b opens on its own meanwhile
         fleet.up = True
         await await_until(lambda: len(fleet.queues) == 2, "both resubscribed")
         await await_until(lambda: a.mirror.counts.reachable, "gw-a reconnected")
-        # Each kept its own breaker meanwhile; what was decided while down stays local.
-        assert b.breaker() == "open"
-        assert a.breaker() == "open"
+        # Back: gw-a tells the fleet its opening, for the cooldown it has left.
+        await await_until(lambda: b.breaker() == "open", "gw-b to learn it now")
+        seen = b.book.state(KEY, now=clock.mono)
+        assert seen.opened_by == "gw-a"
+        assert seen.openings == 2
+        assert seen.cooldown_until == a.book.state(KEY, now=clock.mono).cooldown_until
+        assert "its half-open trial failed" in seen.reason
 
     run(body)
 

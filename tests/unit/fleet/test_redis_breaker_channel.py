@@ -290,7 +290,13 @@ def test_a_restarted_redis_is_found_again_and_sharing_resumes() -> None:
 
             server.start()
             await await_until(lambda: all(m.counts.reachable for m in mirrors), "reconnected", 60)
-            # Sharing resumes: gw-b's next opening reaches gw-a through the new connection.
+            # gw-a's opening made meanwhile goes out now, ...
+            await await_until(
+                lambda: b.state(KEY, now=clock.monotonic()).opened_by == "gw-a",
+                "the opening made while Redis was down",
+                60,
+            )
+            # ... and sharing resumes: gw-b's next opening reaches gw-a.
             other = "other/model"
             for _ in range(2):
                 b.record(other, False, now=clock.monotonic())
