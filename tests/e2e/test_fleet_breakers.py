@@ -1,6 +1,7 @@
 """Two `gw serve` processes sharing one Redis (state.redis_url): a breaker opened by
-traffic on gateway 1 is skipped by gateway 2 without calling the failing upstream, and
-after the cooldown exactly one trial call reaches it across both, which closes both.
+traffic on gateway 1 is skipped by gateway 2 (and by a third started later) without
+calling the failing upstream, and after the cooldown exactly one trial call reaches it
+across both, which closes both.
 
 Each gateway has its own state directory; the fake upstream counts every call it gets,
 which is what the assertions count. Target names carry a random suffix, so the Redis keys
@@ -167,6 +168,13 @@ def test_a_breaker_opened_on_one_gateway_is_skipped_by_the_other(
             metrics = http.get("/metrics").text
         assert "gw_fleet_breakers_redis_up 1.0" in metrics
         assert 'gw_fleet_breaker_notes_total{direction="received"} 1.0' in metrics
+
+    # A gateway started after the opening reads it from Redis at start, and skips it too.
+    with GwServer(tmp_path / "gw3", tmp_path / "gw.yaml") as gw3:
+        late = wait_for_breaker(gw3, flaky_name, {"open"}, "gateway 3 to read the opening")
+        assert "opened by gateway" in late["reason"]
+        assert ask(gw3)[:2] == (200, "steady/gpt-s")
+        assert flaky.count == 3
 
 
 def test_after_the_cooldown_one_trial_across_the_fleet_closes_both(
