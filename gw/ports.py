@@ -7,7 +7,7 @@ and ``gw/wiring.py`` plugs them in.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
 
@@ -147,3 +147,31 @@ class Clock(Protocol):
 
 
 Sleep = Callable[[float], Awaitable[None]]
+
+
+TrialClaim = Literal["won", "asking"]
+"""``BreakerShare.claim_trial``'s answer: this gateway may send the trial now, or it asked
+the fleet and ``HealthBook.fleet_trial`` will say who won."""
+
+
+class BreakerShare(Protocol):
+    """Circuit breakers shared by a fleet of gateways (gw/fleet/): this gateway's breaker
+    transitions go out, the others' come in (``HealthBook.open_remote`` / ``close_remote``).
+
+    The health book calls these on the request path, so none may block or raise: an
+    implementation queues the work for a background task. The one without a fleet
+    (``gw/execution/breaker_share.py``) does nothing and wins every trial.
+    """
+
+    def opened(self, key: str, *, cooldown: float, openings: int, cause: str) -> None:
+        """This gateway opened (or, after a failed trial, reopened) ``key``'s breaker."""
+        ...
+
+    def closed(self, key: str) -> None:
+        """This gateway's half-open trial of ``key`` succeeded: the breaker is closed."""
+        ...
+
+    def claim_trial(self, key: str, *, ttl: float) -> TrialClaim:
+        """May this gateway send ``key``'s half-open trial? At most one gateway of the
+        fleet does, each claim for ``ttl`` seconds."""
+        ...

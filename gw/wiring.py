@@ -21,6 +21,7 @@ from gw.config.credentials import CredentialReport
 from gw.config.validate import config_warnings
 from gw.environment import SERVER_FILE_NAME, database_path
 from gw.execution.accounts import AccountBook
+from gw.execution.breaker_share import LOCAL_BREAKERS
 from gw.execution.engine import Engine
 from gw.execution.gateway import Gateway
 from gw.execution.health import HealthBook
@@ -28,6 +29,8 @@ from gw.execution.latency import LatencyBook
 from gw.execution.limits import TenantLimiter
 from gw.execution.periods import period_label
 from gw.execution.probes import Prober
+from gw.fleet.breaker_mirror import BreakerMirror, MirrorCounts
+from gw.fleet.gateway_id import new_gateway_id
 from gw.reload import WatchTask
 from gw.server.admin.status import RequestCounts, ServerFacts
 from gw.server.admission import Admission
@@ -177,7 +180,7 @@ async def _serve(
         max_connections=server_config.upstream_max_connections,
         max_per_host=server_config.upstream_max_connections_per_host,
     )
-    health, latency = HealthBook(plan.config.health), LatencyBook()
+    (health, breakers), latency = health_book(plan, clock, snapshots), LatencyBook()
     accounts = AccountBook(plan.config.health)
     directory = AdapterDirectory(transport, plan.environ, vault)
     engine = Engine(
@@ -239,7 +242,8 @@ async def _serve(
         response_links=links,
         credentials=directory.check_credentials,
     )
-    services.metrics = gateway_metrics(telemetry, services)  # GET /metrics
+    # GET /metrics
+    services.metrics = gateway_metrics(telemetry, services, breaker_sharing=_counts(breakers))
     server_file = plan.home / SERVER_FILE_NAME
     url = f"http://{_url_host(address[0])}:{address[1]}"
     server_facts = functools.partial(write_server_file, server_file, url=url, address=address)
@@ -259,6 +263,7 @@ async def _serve(
         # Running background jobs get the drain time too, then end (traced) before the store.
         await asyncio.gather(
             prober.stop(),
+            *([breakers.stop()] if breakers is not None else []),
             pruner.stop(),
             store_health.stop(),
             authenticator.stop(),
@@ -277,6 +282,7 @@ async def _serve(
         services,
         on_startup=[
             *telemetry.starts,
+            *([breakers.start] if breakers is not None else []),
             prober.start,
             pruner.start,
             store_health.start,
@@ -292,6 +298,40 @@ async def _serve(
         await GracefulServer(config).serve(sockets=[sock])
     finally:
         sock.close()
+
+
+def health_book(
+    plan: ServePlan, clock: SystemClock, snapshots: SnapshotHolder
+) -> tuple[HealthBook, BreakerMirror | None]:
+    """Targets' health and breakers; with ``state.redis_url`` the breakers are shared by
+    the fleet through the mirror returned beside it (to start and stop), this run of gw
+    serve named by a fresh gateway id."""
+    breakers = shared_breakers(plan, new_gateway_id(), clock, snapshots)
+    health = HealthBook(plan.config.health, share=breakers or LOCAL_BREAKERS)
+    if breakers is not None:
+        breakers.attach(health)
+    return health, breakers
+
+
+def shared_breakers(
+    plan: ServePlan, gateway_id: str, clock: SystemClock, snapshots: SnapshotHolder
+) -> BreakerMirror | None:
+    """With ``state.redis_url``: the circuit breakers this gateway (``gateway_id``, one
+    per run) shares with the fleet through Redis (gw/fleet/redis_health.py); None without."""
+    url = plan.config.state.redis_url
+    if url is None:
+        return None
+    # Imported only for a fleet: redis-py is not loaded by a gateway alone.
+    from gw.fleet.redis_health import redis_breakers  # noqa: PLC0415
+
+    def linger() -> float:
+        return snapshots.get().config.health.trial_timeout.seconds
+
+    return redis_breakers(url, gateway_id, clock, asyncio.sleep, linger=linger)
+
+
+def _counts(breakers: BreakerMirror | None) -> MirrorCounts | None:
+    return None if breakers is None else breakers.counts
 
 
 def reply_budget(plan: ServePlan) -> ReplyBudget:

@@ -6,8 +6,9 @@ called: a target whose breaker is open and cooling down is not; a half-open one 
 one trial request at a time, the others skip it. So when every target of a route has
 failed, one request per cooldown tries the upstream and the rest are answered at once
 (503 ``no_route``) with the earliest recovery as ``Retry-After``, instead of each
-hammering an upstream that is down. Targets unhealthy for another reason (every account
-locked) are still tried, the freed-first account first.
+hammering an upstream that is down. In a fleet (state.redis_url) that one trial is one
+for all the gateways (gw/execution/health.py). Targets unhealthy for another reason
+(every account locked) are still tried, the freed-first account first.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import msgspec
 
 from gw.errors import NoRouteError
-from gw.execution.health import HealthBook
+from gw.execution.health import HealthBook, TargetHealth
 from gw.routing.decision import RouteDecision, TargetRef
 from gw.routing.health import TargetVerdict
 
@@ -53,13 +54,22 @@ def gate_breakers(
                 notes.append(f"{target.key}: skipped, its breaker is open")
             else:
                 recoveries.append(state.trial_until or now + 1.0)
-                notes.append(f"{target.key}: skipped, another request is its half-open trial")
+                notes.append(f"{target.key}: skipped, {_trial_holder(state)}")
     if not notes:
         return Gated(decision, frozenset(), None)
     gated = msgspec.structs.replace(
         decision, chain=tuple(chain), notes=decision.notes + tuple(notes)
     )
     return Gated(gated, frozenset(trials), min(recoveries, default=None))
+
+
+def _trial_holder(state: TargetHealth) -> str:
+    """Who holds a half-open target's trial, in words."""
+    if state.trial_holder is not None:
+        return f"gateway {state.trial_holder} is sending the fleet's half-open trial"
+    if state.trial_until is None:  # asked the fleet (state.redis_url); no answer yet
+        return "the fleet is choosing the gateway that sends its half-open trial"
+    return "another request is its half-open trial"
 
 
 def breakers_open_error(decision: RouteDecision, recovery: float, *, now: float) -> NoRouteError:

@@ -27,6 +27,14 @@ Rules, as implemented:
   failures open, and the window, which probes cannot touch, still opens a breaker that
   live traffic keeps failing. While open or half-open a probe is only remembered
   (``last_probe_ok``): only the live trial closes.
+- **A fleet** (``share``, a ``BreakerShare``: gw/fleet/): each opening and each trial's
+  close is handed to ``share``, which tells the other gateways; theirs arrive through
+  ``open_remote`` and ``close_remote`` and are applied like local ones, remembering which
+  gateway opened it (``opened_by``). Decisions stay local, with no round trip per request;
+  only at half-open time does ``claim_trial`` ask ``share`` as well, so that one gateway of
+  the fleet sends the trial: when the fleet's answer comes later (``fleet_trial``), the
+  requests meanwhile treat the target as open. Without a fleet ``share`` wins every trial
+  at once and the book behaves as on one machine.
 
 Memory is bounded: the window keeps ``WINDOW_BUCKETS`` fixed buckets per target, not one
 entry per call; ``retain(keys)`` forgets targets no longer in config, and past
@@ -45,7 +53,9 @@ import msgspec
 
 from gw.config.schema import HealthConfig
 from gw.config.units import Duration
+from gw.execution.breaker_share import LOCAL_BREAKERS
 from gw.execution.retry_budget import RetryBudget
+from gw.ports import BreakerShare
 
 HealthStatus = Literal["healthy", "degraded", "unhealthy"]
 BreakerState = Literal["closed", "open", "half_open"]
@@ -74,6 +84,8 @@ class TargetHealth(msgspec.Struct, frozen=True, kw_only=True):
     trial_available: bool = False  # half-open with no trial in flight: claim_trial may win
     trial_until: float | None = None  # the claimed trial's deadline
     last_probe_ok: bool | None = None
+    opened_by: str | None = None  # the gateway whose breaker opened it; None: this one
+    trial_holder: str | None = None  # the other gateway sending the fleet's trial
 
 
 class _Window:
@@ -118,10 +130,13 @@ class _Window:
 
 class _Entry:
     __slots__ = (
+        "cause",
         "consecutive",
+        "fleet",
         "last_probe_ok",
         "open_until",
         "opened_because",
+        "opened_by",
         "openings",
         "trial_until",
         "window",
@@ -133,15 +148,38 @@ class _Entry:
         self.openings = 0
         self.open_until: float | None = None  # None: the breaker is closed
         self.opened_because = ""
+        self.cause = ""  # opened_because without its cooldown
         self.trial_until: float | None = None  # set while a half-open trial is claimed
         self.last_probe_ok: bool | None = None
+        self.opened_by: str | None = None  # another gateway, when its breaker opened this
+        self.fleet: _FleetTrial | None = None  # the fleet's answer on this half-open trial
+
+
+class _FleetTrial:
+    """What the fleet said on one half-open trial: still ``asking`` (until ``until``, after
+    which it is asked again: a lost answer cannot wedge the breaker), ``won`` (this gateway
+    sends it, by ``until``), or ``lost`` to ``holder`` (until its claim lapses)."""
+
+    __slots__ = ("holder", "state", "until")
+
+    def __init__(self, state: Literal["asking", "won", "lost"], until: float, holder: str = ""):
+        self.state = state
+        self.until = until
+        self.holder = holder
 
 
 class HealthBook:
     """Health of every target seen, keyed ``provider/model``. See the module docstring."""
 
-    def __init__(self, config: HealthConfig, *, max_targets: int = MAX_TARGETS) -> None:
+    def __init__(
+        self,
+        config: HealthConfig,
+        *,
+        max_targets: int = MAX_TARGETS,
+        share: BreakerShare = LOCAL_BREAKERS,
+    ) -> None:
         self._config = config
+        self._share = share
         self._max_targets = max_targets
         self._entries: dict[str, _Entry] = {}
         # Keys not healthy now (degraded or breaker open): the per-request view reads only
@@ -182,9 +220,10 @@ class HealthBook:
             if trial and entry.trial_until is not None:
                 if ok:
                     self._close(key)
+                    self._share.closed(key)
                     return
                 entry.consecutive += 1
-                self._open(entry, now, "its half-open trial failed")
+                self._open(key, entry, now, "its half-open trial failed")
             return
         entry.window.add(ok, now)
         if ok:
@@ -193,7 +232,7 @@ class HealthBook:
             entry.consecutive += 1
             cause = self._cause_to_open(entry, now)
             if cause is not None:
-                self._open(entry, now, cause)
+                self._open(key, entry, now, cause)
         self._reflag(key, entry)
 
     def record_probe(self, key: str, ok: bool, *, now: float) -> None:
@@ -213,14 +252,85 @@ class HealthBook:
         """True for exactly one caller once the cooldown lapses: it sends the trial.
 
         False while the breaker is closed (no trial is needed), still cooling down, or
-        another trial is in flight and has not yet passed ``trial_timeout``.
+        another trial is in flight and has not yet passed ``trial_timeout``; and, in a
+        fleet, until this gateway has won the fleet's trial (the first call asks for it).
         """
         entry = self._entries.get(key)
         if entry is None or entry.open_until is None or now < entry.open_until:
             return False
         if entry.trial_until is not None and now < entry.trial_until:
             return False
-        entry.trial_until = now + self._config.trial_timeout.seconds
+        ttl = self._config.trial_timeout.seconds
+        fleet = entry.fleet
+        if fleet is None or now >= fleet.until:
+            if self._share.claim_trial(key, ttl=ttl) == "asking":
+                entry.fleet = _FleetTrial("asking", now + ttl)
+                return False
+        elif fleet.state != "won":
+            return False
+        entry.fleet = None  # a won claim is spent on this one trial
+        entry.trial_until = now + ttl
+        return True
+
+    def fleet_trial(self, key: str, *, holder: str | None, remaining: float, now: float) -> None:
+        """The fleet's answer to ``claim_trial``: this gateway won (``holder`` None) and
+        must send the trial within ``remaining`` seconds, or another gateway holds it for
+        ``remaining`` seconds more. An answer nobody waits for any more is dropped."""
+        entry = self._entries.get(key)
+        if entry is None or entry.fleet is None or entry.fleet.state != "asking":
+            return
+        if holder is None:
+            entry.fleet = _FleetTrial("won", now + remaining)
+        else:
+            entry.fleet = _FleetTrial("lost", now + remaining, holder)
+
+    def open_remote(
+        self,
+        key: str,
+        *,
+        gateway: str,
+        remaining: float,
+        cooldown: float,
+        openings: int,
+        cause: str,
+        now: float,
+    ) -> bool:
+        """Another gateway opened ``key``'s breaker for ``cooldown`` seconds, ``remaining``
+        of them still to run: it is open here too, unless already open here for longer.
+        True when applied. Not handed back to ``share``: the opener has told the fleet."""
+        entry = self._entry(key)
+        until = now + max(remaining, 0.0)
+        if entry.open_until is not None and entry.open_until >= until:
+            return False
+        entry.open_until = until
+        entry.openings = max(entry.openings, openings)
+        entry.opened_because = f"{cause}; cooldown {Duration(cooldown)}"
+        entry.cause = cause
+        entry.opened_by = gateway
+        entry.trial_until = None
+        entry.fleet = None
+        self._flagged.add(key)
+        return True
+
+    def own_openings(self, *, now: float) -> list[tuple[str, float, int, str]]:
+        """(key, seconds of cooldown left, openings, cause) of each breaker this gateway
+        opened itself and that is still cooling down: what the fleet is told again when
+        it could not be told at the time (Redis was unreachable)."""
+        return [
+            (key, entry.open_until - now, entry.openings, entry.cause)
+            for key in sorted(self._flagged)
+            if (entry := self._entries[key]).open_until is not None
+            and entry.opened_by is None
+            and entry.open_until > now
+        ]
+
+    def close_remote(self, key: str) -> bool:
+        """Another gateway's half-open trial of ``key`` succeeded: its breaker closes
+        here too (the upstream answers again). True when it was open."""
+        entry = self._entries.get(key)
+        if entry is None or entry.open_until is None:
+            return False
+        self._close(key)
         return True
 
     def state(self, key: str, *, now: float) -> TargetHealth:
@@ -256,7 +366,12 @@ class HealthBook:
     def _open_state(
         self, health: TargetHealth, entry: _Entry, open_until: float, now: float
     ) -> TargetHealth:
-        opened = f"breaker opened: {entry.opened_because}"
+        if entry.opened_by is None:
+            opened = f"breaker opened: {entry.opened_because}"
+        else:  # another gateway's breaker, shared by the fleet (state.redis_url)
+            opened = f"breaker opened by gateway {entry.opened_by}, fleet-wide: "
+            opened += entry.opened_because
+        health = msgspec.structs.replace(health, opened_by=entry.opened_by)
         if now < open_until:
             return msgspec.structs.replace(
                 health,
@@ -267,8 +382,16 @@ class HealthBook:
                 f"(opening {entry.openings} in a row)",
             )
         in_flight = entry.trial_until is not None and now < entry.trial_until
+        fleet = entry.fleet if entry.fleet is not None and now < entry.fleet.until else None
+        trial_until = entry.trial_until if in_flight else None
+        holder = None
         if in_flight:
             reason = f"{opened}; half-open, a trial request is in flight"
+        elif fleet is not None and fleet.state == "lost":
+            holder, trial_until = fleet.holder, fleet.until
+            reason = f"{opened}; half-open, gateway {holder} is sending the fleet's trial"
+        elif fleet is not None and fleet.state == "asking":
+            reason = f"{opened}; half-open, asking the fleet which gateway sends the trial"
         else:
             reason = f"{opened}; half-open, the next request may be let through as a trial"
         return msgspec.structs.replace(
@@ -276,8 +399,9 @@ class HealthBook:
             status="unhealthy",
             breaker="half_open",
             cooldown_until=open_until,
-            trial_available=not in_flight,
-            trial_until=entry.trial_until if in_flight else None,
+            trial_available=trial_until is None and (fleet is None or fleet.state == "won"),
+            trial_until=trial_until,
+            trial_holder=holder,
             reason=reason,
         )
 
@@ -293,7 +417,7 @@ class HealthBook:
             )
         return None
 
-    def _open(self, entry: _Entry, now: float, cause: str) -> None:
+    def _open(self, key: str, entry: _Entry, now: float, cause: str) -> None:
         entry.openings += 1
         doublings = min(entry.openings - 1, _MAX_DOUBLINGS)
         cooldown = min(
@@ -301,7 +425,11 @@ class HealthBook:
         )
         entry.open_until = now + cooldown
         entry.opened_because = f"{cause}; cooldown {Duration(cooldown)}"
+        entry.cause = cause
+        entry.opened_by = None
         entry.trial_until = None
+        entry.fleet = None
+        self._share.opened(key, cooldown=cooldown, openings=entry.openings, cause=cause)
 
     def _close(self, key: str) -> None:
         """A trial succeeded: start afresh, keeping only what probes last said."""

@@ -16,7 +16,7 @@ from gw.telemetry.metrics import GatewayMetrics
 from gw.telemetry.otel import load_otel
 from gw.telemetry.otel_attributes import snapshot_addresses
 from gw.telemetry.request_log import RequestLog
-from gw.telemetry.state_metrics import StateSources
+from gw.telemetry.state_metrics import BreakerSharingCounts, StateSources
 
 
 def with_request_log(telemetry: TelemetryHub, snapshots: SnapshotHolder) -> TelemetryHub:
@@ -44,7 +44,10 @@ def add_otel(telemetry: TelemetryHub, plan: ServePlan, snapshots: SnapshotHolder
 
 
 def gateway_metrics(
-    telemetry: TelemetryHub, services: ServerServices
+    telemetry: TelemetryHub,
+    services: ServerServices,
+    *,
+    breaker_sharing: BreakerSharingCounts | None = None,
 ) -> Callable[[str | None], bytes]:
     """Prometheus metrics (gw/telemetry/metrics.py), fed every trace and reading the live
     parts of ``services`` at scrape time; built even while ``telemetry.metrics`` is off,
@@ -62,6 +65,7 @@ def gateway_metrics(
         usage_journal=telemetry.usage.journal,
         recovery=telemetry.recovery,
         trace_losses=telemetry.losses_report,
+        breaker_sharing=breaker_sharing,
     )
     metrics = GatewayMetrics(services.snapshot, sources)
     telemetry.add(metrics.requests)

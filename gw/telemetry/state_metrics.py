@@ -22,6 +22,12 @@ queues and the reloader when Prometheus asks.
 - ``gw_config_revision``, ``gw_config_reloads_total`` (revisions applied since start),
   ``gw_config_reload_failures_total`` (edits refused).
 - ``gw_build_info{version,python}``: always 1.
+- With ``state.redis_url`` (breakers shared by a fleet, gw/fleet/breaker_mirror.py):
+  ``gw_fleet_breakers_redis_up`` (gauge: 1 while Redis answers), and the counters
+  ``gw_fleet_breakers_redis_errors_total`` (Redis operations that failed),
+  ``gw_fleet_breaker_notes_total{direction}`` (``published``, ``received``, ``dropped``:
+  not sent while Redis was unreachable) and ``gw_fleet_breaker_local_trials_total``
+  (half-open trials decided by this gateway alone while Redis was unreachable).
 """
 
 from __future__ import annotations
@@ -60,6 +66,23 @@ class ReloadCounts(Protocol):
     def failures(self) -> int: ...
 
 
+class BreakerSharingCounts(Protocol):
+    """The fleet's breaker mirror (gw/fleet/breaker_mirror.py ``MirrorCounts``)."""
+
+    @property
+    def published(self) -> int: ...
+    @property
+    def received(self) -> int: ...
+    @property
+    def errors(self) -> int: ...
+    @property
+    def dropped(self) -> int: ...
+    @property
+    def local_trials(self) -> int: ...
+    @property
+    def reachable(self) -> bool: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class StateSources:
     """Where the values come from; a missing part leaves its metrics without samples."""
@@ -75,6 +98,7 @@ class StateSources:
     usage_journal: UsageJournal | None = None
     recovery: JournalRecovery | None = None
     trace_losses: Callable[[], dict[str, object] | None] | None = None  # TelemetryHub's
+    breaker_sharing: BreakerSharingCounts | None = None  # with state.redis_url
 
 
 class StateMetrics:
@@ -90,6 +114,7 @@ class StateMetrics:
         yield from self._journal()
         yield from self._last_run_losses()
         yield from self._config()
+        yield from self._breaker_sharing()
         build = prometheus.GaugeMetricFamily(
             "gw_build_info", "Which gw runs.", labels=("version", "python")
         )
@@ -209,3 +234,31 @@ class StateMetrics:
             reloads.add_metric((), status.reloads)
             failures.add_metric((), status.failures)
         return revision, reloads, failures
+
+    def _breaker_sharing(self) -> Iterable[prometheus.Metric]:
+        counts = self._sources.breaker_sharing
+        if counts is None:
+            return
+        up = prometheus.GaugeMetricFamily(
+            "gw_fleet_breakers_redis_up", "1 while the Redis that shares breakers answers."
+        )
+        up.add_metric((), int(counts.reachable))
+        errors = prometheus.CounterMetricFamily(
+            "gw_fleet_breakers_redis_errors_total",
+            "Redis operations for shared breakers that failed (breakers stayed local).",
+        )
+        errors.add_metric((), counts.errors)
+        notes = prometheus.CounterMetricFamily(
+            "gw_fleet_breaker_notes_total",
+            "Breaker openings and closes published to, received from, or not sent to the fleet.",
+            labels=("direction",),
+        )
+        notes.add_metric(("published",), counts.published)
+        notes.add_metric(("received",), counts.received)
+        notes.add_metric(("dropped",), counts.dropped)
+        local = prometheus.CounterMetricFamily(
+            "gw_fleet_breaker_local_trials_total",
+            "Half-open trials decided by this gateway alone while Redis was unreachable.",
+        )
+        local.add_metric((), counts.local_trials)
+        yield from (up, errors, notes, local)

@@ -189,7 +189,13 @@ GATEWAY_SECTIONS: dict[type, Section] = {
         redis_url=Field(
             "A Redis URL (`redis://host:6379/0`, `rediss://` for TLS) for the counters a "
             "fleet shares: rate limits, concurrency, budgets, breakers. `null`: counted in "
-            "this process. Read at start; a change needs a restart."
+            "this process. Read at start; a change needs a restart. Circuit breakers: each "
+            "gateway still decides from its own memory (no Redis call per request); an "
+            "opening on one gateway is published and applied by all (`gw health` names the "
+            "gateway that opened it), and after the cooldown one gateway of the fleet claims "
+            "the half-open trial, the others skipping the target until its close. While "
+            "Redis is unreachable breakers work per gateway, as without it: logged once a "
+            "minute, counted in `gw_fleet_breakers_redis_errors_total`, reconnected on its own."
         ),
         trace_max_age=Field("Traces older than this are deleted.", above=0),
         trace_max_bytes=Field("The most the traces may take (an estimate)."),
