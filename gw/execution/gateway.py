@@ -50,7 +50,7 @@ from gw.routing.hints import RoutingHints
 from gw.routing.router import decide, no_candidate_error
 
 T = TypeVar("T")
-LEASE_GRACE_S = 60.0  # a lease outlives its request's timeout.total by this much
+LEASE_GRACE_S = 60.0  # a lease outlives its request's timeout.total by at most this much
 
 
 class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -325,9 +325,10 @@ class Gateway:
             limits=self._limits,
             request_id=ctx.request_id,
             clock=self._clock,
-            # A request outlives its total timeout only by its own cleanup: a share held
-            # past that by a process that died is released (the fleet's leases).
-            lease_ttl=total_timeout + LEASE_GRACE_S,
+            # A request ends within its timeout.total (streams included), then settles: a
+            # share still held after that plus a grace (as long again, at most a minute)
+            # belongs to a process that died, and is released (the fleet's leases).
+            lease_ttl=total_timeout + min(total_timeout, LEASE_GRACE_S),
         )
         if not grant.notes:
             return decision
