@@ -6,7 +6,7 @@ and ``gw/wiring.py`` plugs them in.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -187,6 +187,11 @@ class TenantLimits(Protocol):
     async def spent(self, tenant: str, label: str) -> float: ...
 
     async def in_flight(self, tenant: str) -> int: ...
+
+    def fallback_counts(self) -> Mapping[tuple[str, str], int]:
+        """Requests decided without the shared counts, by (kind, policy): see
+        gw/fleet/limits_fallback.py. Empty where nothing is shared."""
+        ...
 
     async def drain(self) -> None: ...
 

@@ -154,7 +154,7 @@ async def shared_limits(plan: ServePlan) -> TenantLimits | None:
     from gw.fleet.redis_limits import RedisLimits, RedisUnreachableError  # noqa: PLC0415 - redis only when used
 
     try:
-        return await RedisLimits.connect(url)
+        return await RedisLimits.connect(url, failure=plan.config.state.redis_failure)
     except RedisUnreachableError as exc:
         raise ServeError(
             f"state.redis_url: {exc}. Start Redis there, correct state.redis_url (or "
@@ -263,7 +263,9 @@ async def _serve(
         response_links=links,
         credentials=directory.check_credentials,
     )
-    services.metrics = gateway_metrics(telemetry, services)  # GET /metrics
+    services.metrics = gateway_metrics(  # GET /metrics
+        telemetry, services, limits_fallback=None if shared is None else shared.fallback_counts
+    )
     server_file = plan.home / SERVER_FILE_NAME
     url = f"http://{_url_host(address[0])}:{address[1]}"
     server_facts = functools.partial(write_server_file, server_file, url=url, address=address)

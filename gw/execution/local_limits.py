@@ -4,7 +4,7 @@ done when ``settle`` returns and ``drain`` has nothing to wait for."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from gw.config.schema import TenantConfig
 from gw.execution.limits import TenantLimiter
@@ -42,6 +42,9 @@ class LocalLimits:
 
     async def in_flight(self, tenant: str) -> int:
         return self.limiter.in_flight(tenant)
+
+    def fallback_counts(self) -> Mapping[tuple[str, str], int]:
+        return {}  # nothing shared, nothing to fall back from
 
     async def drain(self) -> None:
         return None

@@ -17,14 +17,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 import msgspec
 import redis.asyncio as aioredis
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
-from gw.config.schema import TenantConfig
+from gw.config.schema import RedisFailureConfig, TenantConfig
 from gw.config.state_url import safe_url
 from gw.errors import GatewayError, InternalError
 from gw.execution.limits import (
@@ -37,6 +38,7 @@ from gw.execution.limits import (
 from gw.execution.local_limits import ADMITTED
 from gw.execution.periods import Period
 from gw.fleet.limit_scripts import ADMIT, SETTLE
+from gw.fleet.limits_fallback import LimitsFallback
 from gw.ports import LimitGrant
 
 log = logging.getLogger("gw.fleet")
@@ -45,6 +47,7 @@ KEY_PREFIX: Final = "gw:v1:"  # the layout's version: a new layout gets a new pr
 POOL_SIZE: Final = 16  # one round trip per admission and settle: a few sockets suffice
 SOCKET_TIMEOUT_S: Final = 2.0
 BUDGET_TTL_S: Final = 40 * 86_400  # a month's counter outlives its month
+DEFAULT_FAILURE: Final = RedisFailureConfig()
 
 
 class RedisUnreachableError(Exception):
@@ -78,15 +81,31 @@ _ADMIT, _SETTLE = _Script(ADMIT), _Script(SETTLE)
 
 
 class RedisLimits:
-    def __init__(self, client: aioredis.Redis, url: str, *, prefix: str = KEY_PREFIX) -> None:
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        url: str,
+        *,
+        prefix: str = KEY_PREFIX,
+        failure: RedisFailureConfig = DEFAULT_FAILURE,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._client = client
         self.url = url
         self._prefix = prefix
+        self._fallback = LimitsFallback(failure, f"Redis at {safe_url(url)}")
+        self._monotonic = monotonic
         self._tickets: dict[str, _Ticket] = {}  # by request id, until settled
         self._pending: set[asyncio.Task[None]] = set()
 
     @classmethod
-    async def connect(cls, url: str, *, prefix: str = KEY_PREFIX) -> RedisLimits:
+    async def connect(
+        cls,
+        url: str,
+        *,
+        prefix: str = KEY_PREFIX,
+        failure: RedisFailureConfig = DEFAULT_FAILURE,
+    ) -> RedisLimits:
         """Connect and check that Redis answers; ``RedisUnreachableError`` if it does not."""
         # A blocking pool: a burst beyond POOL_SIZE waits for a socket rather than failing.
         pool = aioredis.BlockingConnectionPool.from_url(
@@ -105,7 +124,7 @@ class RedisLimits:
             raise RedisUnreachableError(
                 f"Redis at {safe_url(url)} does not answer ({exc})"
             ) from exc
-        return cls(client, url, prefix=prefix)
+        return cls(client, url, prefix=prefix, failure=failure)
 
     def _key(self, tenant: str, part: str) -> str:
         return f"{self._prefix}{{{tenant}}}:{part}"
@@ -118,7 +137,7 @@ class RedisLimits:
         tokens: int,
         cost_usd: float,
         lease_ttl: float,
-        now: float,  # unused: the buckets run on Redis's clock, shared by the fleet
+        now: float,  # for the fallback only: the buckets run on Redis's clock
         wall: float,
     ) -> LimitGrant:
         limits = tenant.limits
@@ -154,13 +173,43 @@ class RedisLimits:
             " ".join([repr(cost_usd), *budget_keys]),
             BUDGET_TTL_S,
         ]
-        reply = await _ADMIT.run(self._client, keys, args)
+        moment = self._monotonic()
+        if self._fallback.redis_due(moment):
+            try:
+                reply = await _ADMIT.run(self._client, keys, args)
+            except ResponseError:
+                raise  # the script failed: a bug, not an outage
+            except (RedisError, OSError) as exc:
+                self._fallback.redis_failed(exc, self._monotonic())
+            else:
+                self._fallback.redis_answered()
+                return self._admitted(
+                    tenant, request_id, reply, budgets=budgets, tokens=tokens, cost_usd=cost_usd
+                )
+        return self._fallback.admit(
+            tenant, request_id, tokens=tokens, cost_usd=cost_usd, now=now, wall=wall
+        )
+
+    def _admitted(
+        self,
+        tenant: TenantConfig,
+        request_id: str,
+        reply: object,
+        *,
+        budgets: list[tuple[Period, str, float]],
+        tokens: int,
+        cost_usd: float,
+    ) -> LimitGrant:
+        name = tenant.name
         _raise_refusal(tenant, reply, budgets, cost_usd)
         labels = tuple(label for _, label, _ in budgets)
-        self._tickets[request_id] = _Ticket(name, tokens, labels, tpm is not None)
+        tpm = tenant.limits.tokens_per_minute is not None
+        self._tickets[request_id] = _Ticket(name, tokens, labels, tpm)
         return ADMITTED
 
     def settle(self, request_id: str, *, tokens: int, cost_usd: float | None) -> None:
+        if self._fallback.settle(request_id, tokens=tokens, cost_usd=cost_usd):
+            return
         ticket = self._tickets.pop(request_id, None)
         if ticket is None:
             return
@@ -183,12 +232,8 @@ class RedisLimits:
         except (RedisError, OSError) as exc:
             # The lease runs out by itself and its reservation goes back; what was billed
             # is missing from the fleet's counter until the next start seeds it again.
-            log.warning(
-                "could not settle request %s in Redis (%s): $%.6f not counted",
-                request_id,
-                type(exc).__name__,
-                cost,
-            )
+            self._fallback.redis_failed(exc, self._monotonic())  # says so once an outage
+            log.debug("request %s: $%.6f not counted in Redis", request_id, cost)
 
     async def seed(self, spend: Iterable[tuple[str, str, float]]) -> None:
         totals: dict[tuple[str, str], float] = {}
@@ -211,6 +256,9 @@ class RedisLimits:
         seconds, micros = await self._client.time()
         now_ms = seconds * 1000 + micros // 1000
         return int(await self._client.zcount(self._key(tenant, "leases"), now_ms, "+inf"))
+
+    def fallback_counts(self) -> Mapping[tuple[str, str], int]:
+        return self._fallback.counts
 
     async def drain(self) -> None:
         while self._pending:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gw import __version__
 from gw.server.services import ServerServices
@@ -44,7 +44,10 @@ def add_otel(telemetry: TelemetryHub, plan: ServePlan, snapshots: SnapshotHolder
 
 
 def gateway_metrics(
-    telemetry: TelemetryHub, services: ServerServices
+    telemetry: TelemetryHub,
+    services: ServerServices,
+    *,
+    limits_fallback: Callable[[], Mapping[tuple[str, str], int]] | None = None,
 ) -> Callable[[str | None], bytes]:
     """Prometheus metrics (gw/telemetry/metrics.py), fed every trace and reading the live
     parts of ``services`` at scrape time; built even while ``telemetry.metrics`` is off,
@@ -62,6 +65,7 @@ def gateway_metrics(
         usage_journal=telemetry.usage.journal,
         recovery=telemetry.recovery,
         trace_losses=telemetry.losses_report,
+        limits_fallback=limits_fallback,
     )
     metrics = GatewayMetrics(services.snapshot, sources)
     telemetry.add(metrics.requests)

@@ -13,12 +13,15 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from e2e.gw_process import GwServer, run_cli
 from e2e.waiting import wait_until
@@ -178,3 +181,100 @@ def test_serve_refuses_to_start_without_its_redis(tmp_path: Path, upstream: Fake
     assert f"redis://:***@127.0.0.1:{url.rsplit(':', 1)[1]}" in done.stderr
     assert "Start Redis there" in done.stderr
     assert "hunter2" not in done.stderr + done.stdout
+
+
+DOWN_CONFIG = """
+state: {{redis_url: "{redis}", redis_failure: {{fleet_size: 2}}}}
+auth: {{admin_key: env:GW_ADMIN_KEY}}
+providers:
+  - {{name: up, kind: openai_compatible, base_url: "{up}"}}
+models:
+  - {{provider: up, model: gpt-t, input_per_mtok: 1000, output_per_mtok: 1000}}
+routes:
+  - {{name: chat, targets: [{{provider: up, model: gpt-t}}]}}
+policies:
+  - {{name: once, match: {{routes: ["*"]}}, retry: {{max_attempts: 1}}}}
+tenants:
+  - {{name: spender, budget: {{daily_usd: 100}}}}
+  - {{name: busy, limits: {{requests_per_minute: 1000}}}}
+"""
+ADMIN_KEY = "fleet-admin-key-0123456789abcdefXYZ"
+
+
+def post(gw: GwServer, key: str) -> httpx.Response:
+    with gw.client() as http:
+        return http.post(
+            "/v1/chat/completions",
+            headers={"authorization": f"Bearer {key}"},
+            json={"model": "chat", "messages": HI, "max_tokens": 10},
+        )
+
+
+def explained(gw: GwServer, response: httpx.Response) -> str:
+    """What `gw explain` prints for the request, once its trace is written."""
+    request_id = response.headers["x-gw-request-id"]
+    gw.wait_for_trace(request_id)
+    return " ".join(gw.cli("explain", request_id).stdout.split())
+
+
+def fallback_counts(gw: GwServer) -> dict[tuple[str, str], float]:
+    with gw.client() as http:
+        text = http.get("/metrics", headers={"authorization": f"Bearer {ADMIN_KEY}"}).text
+    return {
+        (sample.labels["kind"], sample.labels["policy"]): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "gw_limits_fallback_total"
+    }
+
+
+def test_redis_stopped_under_load_then_restarted(tmp_path: Path, upstream: FakeOpenAI) -> None:
+    with RedisServer(tmp_path / "redis") as own_redis:
+        config = tmp_path / "gw.yaml"
+        config.write_text(DOWN_CONFIG.format(redis=own_redis.url, up=upstream.base_url))
+        env = {"GW_ADMIN_KEY": ADMIN_KEY}
+        gateways = [GwServer(tmp_path / f"gw{n}", config, env=env) for n in range(2)]
+        try:
+            for server in gateways:
+                server.start()
+            busy = [key_for(gw, "busy") for gw in gateways]
+            spender = [key_for(gw, "spender") for gw in gateways]
+            assert post(gateways[0], spender[0]).status_code == 200  # Redis answers
+
+            stop = threading.Event()
+
+            def load(n: int) -> list[int]:
+                statuses: list[int] = []
+                while not stop.is_set() and len(statuses) < 2000:  # bounded
+                    statuses.append(post(gateways[n % 2], busy[n % 2]).status_code)
+                return statuses
+
+            with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+                under_load = [pool.submit(load, n) for n in range(4)]
+                own_redis.stop()
+                # Budgets fail closed: 503 overloaded, saying why, with a Retry-After.
+                refused = post(gateways[1], spender[1])
+                assert refused.status_code == 503
+                assert refused.json()["error"]["code"] == "overloaded"
+                assert "is unreachable" in refused.json()["error"]["message"]
+                assert refused.headers["retry-after"] == "5"
+                # Rate limits fail open: counted in this gateway, and explain says so.
+                answered = post(gateways[0], busy[0])
+                assert answered.status_code == 200
+                assert "counted in this gateway alone" in explained(gateways[0], answered)
+                counts = fallback_counts(gateways[1])
+                assert counts[("budgets", "closed")] >= 1
+                assert fallback_counts(gateways[0])[("rate_limits", "open")] >= 1
+                own_redis.start()  # the same port: recovery needs nothing from anyone
+                for gw, key in zip(gateways, spender, strict=True):
+                    wait_until(lambda gw=gw, key=key: post(gw, key).status_code == 200,
+                               "budgets to count in Redis again")  # fmt: skip
+                stop.set()
+                statuses = [status for work in under_load for status in work.result(timeout=60)]
+            # Under load nothing failed: the busy tenant was served throughout.
+            assert set(statuses) == {200}, sorted(set(statuses))
+            answered = post(gateways[0], busy[0])
+            assert "counted in this gateway alone" not in explained(gateways[0], answered)
+        finally:
+            for server in gateways:
+                server.stop()
