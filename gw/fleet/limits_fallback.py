@@ -8,8 +8,8 @@ decided here carries a note (into its decision, so ``gw explain`` shows it) and 
 counted per kind and policy (``gw_limits_fallback_total``).
 
 Recovery needs nothing: once ``RETRY_REDIS_AFTER_S`` has passed since the last failure,
-the next admission tries Redis again; until then none does, so an outage is not met with
-a connection attempt per request. No I/O here: the caller passes the time.
+the next admission tries Redis again, one a pause, so an outage is not met with a
+connection attempt per request. No I/O here: the caller passes the time.
 """
 
 from __future__ import annotations
@@ -57,8 +57,15 @@ class LimitsFallback:
         }
 
     def redis_due(self, now: float) -> bool:
-        """Whether this admission tries Redis (always, unless it failed just now)."""
-        return now >= self._retry_at
+        """Whether this admission tries Redis: always while it answers; after a failure,
+        one admission a ``RETRY_REDIS_AFTER_S`` (a Redis that does not answer at all
+        keeps a trial waiting for the socket timeout: the others decide here meanwhile)."""
+        if not self._down:
+            return True
+        if now < self._retry_at:
+            return False
+        self._retry_at = now + RETRY_REDIS_AFTER_S  # this one is the trial
+        return True
 
     def redis_failed(self, error: Exception, now: float) -> None:
         self._retry_at = now + RETRY_REDIS_AFTER_S

@@ -61,6 +61,12 @@ class _Ticket(msgspec.Struct, frozen=True):
     tpm: bool
 
 
+class _Settle(msgspec.Struct, frozen=True):
+    request_id: str
+    keys: list[str]
+    args: list[str | int | float]
+
+
 class _Script:
     """A Lua script run by digest, sent whole only when the server does not know it."""
 
@@ -97,6 +103,8 @@ class RedisLimits:
         self._monotonic = monotonic
         self._tickets: dict[str, _Ticket] = {}  # by request id, until settled
         self._pending: set[asyncio.Task[None]] = set()
+        self._settles: list[_Settle] = []  # queued for the flushing task
+        self._flushing = False
 
     @classmethod
     async def connect(
@@ -213,13 +221,11 @@ class RedisLimits:
         ticket = self._tickets.pop(request_id, None)
         if ticket is None:
             return
-        task = asyncio.get_running_loop().create_task(
-            self._settle(request_id, ticket, tokens, cost_usd or 0.0)
-        )
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-
-    async def _settle(self, request_id: str, ticket: _Ticket, tokens: int, cost: float) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on the server's loop: the lease runs out by itself
+            log.warning("request %s settled off the event loop: left to its lease", request_id)
+            return
         keys = [
             self._key(ticket.tenant, "leases"),
             self._key(ticket.tenant, "held"),
@@ -227,13 +233,46 @@ class RedisLimits:
             *(self._key(ticket.tenant, f"b:{label}") for label in ticket.labels),
         ]
         refund = ticket.tokens - tokens if ticket.tpm else 0
+        cost = cost_usd or 0.0
+        self._settles.append(
+            _Settle(request_id, keys, [request_id, refund, repr(cost), BUDGET_TTL_S])
+        )
+        if not self._flushing:
+            self._flushing = True
+            task = loop.create_task(self._flush())
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
+
+    async def _flush(self) -> None:
+        """Send the queued settles, one pipeline of them per round trip: under load the
+        settles of many requests share one, so a request costs its admission's round trip
+        and a share of one."""
         try:
-            await _SETTLE.run(self._client, keys, [request_id, refund, repr(cost), BUDGET_TTL_S])
+            while self._settles:
+                batch, self._settles = self._settles, []
+                await self._send(batch)
+        finally:
+            self._flushing = False  # no await since the queue was seen empty
+
+    async def _send(self, batch: list[_Settle]) -> None:
+        try:
+            if len(batch) == 1:
+                await _SETTLE.run(self._client, batch[0].keys, batch[0].args)
+                return
+            async with self._client.pipeline(transaction=False) as pipe:
+                for item in batch:
+                    pipe.evalsha(_SETTLE.sha, len(item.keys), *item.keys, *item.args)
+                replies = await pipe.execute(raise_on_error=False)
+            for item, reply in zip(batch, replies, strict=True):
+                if isinstance(reply, NoScriptError):  # a restarted Redis: send it whole
+                    await _SETTLE.run(self._client, item.keys, item.args)
+                elif isinstance(reply, Exception):
+                    raise reply
         except (RedisError, OSError) as exc:
-            # The lease runs out by itself and its reservation goes back; what was billed
+            # Each lease runs out by itself and its reservation goes back; what was billed
             # is missing from the fleet's counter until the next start seeds it again.
             self._fallback.redis_failed(exc, self._monotonic())  # says so once an outage
-            log.debug("request %s: $%.6f not counted in Redis", request_id, cost)
+            log.debug("%d settles not counted in Redis", len(batch))
 
     async def seed(self, spend: Iterable[tuple[str, str, float]]) -> None:
         totals: dict[tuple[str, str], float] = {}

@@ -107,3 +107,34 @@ def test_an_unreachable_redis_is_named_without_its_password() -> None:
         assert "redis://:***@127.0.0.1:1/0" in str(refused.value)
 
     asyncio.run(go())
+
+
+def test_settles_of_many_requests_share_a_pipeline_even_after_a_script_flush(
+    redis_prefix: str,
+) -> None:
+    config = TenantConfig(
+        name="t",
+        limits=TenantLimits(max_concurrency=50, tokens_per_minute=10_000),
+        budget=TenantBudget(daily_usd=10.0),
+    )
+
+    async def go() -> None:
+        limits = await connect(redis_prefix)
+        for n in range(20):
+            await limits.admit(
+                config, f"r{n}", tokens=100, cost_usd=0.2, lease_ttl=60, now=0, wall=DAY
+            )
+        await limits._client.script_flush()  # as a restarted Redis would have forgotten it
+        for n in range(20):  # all queued before the flushing task first runs
+            limits.settle(f"r{n}", tokens=10, cost_usd=0.01)
+        await limits.drain()
+        assert await limits.in_flight("t") == 0
+        assert await limits.spent("t", "d:2025-12-01") == pytest.approx(0.2)
+        # Every reservation went back: 40 more x $0.2 fit in what is left of $10.
+        for n in range(40):
+            await limits.admit(
+                config, f"s{n}", tokens=1, cost_usd=0.2, lease_ttl=60, now=0, wall=DAY
+            )
+        await limits.aclose()
+
+    asyncio.run(go())
