@@ -10,6 +10,10 @@ The counts are the fleet's, the refusals the same as one gateway's
 (gw/execution/limits.py words them). A tenant with no limit and no budget costs no round
 trip. Budgets are seeded from the usage ledger with ``HSETNX``: several gateways starting
 together seed once, and a counter already in Redis is the truth.
+
+While Redis does not answer, admissions follow ``state.redis_failure``
+(gw/fleet/limits_fallback.py); a script that fails (``ResponseError``) is a bug, not an
+outage, and raises.
 """
 
 from __future__ import annotations

@@ -196,7 +196,7 @@ policies:
   - {{name: once, match: {{routes: ["*"]}}, retry: {{max_attempts: 1}}}}
 tenants:
   - {{name: spender, budget: {{daily_usd: 100}}}}
-  - {{name: busy, limits: {{requests_per_minute: 1000}}}}
+  - {{name: busy, limits: {{requests_per_minute: 1000000}}}}  # never the limit here
 """
 ADMIN_KEY = "fleet-admin-key-0123456789abcdefXYZ"
 
