@@ -6,12 +6,12 @@ and ``gw/wiring.py`` plugs them in.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
 
-from gw.config.schema import ProviderConfig
+from gw.config.schema import ProviderConfig, TenantConfig
 from gw.ir import ChatRequest, ChatResponse, EmbeddingRequest, EmbeddingResponse, StreamEvent
 from gw.record import TraceRecord, UsageSource
 
@@ -175,3 +175,52 @@ class BreakerShare(Protocol):
         """May this gateway send ``key``'s half-open trial? At most one gateway of the
         fleet does, each claim for ``ttl`` seconds."""
         ...
+
+
+class LimitGrant(msgspec.Struct, frozen=True, kw_only=True):
+    """A tenant's request admitted by its limits; ``notes`` go into the decision, and so
+    into the trace and ``gw explain`` (e.g. counted in a fallback while Redis was down)."""
+
+    notes: tuple[str, ...] = ()
+
+
+class TenantLimits(Protocol):
+    """A tenant's rate limits, concurrency and budgets: counted in the process
+    (gw/execution/local_limits.py) or shared by a fleet in Redis (gw/fleet/redis_limits.py).
+
+    ``admit`` takes the request's share of every limit, or raises the limit's error
+    (``RateLimitedError``, ``ConcurrencyLimitedError``, ``BudgetExceededError``, ...)
+    having taken nothing. ``lease_ttl`` bounds how long a share held by a process that
+    died is kept. ``settle`` returns at once (it runs on the request's way out); what it
+    must still write is finished by ``drain``. ``seed`` gives today's and this month's
+    spend from the usage ledger, (tenant, period label, USD) rows.
+    """
+
+    async def admit(
+        self,
+        tenant: TenantConfig,
+        request_id: str,
+        *,
+        tokens: int,
+        cost_usd: float,
+        lease_ttl: float,
+        now: float,
+        wall: float,
+    ) -> LimitGrant: ...
+
+    def settle(self, request_id: str, *, tokens: int, cost_usd: float | None) -> None: ...
+
+    async def seed(self, spend: Iterable[tuple[str, str, float]]) -> None: ...
+
+    async def spent(self, tenant: str, label: str) -> float: ...
+
+    async def in_flight(self, tenant: str) -> int: ...
+
+    def fallback_counts(self) -> Mapping[tuple[str, str], int]:
+        """Requests decided without the shared counts, by (kind, policy): see
+        gw/fleet/limits_fallback.py. Empty where nothing is shared."""
+        ...
+
+    async def drain(self) -> None: ...
+
+    async def aclose(self) -> None: ...

@@ -26,11 +26,12 @@ from gw.execution.engine import Engine
 from gw.execution.gateway import Gateway
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
-from gw.execution.limits import TenantLimiter
+from gw.execution.local_limits import LocalLimits
 from gw.execution.periods import period_label
 from gw.execution.probes import Prober
 from gw.fleet.breaker_mirror import BreakerMirror, MirrorCounts
 from gw.fleet.gateway_id import new_gateway_id
+from gw.ports import TenantLimits
 from gw.reload import WatchTask
 from gw.server.admin.status import RequestCounts, ServerFacts
 from gw.server.admission import Admission
@@ -135,11 +136,33 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def seeded_limiter(store: SqliteStore, clock: SystemClock) -> TenantLimiter:
-    """Tenant limits, with today's and this month's spend read back from the ledger."""
-    limits, wall = TenantLimiter(), clock.time()
-    limits.seed(await store.tenant_spend(period_label("day", wall), period_label("month", wall)))
+async def seeded_limiter(
+    store: SqliteStore, clock: SystemClock, shared: TenantLimits | None = None
+) -> TenantLimits:
+    """Tenant limits (the fleet's in Redis when ``state.redis_url`` is set, see
+    ``shared_limits``), with today's and this month's spend read back from the ledger."""
+    limits, wall = shared or LocalLimits(), clock.time()
+    await limits.seed(
+        await store.tenant_spend(period_label("day", wall), period_label("month", wall))
+    )
     return limits
+
+
+async def shared_limits(plan: ServePlan) -> TenantLimits | None:
+    """The fleet's limits in Redis, connected before anything else starts: a gateway that
+    cannot reach them would count alone, so it does not start."""
+    url = plan.config.state.redis_url
+    if url is None:
+        return None
+    from gw.fleet.redis_limits import RedisLimits, RedisUnreachableError  # noqa: PLC0415 - redis only when used
+
+    try:
+        return await RedisLimits.connect(url, failure=plan.config.state.redis_failure)
+    except RedisUnreachableError as exc:
+        raise ServeError(
+            f"state.redis_url: {exc}. Start Redis there, correct state.redis_url (or "
+            "GW_REDIS_URL), or remove it to count limits in this process alone"
+        ) from None
 
 
 async def serve(plan: ServePlan) -> None:
@@ -158,7 +181,8 @@ async def _serve(
     proxies: dict[str, str],
 ) -> None:
     server_config = plan.config.server
-    sock = bind_socket(server_config.host, server_config.port)
+    # Redis first: a gateway that cannot reach the fleet's limits does not take the port.
+    shared, sock = await shared_limits(plan), bind_socket(server_config.host, server_config.port)
     address = sock.getsockname()
     clock = SystemClock()
     store = await SqliteStore.open(database_path(plan.home))
@@ -208,7 +232,7 @@ async def _serve(
         health=health,
         latency=latency,
         accounts=accounts,
-        limits=await seeded_limiter(store, clock),
+        limits=await seeded_limiter(store, clock, shared),
         usage=telemetry.usage,
     )
     # What previous_response_id follows, and the background Responses jobs.
@@ -242,8 +266,12 @@ async def _serve(
         response_links=links,
         credentials=directory.check_credentials,
     )
-    # GET /metrics
-    services.metrics = gateway_metrics(telemetry, services, breaker_sharing=_counts(breakers))
+    services.metrics = gateway_metrics(  # GET /metrics
+        telemetry,
+        services,
+        breaker_sharing=_counts(breakers),
+        limits_fallback=None if shared is None else shared.fallback_counts,
+    )
     server_file = plan.home / SERVER_FILE_NAME
     url = f"http://{_url_host(address[0])}:{address[1]}"
     server_facts = functools.partial(write_server_file, server_file, url=url, address=address)
@@ -291,7 +319,7 @@ async def _serve(
             announce,
             authenticator.start,
         ],
-        on_shutdown=[close],
+        on_shutdown=[close, gateway.aclose],  # then the limits' last settles are written
     )
     config = uvicorn_config(app, server_config)
     try:

@@ -259,6 +259,20 @@ class HealthConfig(ConfigStruct, frozen=True, kw_only=True):
     retry_budget: RetryBudgetConfig = RetryBudgetConfig()
 
 
+LimitFailure = Literal["open", "closed"]
+
+
+class RedisFailureConfig(ConfigStruct, frozen=True, kw_only=True):
+    """What the fleet's limits do while Redis is unreachable (gw/fleet/redis_limits.py),
+    per kind: ``open`` counts in this gateway alone, each limit divided by ``fleet_size``
+    (at least 1); ``closed`` refuses the tenant's requests (503 ``overloaded``)."""
+
+    budgets: LimitFailure = "closed"
+    rate_limits: LimitFailure = "open"
+    concurrency: LimitFailure = "open"
+    fleet_size: int = 1
+
+
 class StateConfig(ConfigStruct, frozen=True, kw_only=True):
     """What the state database keeps (``gw/telemetry/pruner.py``): every ``prune_interval``
     traces older than ``trace_max_age`` are deleted, then the oldest ones until the traces
@@ -270,6 +284,7 @@ class StateConfig(ConfigStruct, frozen=True, kw_only=True):
 
     url: str | None = None
     redis_url: str | None = None
+    redis_failure: RedisFailureConfig = RedisFailureConfig()
     trace_max_age: Duration = Duration(7 * 86_400.0)
     trace_max_bytes: ByteSize = ByteSize(256 * 1024 * 1024)
     usage_max_age: Duration | None = None

@@ -364,6 +364,8 @@ def _state_problems(state: StateConfig) -> Iterator[Problem]:
         yield "state.url", problem
     if state.redis_url is not None and (problem := redis_url_problem(state.redis_url)):
         yield "state.redis_url", problem
+    if state.redis_failure.fleet_size < 1:
+        yield "state.redis_failure.fleet_size", "must be at least 1 (this gateway alone)"
     # trace_max_bytes is a ByteSize, positive by construction.
     for field, span in (
         ("trace_max_age", state.trace_max_age),

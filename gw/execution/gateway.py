@@ -24,7 +24,6 @@ from gw.execution.engine import Engine
 from gw.execution.execution_plan import Answer, ExecutionFailedError, ExecutionPlan, RequestT
 from gw.execution.health import HealthBook, TargetHealth
 from gw.execution.latency import LatencyBook
-from gw.execution.limits import TenantLimiter
 from gw.execution.open_stream import OpenStream
 from gw.execution.stream_session import StreamSession
 from gw.execution.tenant_admission import admit_tenant
@@ -42,7 +41,7 @@ from gw.ir import (
     EmbeddingResponse,
     Usage,
 )
-from gw.ports import Clock, TraceSink, UsageSink
+from gw.ports import Clock, TenantLimits, TraceSink, UsageSink
 from gw.record import AttemptRecord, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
 from gw.routing.estimate import estimate_embedding_tokens
@@ -51,6 +50,7 @@ from gw.routing.hints import RoutingHints
 from gw.routing.router import decide, no_candidate_error
 
 T = TypeVar("T")
+LEASE_GRACE_S = 60.0  # a lease outlives its request's timeout.total by at most this much
 
 
 class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -104,7 +104,7 @@ class Gateway:
         health: HealthBook | None = None,
         latency: LatencyBook | None = None,
         accounts: AccountBook | None = None,
-        limits: TenantLimiter | None = None,
+        limits: TenantLimits | None = None,
         usage: UsageSink | None = None,
     ) -> None:
         self._limits = limits
@@ -132,7 +132,7 @@ class Gateway:
     ) -> Completed:
         """``accept`` vets each answer before it counts (see ``Engine.complete``)."""
         await self._wait_for_usage_room()
-        decision, plan = self._plan(ctx, request)
+        decision, plan = await self._plan(ctx, request)
         log = AttemptLog(self._clock)
         work = self._engine.complete(plan, log, accept=accept)
         answer = await self._attempt(ctx, request, decision, log, work)
@@ -148,7 +148,7 @@ class Gateway:
     async def embed(self, ctx: RequestContext, request: EmbeddingRequest) -> Embedded:
         """Route and run an embeddings request; usage is the upstream's, else estimated."""
         await self._wait_for_usage_room()
-        decision, plan = self._plan(ctx, request)
+        decision, plan = await self._plan(ctx, request)
         log = AttemptLog(self._clock)
         answer = await self._attempt(ctx, request, decision, log, self._engine.embed(plan, log))
         usage = answer.response.usage
@@ -161,7 +161,7 @@ class Gateway:
     async def open_stream(self, ctx: RequestContext, request: ChatRequest) -> StreamSession:
         """Run attempts until one stream commits; failures before that raise as usual."""
         await self._wait_for_usage_room()
-        decision, plan = self._plan(ctx, request)
+        decision, plan = await self._plan(ctx, request)
         log = AttemptLog(self._clock)
         opened = await self._attempt(
             ctx, request, decision, log, self._engine.open_stream(plan, log)
@@ -224,7 +224,14 @@ class Gateway:
         error = ClientAbortedError("the client closed the connection before the answer")
         self._failed(ctx, request, decision, error, log.records)
 
-    def _plan(
+    async def aclose(self) -> None:
+        """At shutdown, after the last request: what settling still has to write is
+        written, then the limits' connections close."""
+        if self._limits is not None:
+            await self._limits.drain()
+            await self._limits.aclose()
+
+    async def _plan(
         self, ctx: RequestContext, request: RequestT
     ) -> tuple[RouteDecision, ExecutionPlan[RequestT]]:
         view = self._health_view(ctx.snapshot)
@@ -250,7 +257,7 @@ class Gateway:
         if ctx.tenant is not None and decision.chain:
             # Before any trial is claimed: a refused request must not hold a breaker's trial.
             try:
-                self._admit(ctx, decision)
+                decision = await self._admit(ctx, decision, policy.timeout.total.seconds)
             except GatewayError as refused:
                 raise self._failed(ctx, request, decision, refused, []) from None
         trials: frozenset[str] = frozenset()
@@ -305,17 +312,27 @@ class Gateway:
         )
         return msgspec.structs.replace(decision, chain=chain, notes=(*decision.notes, note))
 
-    def _admit(self, ctx: RequestContext, decision: RouteDecision) -> None:
-        """The tenant's routes and limits, before any upstream call."""
+    async def _admit(
+        self, ctx: RequestContext, decision: RouteDecision, total_timeout: float
+    ) -> RouteDecision:
+        """The tenant's routes and limits, before any upstream call; what the limits noted
+        (a decision taken in a fallback) joins the decision's notes, for ``gw explain``."""
         assert ctx.tenant is not None  # noqa: S101 - the caller checks
-        admit_tenant(
+        grant = await admit_tenant(
             ctx.snapshot,
             ctx.tenant,
             decision,
             limits=self._limits,
             request_id=ctx.request_id,
             clock=self._clock,
+            # A request ends within its timeout.total (streams included), then settles: a
+            # share still held after that plus a grace (as long again, at most a minute)
+            # belongs to a process that died, and is released (the fleet's leases).
+            lease_ttl=total_timeout + min(total_timeout, LEASE_GRACE_S),
         )
+        if not grant.notes:
+            return decision
+        return msgspec.structs.replace(decision, notes=(*decision.notes, *grant.notes))
 
     def _health_view(self, snapshot: Snapshot) -> dict[str, TargetVerdict]:
         """A verdict for each target that is not healthy (breaker, or every account

@@ -33,7 +33,6 @@ from gw.config.schema import TenantConfig
 from gw.errors import (
     BudgetExceededError,
     ConcurrencyLimitedError,
-    GatewayError,
     InvalidRequestError,
     RateLimitedError,
 )
@@ -107,11 +106,8 @@ class TenantLimiter:
         state = self._tenants.setdefault(tenant.name, _TenantState())
         limits = tenant.limits
         if limits.max_concurrency is not None and state.in_flight >= limits.max_concurrency:
-            raise ConcurrencyLimitedError(
-                f"tenant {tenant.name} already has {state.in_flight} requests in flight "
-                f"(limits.max_concurrency {limits.max_concurrency}); retry when one ends"
-            )
-        budgets = _budgets(tenant, wall)
+            raise concurrency_error(tenant.name, state.in_flight, limits.max_concurrency)
+        budgets = budgets_for(tenant, wall)
         for period, label, budget in budgets:
             self._check_budget(tenant.name, period, label, budget, cost_usd)
         state.requests = _refilled(state.requests, limits.requests_per_minute, now)
@@ -157,19 +153,71 @@ class TenantLimiter:
     ) -> None:
         key = (tenant, label)
         spent, reserved = self._spent.get(key, 0.0), self._reserved.get(key, 0.0)
-        if spent + reserved + cost_usd > budget or spent >= budget:
-            detail = f"; ${reserved:.6f} is reserved by requests in flight" if reserved else ""
-            raise BudgetExceededError(
-                f"tenant {tenant} has spent ${spent:.6f} of its {_NAMES[period]} budget of "
-                f"${budget:.2f} ({label[2:]}){detail}, and this request may cost up to "
-                f"${cost_usd:.6f}; raise tenants[].budget or wait for the next {period}"
+        if over_budget(spent, reserved, cost_usd, budget):
+            raise budget_error(
+                tenant,
+                period,
+                label,
+                budget=budget,
+                spent=spent,
+                reserved=reserved,
+                cost_usd=cost_usd,
             )
 
 
 _NAMES: Mapping[Period, str] = {"day": "daily", "month": "monthly"}
 
 
-def _budgets(tenant: TenantConfig, wall: float) -> list[tuple[Period, str, float]]:
+# The checks and their refusals, shared with the fleet's limits in Redis (gw/fleet/) so
+# that a client reads the same error from one gateway or many.
+
+
+def over_budget(spent: float, reserved: float, cost_usd: float, budget: float) -> bool:
+    return spent + reserved + cost_usd > budget or spent >= budget
+
+
+def concurrency_error(tenant: str, in_flight: int, limit: int) -> ConcurrencyLimitedError:
+    return ConcurrencyLimitedError(
+        f"tenant {tenant} already has {in_flight} requests in flight "
+        f"(limits.max_concurrency {limit}); retry when one ends"
+    )
+
+
+def budget_error(
+    tenant: str,
+    period: Period,
+    label: str,
+    *,
+    budget: float,
+    spent: float,
+    reserved: float,
+    cost_usd: float,
+) -> BudgetExceededError:
+    detail = f"; ${reserved:.6f} is reserved by requests in flight" if reserved else ""
+    return BudgetExceededError(
+        f"tenant {tenant} has spent ${spent:.6f} of its {_NAMES[period]} budget of "
+        f"${budget:.2f} ({label[2:]}){detail}, and this request may cost up to "
+        f"${cost_usd:.6f}; raise tenants[].budget or wait for the next {period}"
+    )
+
+
+def too_large_error(tenant: str, field: str, size: float, amount: int) -> InvalidRequestError:
+    """A request that can never pass: a 400, which clients do not retry."""
+    return InvalidRequestError(
+        f"this request may use {amount} tokens, more than tenant {tenant}'s whole "
+        f"limits.{field} ({size:.0f}); lower max_tokens or raise the limit"
+    )
+
+
+def rate_error(tenant: str, field: str, size: float, wait: float) -> RateLimitedError:
+    return RateLimitedError(
+        f"tenant {tenant} is over limits.{field} ({size:.0f}); retry in {wait:.1f}s",
+        retry_after=max(1.0, round(wait, 1)),
+    )
+
+
+def budgets_for(tenant: TenantConfig, wall: float) -> list[tuple[Period, str, float]]:
+    """The tenant's budgets at ``wall``: (period, label, USD), day before month."""
     budget = tenant.budget
     periods: list[tuple[Period, float | None]] = [
         ("day", budget.daily_usd),
@@ -190,15 +238,8 @@ def _refilled(bucket: _Bucket | None, per_minute: int | None, now: float) -> _Bu
 def _check_rate(tenant: str, field: str, bucket: _Bucket | None, amount: int) -> None:
     if bucket is None:
         return
-    if amount > bucket.size:  # can never pass: a 400, which clients do not retry
-        raise InvalidRequestError(
-            f"this request may use {amount} tokens, more than tenant {tenant}'s whole "
-            f"limits.{field} ({bucket.size:.0f}); lower max_tokens or raise the limit"
-        )
+    if amount > bucket.size:
+        raise too_large_error(tenant, field, bucket.size, amount)
     wait = bucket.wait_for(amount)
     if wait > 0:
-        error: GatewayError = RateLimitedError(
-            f"tenant {tenant} is over limits.{field} ({bucket.size:.0f}); retry in {wait:.1f}s",
-            retry_after=max(1.0, round(wait, 1)),
-        )
-        raise error
+        raise rate_error(tenant, field, bucket.size, wait)

@@ -9,23 +9,25 @@ from fnmatch import fnmatchcase
 from gw.config.snapshot import Snapshot
 from gw.errors import PermissionDeniedError
 from gw.execution.budget_reserve import reserved_cost_usd
-from gw.execution.limits import TenantLimiter
-from gw.ports import Clock
+from gw.execution.local_limits import ADMITTED
+from gw.ports import Clock, LimitGrant, TenantLimits
 from gw.routing.decision import RouteDecision
 from gw.routing.filters import PROJECTED_OUTPUT_TOKENS
 
 
-def admit_tenant(
+async def admit_tenant(
     snapshot: Snapshot,
     tenant_name: str,
     decision: RouteDecision,
     *,
-    limits: TenantLimiter | None,
+    limits: TenantLimits | None,
     request_id: str,
     clock: Clock,
-) -> None:
+    lease_ttl: float = 660.0,
+) -> LimitGrant:
     """Raise ``PermissionDeniedError`` (or the limiter's error) if the tenant may not send
-    this request now; otherwise its reservation is taken under ``request_id``."""
+    this request now; otherwise its reservation is taken under ``request_id``, held at most
+    ``lease_ttl`` seconds should this process die before settling it."""
     tenant = snapshot.tenants.get(tenant_name)
     if tenant is None:
         raise PermissionDeniedError(
@@ -39,15 +41,17 @@ def admit_tenant(
         )
     if tenant.budget.daily_usd is not None or tenant.budget.monthly_usd is not None:
         _refuse_unpriced(tenant.name, decision)
-    if limits is not None:
-        limits.admit(
-            tenant,
-            request_id,
-            tokens=_projected_tokens(decision),
-            cost_usd=reserved_cost_usd(snapshot, decision),
-            now=clock.monotonic(),
-            wall=clock.time(),
-        )
+    if limits is None:
+        return ADMITTED
+    return await limits.admit(
+        tenant,
+        request_id,
+        tokens=_projected_tokens(decision),
+        cost_usd=reserved_cost_usd(snapshot, decision),
+        lease_ttl=lease_ttl,
+        now=clock.monotonic(),
+        wall=clock.time(),
+    )
 
 
 def _projected_tokens(decision: RouteDecision) -> int:

@@ -1,1 +1,3 @@
-"""What several gateways share through Redis (``state.redis_url``): issue 26."""
+"""What a fleet of gateways shares beyond the state store, through Redis
+(``state.redis_url``): limits, leases and budgets, and circuit breakers. Imported only when
+a Redis URL is set."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gw import __version__
 from gw.server.services import ServerServices
@@ -48,6 +48,7 @@ def gateway_metrics(
     services: ServerServices,
     *,
     breaker_sharing: BreakerSharingCounts | None = None,
+    limits_fallback: Callable[[], Mapping[tuple[str, str], int]] | None = None,
 ) -> Callable[[str | None], bytes]:
     """Prometheus metrics (gw/telemetry/metrics.py), fed every trace and reading the live
     parts of ``services`` at scrape time; built even while ``telemetry.metrics`` is off,
@@ -66,6 +67,7 @@ def gateway_metrics(
         recovery=telemetry.recovery,
         trace_losses=telemetry.losses_report,
         breaker_sharing=breaker_sharing,
+        limits_fallback=limits_fallback,
     )
     metrics = GatewayMetrics(services.snapshot, sources)
     telemetry.add(metrics.requests)

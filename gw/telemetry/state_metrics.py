@@ -19,6 +19,11 @@ queues and the reloader when Prometheus asks.
   (gw/startup/trace_losses.py), ``kind="routed"`` of requests in the usage ledger (no
   sample while a killed run's are being counted), ``kind="unrouted"`` of requests refused
   before routing.
+- ``gw_limits_fallback_total{kind,policy}``: requests whose tenant limits of a kind
+  (budgets, rate_limits, concurrency) were decided without Redis while it was
+  unreachable: counted in this gateway alone (``policy="open"``) or refused
+  (``"closed"``), per ``state.redis_failure`` (gw/fleet/limits_fallback.py). Only with
+  ``state.redis_url``.
 - ``gw_config_revision``, ``gw_config_reloads_total`` (revisions applied since start),
   ``gw_config_reload_failures_total`` (edits refused).
 - ``gw_build_info{version,python}``: always 1.
@@ -99,6 +104,7 @@ class StateSources:
     recovery: JournalRecovery | None = None
     trace_losses: Callable[[], dict[str, object] | None] | None = None  # TelemetryHub's
     breaker_sharing: BreakerSharingCounts | None = None  # with state.redis_url
+    limits_fallback: Callable[[], Mapping[tuple[str, str], int]] | None = None
 
 
 class StateMetrics:
@@ -113,6 +119,7 @@ class StateMetrics:
         yield from self._queues()
         yield from self._journal()
         yield from self._last_run_losses()
+        yield from self._limits_fallback()
         yield from self._config()
         yield from self._breaker_sharing()
         build = prometheus.GaugeMetricFamily(
@@ -217,6 +224,19 @@ class StateMetrics:
             if isinstance(count := last.get(kind), int):
                 lost.add_metric((kind,), count)
         yield lost
+
+    def _limits_fallback(self) -> Iterable[prometheus.Metric]:
+        if self._sources.limits_fallback is None:
+            return
+        family = prometheus.CounterMetricFamily(
+            "gw_limits_fallback_total",
+            "Requests whose tenant limits were decided while Redis was unreachable: counted "
+            "in this gateway alone (open) or refused (closed).",
+            labels=("kind", "policy"),
+        )
+        for (kind, policy), count in sorted(self._sources.limits_fallback().items()):
+            family.add_metric((kind, policy), count)
+        yield family
 
     def _config(self) -> Iterable[prometheus.Metric]:
         revision = prometheus.GaugeMetricFamily(

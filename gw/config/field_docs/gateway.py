@@ -10,6 +10,7 @@ from gw.config.schema import (
     Config,
     HealthConfig,
     OtlpConfig,
+    RedisFailureConfig,
     ResponsesConfig,
     RetryBudgetConfig,
     ServerConfig,
@@ -176,6 +177,24 @@ GATEWAY_SECTIONS: dict[type, Section] = {
         min_retries=Field("Retries allowed on top of the share.", minimum=0),
         window=Field("The window both are counted over.", above=0),
     ),
+    RedisFailureConfig: section(
+        "While Redis is unreachable, each kind of limit either falls back to counters in "
+        "this gateway alone (`open`), each limit divided by `fleet_size` (at least 1), or "
+        "refuses the tenant's requests with 503 `overloaded` and a Retry-After (`closed`). "
+        "A request decided so says it in `gw explain` and counts in "
+        "`gw_limits_fallback_total{kind,policy}`. A tenant without limits of a kind is not "
+        "concerned by it.",
+        budgets=Field("`daily_usd` and `monthly_usd`: `closed` (default) or `open`."),
+        rate_limits=Field(
+            "`requests_per_minute` and `tokens_per_minute`: `open` (default) or `closed`."
+        ),
+        concurrency=Field("`max_concurrency`: `open` (default) or `closed`."),
+        fleet_size=Field(
+            "How many gateways share the limits: an open fallback gives this one the "
+            "fleet's limit divided by it.",
+            minimum=1,
+        ),
+    ),
     StateConfig: section(
         "What `gw.db` keeps. Every `prune_interval`, traces older than `trace_max_age` are "
         "deleted, then the oldest while they take more than `trace_max_bytes`. Config "
@@ -196,6 +215,10 @@ GATEWAY_SECTIONS: dict[type, Section] = {
             "the half-open trial, the others skipping the target until its close. While "
             "Redis is unreachable breakers work per gateway, as without it: logged once a "
             "minute, counted in `gw_fleet_breakers_redis_errors_total`, reconnected on its own."
+        ),
+        redis_failure=Field(
+            "What the limits do while `redis_url` is unreachable; gw tries Redis again "
+            "a second later, by itself. Read at start; a change needs a restart."
         ),
         trace_max_age=Field("Traces older than this are deleted.", above=0),
         trace_max_bytes=Field("The most the traces may take (an estimate)."),

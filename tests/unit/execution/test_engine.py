@@ -426,8 +426,8 @@ def test_health_is_fed_by_attempts_and_a_half_open_trial_is_claimed_once() -> No
         first = await gateway.complete(ctx("req_1"), request)  # a fails twice: breaker opens
         skipped = await gateway.complete(ctx("req_2"), request)  # a is not called
         clock.now += 2  # the cooldown lapses: two requests plan at once
-        plan_one = gateway._plan(ctx("req_3"), request)[1]
-        plan_two = gateway._plan(ctx("req_4"), request)[1]
+        plan_one = (await gateway._plan(ctx("req_3"), request))[1]
+        plan_two = (await gateway._plan(ctx("req_4"), request))[1]
         assert [t.key for t in plan_one.decision.chain] == ["a/m1", "b/m2"]
         assert plan_one.trials == {"a/m1"}
         assert [t.key for t in plan_two.decision.chain] == ["b/m2"]  # the trial is taken
@@ -467,7 +467,7 @@ def test_lowest_latency_routes_by_what_the_engine_observed() -> None:
     assert set(latency.view(streaming=False)) == {"a/m1"}  # the answer was timed
     latency.record("a/m1", 500.0, streaming=False)
     latency.record("b/m2", 5.0, streaming=False)
-    plan = gateway._plan(ctx, request)[1]
+    plan = asyncio.run(gateway._plan(ctx, request))[1]
     assert [t.key for t in plan.decision.chain] == ["b/m2", "a/m1"]
-    streaming = gateway._plan(ctx, msgspec.structs.replace(request, stream=True))[1]
+    streaming = asyncio.run(gateway._plan(ctx, msgspec.structs.replace(request, stream=True)))[1]
     assert [t.key for t in streaming.decision.chain] == ["a/m1", "b/m2"]  # no first-token data

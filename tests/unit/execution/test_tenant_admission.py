@@ -3,6 +3,7 @@ limits are charged up front."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from gw.config import Snapshot, compile_snapshot, load_config
 from gw.errors import BudgetExceededError, PermissionDeniedError
 from gw.execution.limits import TenantLimiter
+from gw.execution.local_limits import LocalLimits
 from gw.execution.tenant_admission import admit_tenant
 from gw.ir import ChatRequest, TextPart, UserMessage
 from gw.routing import RouteDecision, decide
@@ -54,9 +56,11 @@ def routed(snap: Snapshot, route: str, tenant: str, max_tokens: int | None = 10)
     return decide(request, snap, request_id="r1", tenant=tenant)[0]
 
 
-def admit(snap: Snapshot, tenant: str, route: str, limits: TenantLimiter | None = None) -> None:
+def admit(snap: Snapshot, tenant: str, route: str, limits: LocalLimits | None = None) -> None:
     decision = routed(snap, route, tenant)
-    admit_tenant(snap, tenant, decision, limits=limits, request_id="r1", clock=FixedClock())
+    asyncio.run(
+        admit_tenant(snap, tenant, decision, limits=limits, request_id="r1", clock=FixedClock())
+    )
 
 
 def test_a_tenant_missing_from_the_config_is_refused_with_the_fix() -> None:
@@ -82,7 +86,7 @@ def test_a_budget_refuses_a_target_without_a_price() -> None:
 
 def test_a_budget_too_small_for_the_projection_refuses_up_front() -> None:
     # At $1 a token, even a short request projects far beyond the $1 daily budget.
-    snap, limits = snapshot(), TenantLimiter()
+    snap, limits = snapshot(), LocalLimits()
     with pytest.raises(BudgetExceededError):
         admit(snap, "frugal", "chat-priced", limits)
 
@@ -98,11 +102,20 @@ class RecordingLimiter(TenantLimiter):
         self.charged.append((charge["tokens"], charge["cost_usd"]))
 
 
+def charge(snap: Snapshot, decision: RouteDecision, limiter: TenantLimiter) -> None:
+    limits = LocalLimits(limiter)
+    asyncio.run(
+        admit_tenant(
+            snap, "open-team", decision, limits=limits, request_id="r1", clock=FixedClock()
+        )
+    )
+
+
 def test_the_charge_is_input_plus_max_output_at_the_dearest_targets_price() -> None:
     snap = compile_snapshot(load_config(CHAIN, "gw.yaml"), revision=1, source="t")
     limits = RecordingLimiter()
     decision = routed(snap, "chain", "open-team", max_tokens=10)
-    admit_tenant(snap, "open-team", decision, limits=limits, request_id="r1", clock=FixedClock())
+    charge(snap, decision, limits)
     [(tokens, cost)] = limits.charged
     assert tokens == decision.estimated_input_tokens + 10
     # The chain may reach either target: the dearer one's upper bound is reserved, the
@@ -115,7 +128,7 @@ def test_a_request_without_max_tokens_reserves_the_stated_default() -> None:
     snap = compile_snapshot(load_config(CHAIN, "gw.yaml"), revision=1, source="t")
     limits = RecordingLimiter()
     decision = routed(snap, "chain", "open-team", max_tokens=None)
-    admit_tenant(snap, "open-team", decision, limits=limits, request_id="r1", clock=FixedClock())
+    charge(snap, decision, limits)
     [(_, cost)] = limits.charged
     reserved_input = 2 * decision.estimated_input_tokens + 64
     assert cost == pytest.approx((reserved_input + 4096) * 2.0 / 1e6)
