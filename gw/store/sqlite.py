@@ -38,7 +38,15 @@ from gw.ports import UsageRow
 from gw.record import TraceRecord
 from gw.store.api_keys import ApiKey
 from gw.store.batch_insert import insert_statements
-from gw.store.file_checks import DatabaseFile, GuardedLock, StoreUnavailableError, shm_problem
+from gw.store.file_checks import (
+    DatabaseFile,
+    GuardedLock,
+    StoreProblem,
+    StoreUnavailableError,
+    database_size,
+    shm_problem,
+    space_problem,
+)
 from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
 from gw.store.migrations import LATEST_VERSION, SCHEMA_VERSION_TABLE, StoreError, pending_migrations
 from gw.store.private_files import DIR_MODE, make_database_private
@@ -128,9 +136,24 @@ class SqliteStore:
     ) -> None:
         await self.close()
 
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
     async def schema_version(self) -> int:
         rows = await self._conn.execute_fetchall("PRAGMA user_version")
         return int(next(iter(rows))[0])
+
+    async def size_bytes(self) -> int | None:
+        """The database's bytes on disk, its write-ahead log included; None when missing."""
+        return await asyncio.to_thread(database_size, self.path)
+
+    async def local_problem(self) -> StoreProblem | None:
+        """The file gone or replaced, its -shm not writable, or the disk beside it full."""
+        return await asyncio.to_thread(self._file_problem)
+
+    def _file_problem(self) -> StoreProblem | None:
+        return self.file.gone() or shm_problem(self.path) or space_problem(self.path)
 
     # -- traces ---------------------------------------------------------------------------
 
@@ -171,7 +194,7 @@ class SqliteStore:
 
     def runs(self) -> Runs:
         """Each run of gw serve and the traces it lost (gw/store/runs.py)."""
-        return Runs(lambda: self._conn, self._transaction)
+        return Runs(lambda: self._conn, self._transaction, self.path)
 
     # -- config revisions (gw/store/revisions.py) ---------------------------------------
 
