@@ -1,0 +1,50 @@
+"""Choosing the engine: SQLite unless ``state.url`` is set, and asyncpg only then."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gw.store.migrations import StoreError
+from gw.store.open import open_store
+
+
+def test_without_a_url_asyncpg_is_never_imported(tmp_path: Path) -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "import gw.wiring, gw.cli.main\n"
+        "from gw.store.open import open_store\n"
+        "async def main():\n"
+        f"    store = await open_store(None, Path({str(tmp_path / 'gw.db')!r}))\n"
+        "    await store.close()\n"
+        "asyncio.run(main())\n"
+        "print('asyncpg' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "False"
+
+
+def closed_loopback_port() -> int:
+    """A port nothing listens on: bound to learn a free one, then released."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def test_an_unreachable_server_is_named_without_its_password(tmp_path: Path) -> None:
+    port = closed_loopback_port()
+    url = f"postgresql://gw:hunter2@127.0.0.1:{port}/gw"
+    with pytest.raises(StoreError) as caught:
+        asyncio.run(open_store(url, tmp_path / "unused.db"))
+    message = str(caught.value)
+    assert f"postgresql://gw:***@127.0.0.1:{port}/gw" in message
+    assert "hunter2" not in message
