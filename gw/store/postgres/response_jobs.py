@@ -2,11 +2,12 @@
 of a job and each call).
 
 What differs from SQLite: several gateways share the queue, so ``claim`` takes the oldest
-queued job ``FOR UPDATE SKIP LOCKED`` (two workers never run one job), and ``enqueue``
-counts a tenant's jobs under an advisory lock on the tenant (two gateways cannot both
-take its last place). Content is cleared by setting it NULL; the server reclaims the
-space (VACUUM), and SQLite's ``secure_delete`` and log truncation have no counterpart a
-client can ask for.
+queued job ``FOR UPDATE SKIP LOCKED`` (two workers never run one job) and records its
+runner, ``interrupted`` fails only the jobs of runners that are gone
+(gw/store/postgres/runner.py), and ``enqueue`` counts a tenant's jobs under an advisory
+lock on the tenant (two gateways cannot both take its last place). Content is cleared by
+setting it NULL; the server reclaims the space (VACUUM), and SQLite's ``secure_delete``
+and log truncation have no counterpart a client can ask for.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Final
 import asyncpg  # type: ignore[import-untyped]  # asyncpg 0.30 ships no type information
 import msgspec
 
-from gw.store.postgres.database import Database
+from gw.store.postgres.database import Database, affected
+from gw.store.postgres.runner import RunnerLock, gone
 from gw.store.postgres.sql import numbered
 from gw.store.response_jobs import (
     JOB_COLUMNS,
@@ -33,8 +35,9 @@ TENANT_LOCK: Final = "gw.response_jobs:"  # + tenant, hashed to an advisory lock
 
 
 class PgResponseJobs:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, runner: RunnerLock) -> None:
         self._db = db
+        self._runner = runner
 
     async def enqueue(self, job: Job, request: bytes, *, limit: int) -> int | None:
         async with self._db.transaction() as conn:
@@ -80,12 +83,14 @@ class PgResponseJobs:
         return None if row is None else SealedContent(request=row[0], result=row[1])
 
     async def claim(self, *, now: float) -> tuple[Job, bytes] | None:
+        runner = await self._runner.hold()
         row = await self._db.fetchrow(
-            "UPDATE response_jobs SET status = 'in_progress', started_at = ?"  # noqa: S608 - fixed column names
+            "UPDATE response_jobs SET status = 'in_progress', started_at = ?, runner = ?"  # noqa: S608 - fixed column names
             " WHERE request_id = (SELECT request_id FROM response_jobs WHERE status = 'queued'"
             " ORDER BY created_at, request_id LIMIT 1 FOR UPDATE SKIP LOCKED)"
             f" RETURNING {JOB_COLUMNS}, request",
             now,
+            runner,
         )
         if row is None:
             return None
@@ -142,15 +147,28 @@ class PgResponseJobs:
         return await self._changed("DELETE FROM response_jobs WHERE request_id = ?", (request_id,))
 
     async def interrupted(self, *, now: float, message: str) -> int:
-        return await self._db.execute(
-            "UPDATE response_jobs SET status = 'failed', finished_at = ?, expires_at = ?,"
-            " error_code = 'internal_error', error_message = ?, content = ?, request = NULL,"
-            " result = NULL WHERE status = 'in_progress'",
-            now,
-            now,
-            message,
-            "discarded",
-        )
+        """Fail the jobs left running by gateways that are gone (not those running now on
+        another gateway of the fleet)."""
+        async with self._db.transaction() as conn:
+            rows = await conn.fetch(
+                "SELECT DISTINCT runner FROM response_jobs"
+                " WHERE status = 'in_progress' AND runner IS NOT NULL"
+            )
+            dead = await gone(conn, [int(row[0]) for row in rows])
+            status = await conn.execute(
+                numbered(
+                    "UPDATE response_jobs SET status = 'failed', finished_at = ?,"
+                    " expires_at = ?, error_code = 'internal_error', error_message = ?,"
+                    " content = ?, request = NULL, result = NULL WHERE status = 'in_progress'"
+                    " AND (runner IS NULL OR runner = ANY(?::integer[]))"
+                ),
+                now,
+                now,
+                message,
+                "discarded",
+                dead,
+            )
+        return affected(status)
 
     async def expire(self, *, now: float, forget_before: float) -> tuple[int, int]:
         cleared = await self._db.execute(

@@ -14,6 +14,8 @@ Differences from SQLite, each for a reason:
   compared byte by byte as SQLite does; ``traces.seq``
   takes the place of SQLite's rowid for ``gw traces --follow`` (a replaced trace takes a
   new number, and is shown again);
+- ``response_jobs.runner`` names the gateway running a job (gw/store/postgres/runner.py),
+  so a gateway that starts fails only the jobs of gateways that are gone;
 - the rollup's group is one unique index ``NULLS NOT DISTINCT`` (PostgreSQL 15), where
   SQLite spells a NULL as ``x''``; a PL/pgSQL trigger keeps it, as SQLite's trigger does.
 """
@@ -183,7 +185,8 @@ BASELINE: Final[tuple[str, ...]] = (
         error_message text,
         content text NOT NULL,
         request bytea,
-        result bytea
+        result bytea,
+        runner integer
     )
     """,
     "CREATE INDEX response_jobs_status ON response_jobs (status, created_at)",

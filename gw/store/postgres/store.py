@@ -30,6 +30,7 @@ from gw.store.postgres.database import Database
 from gw.store.postgres.keys import Keys
 from gw.store.postgres.response_jobs import PgResponseJobs
 from gw.store.postgres.revisions import Revisions
+from gw.store.postgres.runner import RunnerLock
 from gw.store.postgres.runs import PgRuns
 from gw.store.postgres.schema import SCHEMA_VERSION_TABLE
 from gw.store.postgres.traces import Traces
@@ -50,12 +51,13 @@ class PostgresStore:
     def __init__(self, db: Database, url: str) -> None:
         self._db = db
         self._location = safe_url(url)
+        self._runner = RunnerLock(url)
         self._keys = Keys(db)
         self._usage = Usage(db)
         self._traces = Traces(db)
         self._revisions = Revisions(db)
         self._runs = PgRuns(db)
-        self._jobs = PgResponseJobs(db)
+        self._jobs = PgResponseJobs(db, self._runner)
 
     @classmethod
     async def open(cls, url: str) -> Self:
@@ -84,7 +86,10 @@ class PostgresStore:
         return self._location
 
     async def close(self) -> None:
-        await self._db.close()
+        try:
+            await self._runner.release()
+        finally:
+            await self._db.close()
 
     async def __aenter__(self) -> Self:
         return self

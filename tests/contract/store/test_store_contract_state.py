@@ -117,11 +117,12 @@ def test_jobs_are_queued_claimed_once_finished_and_fetched_once(target: Target) 
         running = await jobs.claim(now=NOW + 40)
         assert running is not None
         assert running[0].request_id == "resp_4"
-        assert await jobs.interrupted(now=NOW + 50, message="gw stopped") == 1
+        assert await jobs.finish("resp_4", "failed", now=NOW + 41, expires_at=NOW + 41)
         assert await jobs.claim(now=NOW + 60) is None
-        assert await jobs.expire(now=NOW + 100, forget_before=NOW + 45) == (0, 2)
-        assert await jobs.delete("resp_4")
-        assert await jobs.get("resp_4") is None
+        assert await jobs.expire(now=NOW + 100, forget_before=NOW + 45) == (0, 3)
+        await jobs.enqueue(job(5), b"r", limit=9)
+        assert await jobs.delete("resp_5")
+        assert await jobs.get("resp_5") is None
 
     run(target, body)
 
@@ -176,3 +177,32 @@ def test_a_database_from_a_newer_gw_is_refused(target: Target) -> None:
     asyncio.run(bump())
     with pytest.raises(SchemaTooNewError, match="newer gw"):
         run(target, lambda store: store.schema_version())
+
+
+def test_a_start_fails_the_jobs_a_gateway_that_ended_left_running(target: Target) -> None:
+    async def body() -> tuple[int, str | None]:
+        async with await target.open() as ended:
+            await ended.response_jobs().enqueue(job(1), b"r", limit=9)
+            assert await ended.response_jobs().claim(now=NOW) is not None
+        async with await target.open() as starting:
+            jobs = starting.response_jobs()
+            failed = await jobs.interrupted(now=NOW + 1, message="gw stopped mid-run")
+            found = await jobs.get("resp_1")
+            return failed, None if found is None else found.status
+
+    assert asyncio.run(body()) == (1, "failed")
+
+
+def test_a_start_leaves_the_jobs_another_live_gateway_runs(target: Target) -> None:
+    if target.engine == "sqlite":
+        pytest.skip("one gw serve per SQLite state dir (gw/store/serve_lock.py): no other")
+
+    async def body() -> tuple[int, str | None]:
+        async with await target.open() as running, await target.open() as starting:
+            await running.response_jobs().enqueue(job(1), b"r", limit=9)
+            assert await running.response_jobs().claim(now=NOW) is not None
+            failed = await starting.response_jobs().interrupted(now=NOW + 1, message="x")
+            found = await starting.response_jobs().get("resp_1")
+            return failed, None if found is None else found.status
+
+    assert asyncio.run(body()) == (0, "in_progress")
