@@ -7,8 +7,10 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from pg import fresh_database
 
 from gw.store.migrations import StoreError
 from gw.store.open import open_store
@@ -48,3 +50,32 @@ def test_an_unreachable_server_is_named_without_its_password(tmp_path: Path) -> 
     message = str(caught.value)
     assert f"postgresql://gw:***@127.0.0.1:{port}/gw" in message
     assert "hunter2" not in message
+
+
+def test_a_store_names_its_server_without_the_password(tmp_path: Path) -> None:
+    with fresh_database() as url:
+        parts = urlsplit(url)
+        user = parts.username or "postgres"
+        secret = urlunsplit(parts._replace(netloc=f"{user}:hunter2@{parts.hostname}:{parts.port}"))
+
+        async def location() -> str:
+            async with await open_store(secret, tmp_path / "unused.db") as store:
+                return store.location
+
+        shown = asyncio.run(location())
+    assert "hunter2" not in shown
+    assert shown.startswith(f"postgresql://{user}:***@")
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("SELECT 1", "SELECT 1"),
+        ("a = ? AND b IN (?, ?)", "a = $1 AND b IN ($2, $3)"),
+        ("?", "$1"),
+    ],
+)
+def test_placeholders_are_numbered_in_order(sql: str, expected: str) -> None:
+    from gw.store.postgres.sql import numbered  # noqa: PLC0415 - loads the PostgreSQL package
+
+    assert numbered(sql) == expected
