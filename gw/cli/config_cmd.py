@@ -160,10 +160,12 @@ def schema_command(
     stdout.print(f"wrote {output}", highlight=False, markup=False)
 
 
-def read_store(home: Path, read: Callable[[StateStore], Awaitable[T]], empty: T) -> T:
+def read_store(
+    home: Path, read: Callable[[StateStore], Awaitable[T]], empty: T, config: Path | None = None
+) -> T:
     """``read`` against the state dir's store (gw/cli/state_target.py); ``empty`` when
     there is none yet."""
-    target = state_target(home)
+    target = state_target(home, config)
     if not target.exists():
         return empty
     return target.run(read)

@@ -99,8 +99,10 @@ def parse_allow_ips(values: list[str] | None) -> list[str] | None:
         raise typer.BadParameter(str(error)) from None
 
 
-def _with_store(home: Path, work: Callable[[StateStore], Awaitable[ResultT]]) -> ResultT:
-    return state_target(home).run(work, doing="use the key store")
+def _with_store(
+    home: Path, work: Callable[[StateStore], Awaitable[ResultT]], config: Path | None = None
+) -> ResultT:
+    return state_target(home, config).run(work, doing="use the key store")
 
 
 @keys_app.command("create")
@@ -158,7 +160,7 @@ def create_command(  # keyword-only: one parameter per flag, Typer passes them b
         fail(str(error))
     if key.key.expired(now):
         fail(f"--expires {expires}: that is already past; give a later date or a duration (30d)")
-    first = _with_store(home, lambda store: first_key(store, key.key, now))
+    first = _with_store(home, lambda store: first_key(store, key.key, now), config)
     if as_json:
         print_json(created_json(key))
         return

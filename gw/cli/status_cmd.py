@@ -37,7 +37,7 @@ def status_command(
     try:
         answer = admin_call(home, config, "GET", STATUS_PATH)
     except NoServerError as error:
-        offline = offline_report(home, str(error))
+        offline = offline_report(home, str(error), config)
         if as_json:
             print_json(offline)
         else:
@@ -50,14 +50,14 @@ def status_command(
     render(report)
 
 
-def offline_report(home: Path, reason: str) -> dict[str, Any]:
-    target = state_target(home)
+def offline_report(home: Path, reason: str, config: Path | None = None) -> dict[str, Any]:
+    target = state_target(home, config)
 
     async def read(store: StateStore) -> tuple[int | None, list[Any]]:
         return await store.schema_version(), await store.list_revisions(limit=1)
 
     nothing: tuple[int | None, list[Any]] = (None, [])
-    version, latest = read_store(home, read, nothing)
+    version, latest = read_store(home, read, nothing, config)
     return {
         "running": False,
         "reason": reason,
