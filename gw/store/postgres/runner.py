@@ -6,8 +6,9 @@ fleet, "in progress" may also mean "running on another gateway right now". So ea
 store that claims a job first takes a random runner id and holds a session advisory lock
 on it, on a connection of its own, for as long as it is open; a job records its
 runner. A runner whose lock can be taken is gone (its process, or its connection, ended),
-and only its jobs are failed. The lock is taken at the first claim: a CLI command, which
-never claims, opens no extra connection.
+and only its jobs are failed. Runs of ``gw serve`` record theirs too, so a start takes
+for "the last run" one that has ended, not one another gateway is serving (runs.py). The
+lock is taken at the first claim or run: a CLI command opens no extra connection.
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ class RunnerLock:
     async def release(self) -> None:
         async with self._lock:
             conn, self._conn = self._conn, None
-            if conn is not None:
+            if conn is None:
+                return
+            try:
+                # Said at once: the server ends a closed session's backend (and its locks)
+                # a moment after the close, and a start meanwhile would see this one live.
+                await conn.execute("SELECT pg_advisory_unlock($1, $2)", RUNNER_CLASS, self.id)
+            finally:
                 await conn.close()
 
 

@@ -1,25 +1,42 @@
-"""Runs of ``gw serve`` and the traces each lost, in PostgreSQL (gw/store/runs.py says why)."""
+"""Runs of ``gw serve`` and the traces each lost, in PostgreSQL (gw/store/runs.py says why).
+
+Several gateways share the table: "the run before" a start is the latest run that has
+ended, cleanly (``stopped_at``) or not (its runner's lock is free: the process is gone,
+gw/store/postgres/runner.py), never one another gateway is serving right now, which
+would otherwise look killed.
+"""
 
 from __future__ import annotations
 
 from gw.store.postgres.database import Database
+from gw.store.postgres.runner import RunnerLock, gone
 from gw.store.postgres.sql import numbered
 from gw.store.runs import KEPT_RUNS, RunRow
 
 
 class PgRuns:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, runner: RunnerLock) -> None:
         self._db = db
+        self._runner = runner
 
     async def begin(self, started_at: float) -> tuple[int, RunRow | None]:
+        runner = await self._runner.hold()
         async with self._db.transaction() as conn:
-            row = await conn.fetchrow(
-                "SELECT id, started_at, stopped_at, routed_lost, unrouted_lost, counted_from"
-                " FROM runs ORDER BY id DESC LIMIT 1"
+            rows = await conn.fetch(
+                "SELECT id, started_at, stopped_at, routed_lost, unrouted_lost, counted_from,"
+                " runner FROM runs ORDER BY id DESC LIMIT $1",
+                KEPT_RUNS,
             )
+            running = {int(r[6]) for r in rows if r[2] is None and r[6] is not None}
+            # This store's own earlier run (a second begin: tests) counts as ended.
+            others = running - {runner}
+            live = others - set(await gone(conn, sorted(others)))
+            row = next((r for r in rows if r[2] is not None or r[6] not in live), None)
             run = int(
                 await conn.fetchval(
-                    "INSERT INTO runs (started_at) VALUES ($1) RETURNING id", started_at
+                    "INSERT INTO runs (started_at, runner) VALUES ($1, $2) RETURNING id",
+                    started_at,
+                    runner,
                 )
             )
             await conn.execute("DELETE FROM runs WHERE id <= $1", run - KEPT_RUNS)

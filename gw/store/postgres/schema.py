@@ -14,8 +14,9 @@ Differences from SQLite, each for a reason:
   compared byte by byte as SQLite does; ``traces.seq``
   takes the place of SQLite's rowid for ``gw traces --follow`` (a replaced trace takes a
   new number, and is shown again);
-- ``response_jobs.runner`` names the gateway running a job (gw/store/postgres/runner.py),
-  so a gateway that starts fails only the jobs of gateways that are gone;
+- ``response_jobs.runner`` and ``runs.runner`` name the gateway running a job or a run
+  (gw/store/postgres/runner.py), so a gateway that starts fails only the jobs of
+  gateways that are gone, and takes for "the last run" one that has ended;
 - the rollup's group is one unique index ``NULLS NOT DISTINCT`` (PostgreSQL 15), where
   SQLite spells a NULL as ``x''``; a PL/pgSQL trigger keeps it, as SQLite's trigger does.
 """
@@ -198,7 +199,8 @@ BASELINE: Final[tuple[str, ...]] = (
         stopped_at double precision,
         routed_lost bigint NOT NULL DEFAULT 0,
         unrouted_lost bigint NOT NULL DEFAULT 0,
-        counted_from double precision
+        counted_from double precision,
+        runner integer
     )
     """,
 )

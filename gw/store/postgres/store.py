@@ -56,7 +56,7 @@ class PostgresStore:
         self._usage = Usage(db)
         self._traces = Traces(db)
         self._revisions = Revisions(db)
-        self._runs = PgRuns(db)
+        self._runs = PgRuns(db, self._runner)
         self._jobs = PgResponseJobs(db, self._runner)
 
     @classmethod

@@ -206,3 +206,25 @@ def test_a_start_leaves_the_jobs_another_live_gateway_runs(target: Target) -> No
             return failed, None if found is None else found.status
 
     assert asyncio.run(body()) == (0, "in_progress")
+
+
+def test_the_last_run_is_one_that_ended_not_another_live_gateways(target: Target) -> None:
+    if target.engine == "sqlite":
+        pytest.skip("one gw serve per SQLite state dir (gw/store/serve_lock.py): no other")
+
+    async def body() -> tuple[object, object]:
+        serving = await target.open()
+        try:
+            first, _ = await serving.runs().begin(100.0)
+            async with await target.open() as starting:
+                _, beside_a_live_one = await starting.runs().begin(200.0)
+        finally:
+            await serving.close()  # killed, as far as the table can tell: no stopped_at
+        async with await target.open() as later:
+            _, after = await later.runs().begin(300.0)
+        return beside_a_live_one, after
+
+    beside_a_live_one, after = asyncio.run(body())
+    assert beside_a_live_one is None
+    assert after is not None
+    assert after.started_at in {100.0, 200.0}  # both ended; 200 stopped by closing too
