@@ -69,6 +69,7 @@ from gw.store.usage_rollup import TENANT_SPEND, hour_start, rollup_report
 logger = logging.getLogger("gw.store")
 
 BUSY_TIMEOUT_MS: Final = 5_000
+WAL_RETRY_S: Final = 0.01  # between attempts to switch a busy new file to WAL (_enter_wal)
 AUTO_VACUUM_INCREMENTAL: Final = 2  # ``PRAGMA auto_vacuum`` values: 0 none, 1 full, 2 incremental
 
 
@@ -433,9 +434,30 @@ async def _connect(path: Path) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path, isolation_level=None)
     try:
         await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        await conn.execute("PRAGMA journal_mode = WAL")
+        await _enter_wal(conn)
         await conn.execute("PRAGMA synchronous = NORMAL")
     except BaseException:
         await conn.close()
         raise
     return conn
+
+
+async def _enter_wal(conn: aiosqlite.Connection) -> None:
+    """``PRAGMA journal_mode = WAL``, waiting out a busy file as ``busy_timeout`` would.
+
+    Why: the switch takes an exclusive lock, and SQLite answers "database is locked" at
+    once, without its busy handler, while another connection holds the file; so two
+    processes opening a new database together (``gw serve`` and a CLI command, or the
+    gateways of a test) failed about one start in forty under load. A database already
+    in WAL mode (the mode is kept in the file) never waits here.
+    """
+    deadline = _time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            await conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or _time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(WAL_RETRY_S)
+        else:
+            return
