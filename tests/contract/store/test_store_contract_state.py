@@ -215,7 +215,7 @@ def test_the_last_run_is_one_that_ended_not_another_live_gateways(target: Target
     async def body() -> tuple[object, object]:
         serving = await target.open()
         try:
-            first, _ = await serving.runs().begin(100.0)
+            _first, _ = await serving.runs().begin(100.0)
             async with await target.open() as starting:
                 _, beside_a_live_one = await starting.runs().begin(200.0)
         finally:

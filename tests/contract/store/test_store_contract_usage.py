@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 import pytest
@@ -157,3 +158,25 @@ def test_journal_rows_come_back_once_marked_recovered(target: Target) -> None:
     assert tuple(first) == (2, 2)  # r3, r4 went in; no trace was written for either
     assert tuple(again) == (0, 0)
     assert sum(t.recovered for t in report) == 2
+
+
+def test_batches_written_at_once_by_several_stores_all_count(target: Target) -> None:
+    """Gateways writing batches that share rollup groups across hours, in opposite
+    orders, at the same moment: every row lands once, none is refused (no deadlock)."""
+    hours = [MAR_15 + 3600 * h for h in range(4)]
+
+    def batch(n: int) -> list[UsageRow]:
+        order = hours if n % 2 else list(reversed(hours))
+        return [row(f"b{n}-{i}", time=time) for i, time in enumerate(order)]
+
+    async def body() -> int:
+        stores = [await target.open() for _ in range(3)]
+        try:
+            await asyncio.gather(*(stores[n % 3].write_usage(batch(n)) for n in range(24)))
+            report = await stores[0].usage_report("tenant")
+        finally:
+            for store in stores:
+                await store.close()
+        return sum(group.requests for group in report)
+
+    assert asyncio.run(body()) == 24 * len(hours)
