@@ -2,6 +2,11 @@
 
 The rows and the JSON body are the SQLite store's (gw/store/trace_rows.py); ``seq`` takes
 the place of SQLite's rowid as the cursor of ``gw traces --follow``.
+
+Trace batches of all gateways take turns under a transaction-scoped advisory lock, so
+``seq`` numbers become visible in order: were two gateways to write at once, the one
+that drew the lower numbers could commit after a follower had read past them, and its
+traces would never be shown. The lock is held for one batch's insert (a few ms).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ INSERT_TRACE: Final = (
     + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])
     + ", seq = nextval('traces_seq')"
 )
+TRACES_LOCK: Final = 0x67770003  # pg_advisory_xact_lock key: "gw", trace writes
 DELETE_BEFORE: Final = """
 DELETE FROM traces WHERE request_id IN
     (SELECT request_id FROM traces WHERE time < ? ORDER BY time LIMIT ?)
@@ -50,6 +56,7 @@ class Traces:
         latest = {trace.request_id: trace for trace in traces}
         rows = [trace_row(trace, self._encoder.encode(trace)) for trace in latest.values()]
         async with self._db.transaction() as conn:
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", TRACES_LOCK)
             await execute_many(conn, INSERT_TRACE, rows)
 
     async def newest(self, *, limit: int, client_request_id: str | None) -> list[TraceRecord]:
