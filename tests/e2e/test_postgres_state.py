@@ -3,8 +3,9 @@
 A real ``gw serve`` whose config names a fresh database serves a request (mock provider)
 and the CLI sees it through the same store: ``gw explain``, ``gw traces``, ``gw usage``,
 ``gw keys``, ``gw status``. Then two ``gw serve`` processes with separate state dirs
-and one database (through ``GW_STATE_URL``): a usage row from each lands in one ledger,
-and a key created through one is honoured by the other, then revoked through it.
+and one database (through ``GW_STATE_URL``, with a password that status and logs never
+show): a usage row from each lands in one ledger, and a key created through one is
+honoured by the other, then revoked through it.
 
 Needs a PostgreSQL server (tests/pg.py: fails in CI without one, skips elsewhere).
 Waits are bounded polls (usage and traces are written off the hot path; the key cache
@@ -13,9 +14,11 @@ refreshes within a second), never timed assertions.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -82,10 +85,17 @@ def test_one_gateway_on_postgres_is_seen_by_every_state_command(
         assert "pg_dump" in refused.stderr
 
 
+def with_password(url: str, password: str) -> str:
+    """``url`` with a password (trust authentication on the test server ignores it)."""
+    parts = urlsplit(url)
+    user = parts.username or "postgres"
+    return urlunsplit(parts._replace(netloc=f"{user}:{password}@{parts.hostname}:{parts.port}"))
+
+
 def test_two_gateways_share_one_ledger_and_their_keys(tmp_path: Path, database: str) -> None:
     config = tmp_path / "gw.yaml"
     config.write_text(CONFIG)
-    env = {"GW_STATE_URL": database}
+    env = {"GW_STATE_URL": with_password(database, "hunter2")}
     with (
         GwServer(tmp_path / "one", config, env=env) as one,
         GwServer(tmp_path / "two", config, env=env) as two,
@@ -93,6 +103,9 @@ def test_two_gateways_share_one_ledger_and_their_keys(tmp_path: Path, database: 
         first, second = ask(one), ask(two)
         assert (first.status_code, second.status_code) == (200, 200)
         ids = {first.headers["x-gw-request-id"], second.headers["x-gw-request-id"]}
+        status = one.cli_json("status")
+        assert status["store"]["path"] == with_password(database, "***")
+        assert "hunter2" not in json.dumps(status)
 
         # One ledger: either gateway's CLI sees both rows, and both traces.
         wait_until(lambda: usage_requests(one) == 2, "both usage rows in one ledger")
@@ -113,3 +126,4 @@ def test_two_gateways_share_one_ledger_and_their_keys(tmp_path: Path, database: 
         # ... and revoked through the other, refused by the first.
         assert two.cli_json("keys", "revoke", made["id"])["status"] == "revoked"
         wait_until(lambda: ask(one, bearer).status_code == 401, "gateway one refuses it")
+    assert "hunter2" not in one.log() + two.log()
