@@ -79,3 +79,20 @@ def test_placeholders_are_numbered_in_order(sql: str, expected: str) -> None:
     from gw.store.postgres.sql import numbered  # noqa: PLC0415 - loads the PostgreSQL package
 
     assert numbered(sql) == expected
+
+
+class OldServer:
+    """What an older PostgreSQL answers to the version query (and nothing else asked)."""
+
+    async def fetchval(self, sql: str, *params: object) -> str:
+        assert "server_version_num" in sql
+        return "140011"
+
+
+def test_a_server_older_than_postgresql_15_is_refused_clearly() -> None:
+    from gw.store.postgres.store import PostgresStore  # noqa: PLC0415 - loads the PostgreSQL package
+
+    store = PostgresStore(OldServer(), "postgresql://gw:hunter2@db.example/gw")  # type: ignore[arg-type]  # a stand-in for the pool
+    with pytest.raises(StoreError, match="version 14; gw needs PostgreSQL 15 or newer") as caught:
+        asyncio.run(store._check_server())  # the check open() runs before migrating
+    assert "hunter2" not in str(caught.value)
