@@ -5,7 +5,7 @@ and the CLI sees it through the same store: ``gw explain``, ``gw traces``, ``gw 
 ``gw keys``, ``gw status``. Then two ``gw serve`` processes with separate state dirs
 and one database (through ``GW_STATE_URL``, with a password that status and logs never
 show): a usage row from each lands in one ledger, and a key created through one is
-honoured by the other, then revoked through it.
+honoured by the other, then revoked through it. ``gw traces --follow`` follows it too.
 
 Needs a PostgreSQL server (tests/pg.py: fails in CI without one, skips elsewhere).
 Waits are bounded polls (usage and traces are written off the hot path; the key cache
@@ -14,7 +14,10 @@ refreshes within a second), never timed assertions.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,10 @@ import httpx
 import pytest
 from pg import fresh_database
 
-from e2e.gw_process import GwServer
+from gw.store.open import open_store
+
+from e2e.gw_process import GW, GwServer
+from e2e.test_traces_follow import Lines, stop, trace
 from e2e.waiting import wait_until
 
 CONFIG = """
@@ -127,3 +133,28 @@ def test_two_gateways_share_one_ledger_and_their_keys(tmp_path: Path, database: 
         assert two.cli_json("keys", "revoke", made["id"])["status"] == "revoked"
         wait_until(lambda: ask(one, bearer).status_code == 401, "gateway one refuses it")
     assert "hunter2" not in one.log() + two.log()
+
+
+def test_traces_follow_reads_postgres(tmp_path: Path, database: str) -> None:
+    async def write(*request_ids: str) -> None:
+        async with await open_store(database, tmp_path / "unused.db") as store:
+            await store.write_traces([trace(rid, 1000.0 + n) for n, rid in enumerate(request_ids)])
+
+    asyncio.run(write("old-1", "old-2"))
+    process = subprocess.Popen(
+        [GW, "traces", "--follow", "--json", "--limit", "1", "--state-dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "GW_STATE_URL": database, "COLUMNS": "200"},
+    )
+    try:
+        assert process.stdout is not None
+        lines = Lines(process.stdout)
+        assert [line["request_id"] for line in lines.take(1)] == ["old-2"]
+        asyncio.run(write("new-1", "new-2"))
+        assert [line["request_id"] for line in lines.take(2)] == ["new-1", "new-2"]
+    finally:
+        code = stop(process)
+    assert code == 0, process.stderr.read() if process.stderr else ""
+    assert not (tmp_path / "gw.db").exists()
