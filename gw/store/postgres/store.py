@@ -34,10 +34,9 @@ from gw.store.postgres.runner import RunnerLock
 from gw.store.postgres.runs import PgRuns
 from gw.store.postgres.schema import SCHEMA_VERSION_TABLE
 from gw.store.postgres.traces import Traces
-from gw.store.postgres.usage import Usage
+from gw.store.postgres.usage import Recovery, Usage
 from gw.store.revisions import RevisionRow, StoredRevision
 from gw.store.usage import UsageGroup, UsageTotals
-from gw.store.usage_recovery import RecoveredRows
 
 logger = logging.getLogger("gw.store")
 
@@ -146,12 +145,8 @@ class PostgresStore:
     def runs(self) -> PgRuns:
         return self._runs
 
-    def usage_recovery(self) -> PostgresStore:
-        return self
-
-    async def insert(self, rows: Sequence[UsageRow]) -> RecoveredRows:
-        """``usage_recovery().insert``: journal rows back into the ledger."""
-        return await self._usage.recover(rows)
+    def usage_recovery(self) -> Recovery:
+        return Recovery(self._db)
 
     # -- config revisions -----------------------------------------------------------------
 

@@ -95,7 +95,14 @@ class Usage:
         """Whole UTC hours before the one holding ``cutoff`` (see SqliteStore)."""
         return await self._db.execute(DELETE_BEFORE, float(hour_start(cutoff)), limit)
 
-    async def recover(self, rows: Sequence[UsageRow]) -> RecoveredRows:
+
+class Recovery:
+    """Journal rows back into the ledger at start-up (``StateStore.usage_recovery``)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def insert(self, rows: Sequence[UsageRow]) -> RecoveredRows:
         """The journal's rows the ledger lacks, marked recovered (gw/store/usage_recovery.py
         documents why): the insert reports which went in, so a row another gateway or an
         earlier attempt wrote counts once."""
