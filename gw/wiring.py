@@ -47,8 +47,9 @@ from gw.startup.responses_state import responses_state
 from gw.startup.store_health import StoreHealth
 from gw.startup.telemetry import add_otel, gateway_metrics, with_request_log
 from gw.startup.usage_recovery import journaled_telemetry
+from gw.store.open import open_store
+from gw.store.port import StateStore
 from gw.store.serve_lock import ServeLock, StateDirBusyError
-from gw.store.sqlite import SqliteStore
 from gw.telemetry.hub import TelemetryHub
 from gw.telemetry.log_lines import install_log_handler
 from gw.telemetry.pruner import TracePruner
@@ -84,7 +85,7 @@ def write_server_file(
 async def build_authenticator(
     plan: ServePlan,
     admin_key: str | None,
-    store: SqliteStore,
+    store: StateStore,
     clock: SystemClock,
     *,
     on_keys_mode: Callable[[], None],
@@ -137,7 +138,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 async def seeded_limiter(
-    store: SqliteStore, clock: SystemClock, shared: TenantLimits | None = None
+    store: StateStore, clock: SystemClock, shared: TenantLimits | None = None
 ) -> TenantLimits:
     """Tenant limits (the fleet's in Redis when ``state.redis_url`` is set, see
     ``shared_limits``), with today's and this month's spend read back from the ledger."""
@@ -185,7 +186,7 @@ async def _serve(
     shared, sock = await shared_limits(plan), bind_socket(server_config.host, server_config.port)
     address = sock.getsockname()
     clock = SystemClock()
-    store = await SqliteStore.open(database_path(plan.home))
+    store = await open_store(plan.config.state.url, database_path(plan.home))
     authenticator = await build_authenticator(
         plan, admin_key, store, clock, on_keys_mode=lambda: server_facts(auth_mode="keys")
     )
@@ -370,7 +371,7 @@ def reply_budget(plan: ServePlan) -> ReplyBudget:
 
 
 def store_keepers(
-    store: SqliteStore, snapshots: SnapshotHolder, clock: SystemClock, telemetry: TelemetryHub
+    store: StateStore, snapshots: SnapshotHolder, clock: SystemClock, telemetry: TelemetryHub
 ) -> tuple[TracePruner, StoreHealth]:
     """Old traces deleted in the background (the limits follow config reloads), and the
     check of whether the store can be written (/readyz: gw/startup/store_health.py)."""
@@ -380,7 +381,7 @@ def store_keepers(
 
 def status_facts(
     plan: ServePlan,
-    store: SqliteStore,
+    store: StateStore,
     clock: SystemClock,
     address: tuple[Any, ...],
     counts: RequestCounts,
@@ -400,7 +401,8 @@ def status_facts(
         version=__version__,
         started_at=clock.time(),
         started_mono=clock.monotonic(),
-        database=store.path,
+        database=store.location,
+        database_size=store.size_bytes,
         vault_file=plan.home / VAULT_FILE_NAME,
         schema_version=store.schema_version,
         counts=counts,

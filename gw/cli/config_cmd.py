@@ -15,11 +15,9 @@ empty when they are the same). ``gw config rollback N --json``: the server's ans
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import difflib
 import json
-import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -43,12 +41,12 @@ from gw.cli.options import (
     resolve_config,
     resolve_home,
 )
+from gw.cli.state_target import state_target
 from gw.config import ConfigError
 from gw.config.json_schema import config_json_schema
 from gw.config.redact import REDACTED, redacted
 from gw.config.validate import config_warnings, local_upstreams
-from gw.environment import database_path
-from gw.store import SqliteStore, StoreError
+from gw.store.port import StateStore
 from gw.store.revisions import RevisionRow, StoredRevision
 
 __all__ = ["REDACTED", "config_app", "redacted"]
@@ -162,20 +160,15 @@ def schema_command(
     stdout.print(f"wrote {output}", highlight=False, markup=False)
 
 
-def read_store(home: Path, read: Callable[[SqliteStore], Awaitable[T]], empty: T) -> T:
-    """``read`` against the state dir's database; ``empty`` when there is none yet."""
-    path = database_path(home)
-    if not path.exists():
+def read_store(
+    home: Path, read: Callable[[StateStore], Awaitable[T]], empty: T, config: Path | None = None
+) -> T:
+    """``read`` against the state dir's store (gw/cli/state_target.py); ``empty`` when
+    there is none yet."""
+    target = state_target(home, config)
+    if not target.exists():
         return empty
-
-    async def run() -> T:
-        async with await SqliteStore.open(path) as store:
-            return await read(store)
-
-    try:
-        return asyncio.run(run())
-    except (StoreError, sqlite3.Error, OSError) as error:
-        fail(f"cannot read {path}: {error}")
+    return target.run(read)
 
 
 @config_app.command("history")
@@ -194,7 +187,9 @@ def history_command(
         print_json(msgspec.to_builtins(rows))
         return
     if not rows:
-        stdout.print(f"no config revision recorded yet in {database_path(home)}", highlight=False)
+        stdout.print(
+            f"no config revision recorded yet in {state_target(home).label}", highlight=False
+        )
         return
     table = Table(title="Config revisions", title_justify="left")
     for column in ("revision", "time", "source", "hash"):
@@ -216,7 +211,7 @@ def diff_command(
     (secrets redacted), as YAML."""
     home = resolve_home(state_dir)
 
-    async def both(store: SqliteStore) -> tuple[StoredRevision | None, StoredRevision | None]:
+    async def both(store: StateStore) -> tuple[StoredRevision | None, StoredRevision | None]:
         return await store.get_revision(first), await store.get_revision(second)
 
     nothing: tuple[StoredRevision | None, StoredRevision | None] = (None, None)

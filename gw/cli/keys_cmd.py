@@ -10,9 +10,7 @@ a value that is not an address or network is a usage error (exit 2), like any ba
 
 from __future__ import annotations
 
-import asyncio
 import re
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -31,11 +29,11 @@ from gw.cli.options import (
     resolve_config,
     resolve_home,
 )
+from gw.cli.state_target import state_target
 from gw.config import Config
-from gw.environment import database_path
-from gw.store import SqliteStore, StoreError
 from gw.store.api_keys import ApiKey, new_key, parse_scopes
 from gw.store.ip_allowlist import parse_allowlist
+from gw.store.port import StateStore
 
 keys_app = typer.Typer(help="API keys: create (shown once), list, revoke.", no_args_is_help=True)
 
@@ -101,15 +99,10 @@ def parse_allow_ips(values: list[str] | None) -> list[str] | None:
         raise typer.BadParameter(str(error)) from None
 
 
-def _with_store(path: Path, work: Callable[[SqliteStore], Awaitable[ResultT]]) -> ResultT:
-    async def main() -> ResultT:
-        async with await SqliteStore.open(path) as store:
-            return await work(store)
-
-    try:
-        return asyncio.run(main())
-    except (StoreError, sqlite3.Error, OSError) as error:
-        fail(f"cannot use the key store {path}: {error}")
+def _with_store(
+    home: Path, work: Callable[[StateStore], Awaitable[ResultT]], config: Path | None = None
+) -> ResultT:
+    return state_target(home, config).run(work, doing="use the key store")
 
 
 @keys_app.command("create")
@@ -167,7 +160,7 @@ def create_command(  # keyword-only: one parameter per flag, Typer passes them b
         fail(str(error))
     if key.key.expired(now):
         fail(f"--expires {expires}: that is already past; give a later date or a duration (30d)")
-    first = _with_store(database_path(home), lambda store: first_key(store, key.key, now))
+    first = _with_store(home, lambda store: first_key(store, key.key, now), config)
     if as_json:
         print_json(created_json(key))
         return
@@ -187,7 +180,7 @@ FIRST_KEY_NOTE = (
 )
 
 
-async def first_key(store: SqliteStore, key: ApiKey, now: float) -> bool:
+async def first_key(store: StateStore, key: ApiKey, now: float) -> bool:
     """Store ``key``; True when no other active key existed (auth now turns on)."""
     before = await store.count_active_keys(now=now)
     await store.create_key(key)
@@ -197,14 +190,15 @@ async def first_key(store: SqliteStore, key: ApiKey, now: float) -> bool:
 @keys_app.command("list")
 def list_command(state_dir: StateDirOption = None, as_json: JsonOption = False) -> None:
     """List API keys (never the keys themselves): oldest first, revoked ones included."""
-    path = database_path(resolve_home(state_dir))
-    keys = _with_store(path, lambda store: store.list_keys()) if path.exists() else []
+    home = resolve_home(state_dir)
+    target = state_target(home)
+    keys = _with_store(home, lambda store: store.list_keys()) if target.exists() else []
     now = time.time()
     if as_json:
         print_json([key_json(key, now) for key in keys])
         return
     if not keys:
-        stdout.print(f"no API keys in {path}; `gw keys create --tenant T` makes one")
+        stdout.print(f"no API keys in {target.label}; `gw keys create --tenant T` makes one")
         return
     stdout.print(keys_table(keys, now))
 
@@ -216,11 +210,12 @@ def revoke_command(
     as_json: JsonOption = False,
 ) -> None:
     """Revoke an API key; a running server refuses it within a second."""
-    path = database_path(resolve_home(state_dir))
+    home = resolve_home(state_dir)
+    target = state_target(home)
     now = time.time()
-    key = _with_store(path, lambda s: s.revoke_key(key_id, time=now)) if path.exists() else None
+    key = _with_store(home, lambda s: s.revoke_key(key_id, time=now)) if target.exists() else None
     if key is None:
-        fail(f"no API key {key_id!r} in {path}; `gw keys list` shows them")
+        fail(f"no API key {key_id!r} in {target.label}; `gw keys list` shows them")
     if as_json:
         print_json(key_json(key, now))
         return

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from gw.cli.console import fail, print_json, stderr, stdout
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
+from gw.cli.state_target import state_target
 from gw.environment import database_path, running_server_pid
 from gw.store import StoreError
 from gw.store.backup import DatabaseSummary, backup, restore
@@ -51,6 +52,17 @@ def _describe(summary: DatabaseSummary) -> str:
     )
 
 
+def refuse_shared_state(home: Path, command: str) -> None:
+    """These commands copy the SQLite file; a PostgreSQL store has its own tools."""
+    target = state_target(home)
+    if target.shared:
+        tool = "pg_dump" if command == "backup" else "pg_restore (or psql for a plain dump)"
+        fail(
+            f"gw state {command} works on the SQLite database; state.url puts the state in"
+            f" PostgreSQL at {target.label}: use {tool} there"
+        )
+
+
 @state_app.command("backup")
 def backup_command(
     path: PathArgument,
@@ -59,7 +71,9 @@ def backup_command(
     as_json: JsonOption = False,
 ) -> None:
     """Copy the state database to PATH; safe while the server runs (a consistent snapshot)."""
-    source = database_path(resolve_home(state_dir))
+    home = resolve_home(state_dir)
+    refuse_shared_state(home, "backup")
+    source = database_path(home)
     try:
         with working(f"backing up {source}", quiet=as_json):
             summary = backup(source, path.expanduser(), force=force)
@@ -83,6 +97,7 @@ def restore_command(
     The current database is kept beside it as gw.db.bak-<time>; its config revisions
     newer than the backup's are kept, so revision numbers never go back."""
     home = resolve_home(state_dir)
+    refuse_shared_state(home, "restore")
     pid = running_server_pid(home)
     lock = ServeLock(home)  # held while the database is replaced: no gw serve starts meanwhile
     if pid is not None or not _locked(lock):

@@ -19,9 +19,9 @@ from gw.cli.admin_client import NoServerError, admin_call, answer_json
 from gw.cli.config_cmd import read_store
 from gw.cli.console import fail, print_json, stdout
 from gw.cli.options import ConfigOption, JsonOption, StateDirOption, resolve_home
-from gw.environment import database_path
-from gw.server.admin.status import file_size
-from gw.store import SqliteStore
+from gw.cli.state_target import state_target
+from gw.store.file_checks import database_size
+from gw.store.port import StateStore
 from gw.upstream_http.env_proxy import describe_proxies
 
 STATUS_PATH = "/admin/v1/status"
@@ -37,7 +37,7 @@ def status_command(
     try:
         answer = admin_call(home, config, "GET", STATUS_PATH)
     except NoServerError as error:
-        offline = offline_report(home, str(error))
+        offline = offline_report(home, str(error), config)
         if as_json:
             print_json(offline)
         else:
@@ -50,18 +50,22 @@ def status_command(
     render(report)
 
 
-def offline_report(home: Path, reason: str) -> dict[str, Any]:
-    path = database_path(home)
+def offline_report(home: Path, reason: str, config: Path | None = None) -> dict[str, Any]:
+    target = state_target(home, config)
 
-    async def read(store: SqliteStore) -> tuple[int | None, list[Any]]:
+    async def read(store: StateStore) -> tuple[int | None, list[Any]]:
         return await store.schema_version(), await store.list_revisions(limit=1)
 
     nothing: tuple[int | None, list[Any]] = (None, [])
-    version, latest = read_store(home, read, nothing)
+    version, latest = read_store(home, read, nothing, config)
     return {
         "running": False,
         "reason": reason,
-        "store": {"path": str(path), "size_bytes": file_size(path), "schema_version": version},
+        "store": {
+            "path": target.label,
+            "size_bytes": None if target.shared else database_size(target.path),
+            "schema_version": version,
+        },
         "last_revision": msgspec.to_builtins(latest[0]) if latest else None,
     }
 
@@ -156,8 +160,8 @@ def config_origin(config: dict[str, Any]) -> str:
 
 
 def store_line(store: dict[str, Any]) -> str:
-    size = store["size_bytes"]
-    shown = "missing" if size is None else f"{size / 1024:.0f} KiB"
+    size, shared = store["size_bytes"], "://" in store["path"]
+    shown = ("PostgreSQL" if shared else "missing") if size is None else f"{size / 1024:.0f} KiB"
     return f"{store['path']} ({shown}, schema version {store['schema_version']})"
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -13,34 +11,26 @@ from gw.cli.background_view import job_json, job_text
 from gw.cli.console import fail, print_json, stdout
 from gw.cli.explain_view import explain_renderables
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
+from gw.cli.state_target import StateTarget, state_target
 from gw.cli.traces_follow import emit_json, emit_line, follow, wait_for_store
 from gw.cli.traces_view import traces_json, traces_table
-from gw.environment import database_path
 from gw.record import TraceRecord, request_id_of
-from gw.store import SqliteStore, StoreError
 from gw.store.response_jobs import Job
 from gw.store.trace_reads import MIN_PREFIX, AmbiguousRequestIdError
 from gw.telemetry.explain import explain_json
 
 
-async def _read_traces(path: Path, limit: int, client_request_id: str | None) -> list[TraceRecord]:
-    store = await SqliteStore.open(path)
-    try:
-        return await store.list_traces(limit=limit, client_request_id=client_request_id)
-    finally:
-        await store.close()
-
-
-async def _read_trace(path: Path, request_id: str) -> tuple[TraceRecord | None, Job | None]:
+async def _read_trace(
+    target: StateTarget, request_id: str
+) -> tuple[TraceRecord | None, Job | None]:
     """The trace, and the background Responses job of that request if it was one (a
     queued job has no trace yet)."""
-    store = await SqliteStore.open(path)
-    try:
+    if not target.exists():
+        return None, None
+    async with await target.open() as store:
         trace = await store.get_trace(request_id)
         exact = trace.request_id if trace is not None else request_id_of(request_id)
         return trace, await store.response_jobs().get(exact)
-    finally:
-        await store.close()
 
 
 def traces_command(
@@ -61,33 +51,36 @@ def traces_command(
     as_json: JsonOption = False,
 ) -> None:
     """List recent requests, newest first; with --follow, oldest first and then new ones."""
-    path = database_path(resolve_home(state_dir))
+    target = state_target(resolve_home(state_dir))
     if follow:
-        follow_command(path, limit, client_request_id, as_json=as_json)
+        follow_command(target, limit, client_request_id, as_json=as_json)
         return
-    try:
-        traces = asyncio.run(_read_traces(path, limit, client_request_id)) if path.exists() else []
-    except (StoreError, sqlite3.Error, OSError) as error:
-        fail(f"cannot read {path}: {error}")
+    traces: list[TraceRecord] = []
+    if target.exists():
+        traces = target.run(
+            lambda store: store.list_traces(limit=limit, client_request_id=client_request_id)
+        )
     if as_json:
         print_json(traces_json(traces))
         return
     if not traces:
-        stdout.print(f"no requests recorded yet in {path}", highlight=False)
+        stdout.print(f"no requests recorded yet in {target.label}", highlight=False)
         return
     stdout.print(traces_table(traces))
 
 
-def follow_command(path: Path, limit: int, client_request_id: str | None, *, as_json: bool) -> None:
+def follow_command(
+    target: StateTarget, limit: int, client_request_id: str | None, *, as_json: bool
+) -> None:
     """``gw traces --follow``: JSON lines with ``--json``; exits 0 on Ctrl-C."""
     emit = emit_json if as_json else emit_line
     try:
-        wait_for_store(path)
-        asyncio.run(follow(path, emit, last=limit, client_request_id=client_request_id))
+        wait_for_store(target)
+        asyncio.run(follow(target, emit, last=limit, client_request_id=client_request_id))
     except KeyboardInterrupt:
         return
-    except (StoreError, sqlite3.Error, OSError) as error:
-        fail(f"cannot read {path}: {error}")
+    except target.errors() as error:
+        fail(f"cannot read {target.label}: {error}")
 
 
 def explain_command(
@@ -102,13 +95,13 @@ def explain_command(
     as_json: JsonOption = False,
 ) -> None:
     """Show why a request went where it went, and what happened on the way."""
-    path = database_path(resolve_home(state_dir))
+    target = state_target(resolve_home(state_dir))
     try:
-        trace, job = asyncio.run(_read_trace(path, request_id)) if path.exists() else (None, None)
-    except AmbiguousRequestIdError as error:
+        trace, job = asyncio.run(_read_trace(target, request_id))
+    except AmbiguousRequestIdError as error:  # a StoreError: before the general case
         fail(str(error))
-    except (StoreError, sqlite3.Error, OSError) as error:
-        fail(f"cannot read {path}: {error}")
+    except target.errors() as error:
+        fail(f"cannot read {target.label}: {error}")
     if trace is None and job is not None:  # queued or running: no trace yet
         if as_json:
             print_json({"request_id": job.request_id, "background_job": job_json(job)})
@@ -122,7 +115,7 @@ def explain_command(
             else f" (a prefix needs {MIN_PREFIX} characters, and ids begin with the time: "
             "copy most of the id)"
         )
-        fail(f"no request {request_id!r}{short} in {path}; `gw traces` lists recent ones")
+        fail(f"no request {request_id!r}{short} in {target.label}; `gw traces` lists recent ones")
     if as_json:
         shown = explain_json(trace)
         if job is not None:

@@ -1,7 +1,7 @@
 """``gw traces --follow``: the last traces written, then each new one as it is written.
 
 The store is polled every ``POLL_S`` seconds with a cursor on the order traces are written
-(``SqliteStore.traces_written_after``), at most ``BATCH`` a query, so a burst is printed
+(``StateStore.traces_written_after``), at most ``BATCH`` a query, so a burst is printed
 in pieces and memory stays bounded. Lines come oldest first, as in ``tail -f``: with
 ``--json`` one ``gw traces --json`` item per line (JSON lines), else the request log's
 line (gw/telemetry/request_log.py). A store that does not exist yet is waited for.
@@ -18,15 +18,14 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Final
 
 import typer
 
 from gw.cli.console import stderr, stdout
+from gw.cli.state_target import StateTarget
 from gw.cli.traces_view import trace_summary_json
 from gw.record import TraceRecord, kept_client_request_id
-from gw.store import SqliteStore
 from gw.telemetry.request_log import rich_line
 
 POLL_S: Final = 0.5
@@ -43,17 +42,19 @@ def emit_line(trace: TraceRecord) -> None:
     stdout.print(rich_line(trace), soft_wrap=True)
 
 
-def wait_for_store(path: Path, poll_s: float = POLL_S) -> None:
+def wait_for_store(target: StateTarget, poll_s: float = POLL_S) -> None:
     """Until ``gw serve`` creates the database (opening it here would create it); says so
-    on stderr, once, when it has to wait."""
-    if not path.exists():
-        stderr.print(f"waiting for {path} (gw serve creates it)", highlight=False, markup=False)
-    while not path.exists():
+    on stderr, once, when it has to wait. A PostgreSQL store is there already."""
+    if not target.exists():
+        stderr.print(
+            f"waiting for {target.label} (gw serve creates it)", highlight=False, markup=False
+        )
+    while not target.exists():
         time.sleep(poll_s)
 
 
 async def follow(
-    path: Path,
+    target: StateTarget,
     emit: Emit,
     *,
     last: int,
@@ -62,7 +63,7 @@ async def follow(
 ) -> None:
     """Emit the ``last`` traces written, then every new one; runs until cancelled."""
     wanted = None if client_request_id is None else kept_client_request_id(client_request_id)
-    store = await SqliteStore.open(path)
+    store = await target.open()
     try:
         traces, cursor = await store.traces_written_after(None, limit=last)
         while True:

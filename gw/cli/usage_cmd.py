@@ -6,10 +6,7 @@ its rows off the hot path, within about a tenth of a second of each request's en
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
 import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,8 +15,7 @@ from rich.text import Text
 
 from gw.cli.console import fail, print_json, stdout
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
-from gw.environment import database_path
-from gw.store import SqliteStore, StoreError
+from gw.cli.state_target import state_target
 from gw.store.usage import UsageGroup, UsageTotals, parse_since, report_json
 
 ByOption = Annotated[
@@ -35,16 +31,6 @@ SinceOption = Annotated[
 TenantOption = Annotated[str | None, typer.Option("--tenant", help="Only this tenant's usage.")]
 
 
-async def _read_usage(
-    path: Path, by: UsageGroup, since: float | None, tenant: str | None
-) -> list[UsageTotals]:
-    store = await SqliteStore.open(path)
-    try:
-        return await store.usage_report(by, since, tenant)
-    finally:
-        await store.close()
-
-
 def usage_command(
     by: ByOption = "model",
     since: SinceOption = None,
@@ -57,18 +43,17 @@ def usage_command(
         start = None if since is None else parse_since(since, now=time.time())
     except ValueError as error:
         fail(f"--since {error}")
-    path = database_path(resolve_home(state_dir))
-    try:
-        totals = asyncio.run(_read_usage(path, by, start, tenant)) if path.exists() else []
-    except (StoreError, sqlite3.Error, OSError) as error:
-        fail(f"cannot read {path}: {error}")
+    target = state_target(resolve_home(state_dir))
+    totals: list[UsageTotals] = []
+    if target.exists():
+        totals = target.run(lambda store: store.usage_report(by, start, tenant))
     if as_json:
         print_json(report_json(by, totals))
         return
     if not totals:
         filters = [f"for tenant {tenant}" if tenant else "", f"since {since}" if since else ""]
         matching = " ".join(part for part in filters if part) or "yet"
-        stdout.print(f"no usage recorded {matching} in {path}", highlight=False)
+        stdout.print(f"no usage recorded {matching} in {target.label}", highlight=False)
         return
     stdout.print(usage_table(by, totals, since=since))
     for note in usage_notes(totals):

@@ -17,7 +17,7 @@ from gw.execution.accounts import AccountBook
 from gw.execution.health import HealthBook
 from gw.reload import AppliedConfig, Reloader
 from gw.startup.plan import ServePlan, SnapshotHolder, SystemClock
-from gw.store.sqlite import SqliteStore
+from gw.store.port import StateStore
 from gw.vault import Vault, VaultError
 
 logger = logging.getLogger("gw.reload")
@@ -27,7 +27,7 @@ def build_reloader(
     plan: ServePlan,
     snapshots: SnapshotHolder,
     *,
-    store: SqliteStore,
+    store: StateStore,
     clock: SystemClock,
     shipped: ShippedCatalog,
     health: HealthBook,
@@ -102,7 +102,7 @@ async def refresh_vault(plan: ServePlan, directory: AdapterDirectory, config: Co
     directory.use_vault(secrets)
 
 
-async def record_start(plan: ServePlan, store: SqliteStore, clock: SystemClock) -> int:
+async def record_start(plan: ServePlan, store: StateStore, clock: SystemClock) -> int:
     """The revision gw starts at (source ``start``), recorded with the file's text the
     config was loaded from (None: the built-in default)."""
     return await store.record_revision(

@@ -14,7 +14,7 @@ from gw.server.inference.background_jobs import BackgroundJobs
 from gw.server.inference.background_worker import BackgroundWorker
 from gw.server.inference.previous_response import ResponseLinks
 from gw.startup.plan import ServePlan, SnapshotHolder, SystemClock
-from gw.store.sqlite import SqliteStore
+from gw.store.port import StateStore
 from gw.telemetry.hub import TelemetryHub
 from gw.telemetry.response_links import RecentResponses
 from gw.vault.content_seal import ContentSeal
@@ -22,7 +22,7 @@ from gw.vault.content_seal import ContentSeal
 
 def responses_state(
     plan: ServePlan,
-    store: SqliteStore,
+    store: StateStore,
     gateway: Gateway,
     *,
     telemetry: TelemetryHub,

@@ -18,8 +18,8 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
-from gw.store.file_checks import StoreProblem, StoreUnavailableError, shm_problem, space_problem
-from gw.store.sqlite import SqliteStore
+from gw.store.file_checks import StoreProblem, StoreUnavailableError
+from gw.store.port import StateStore
 from gw.telemetry.throttled_log import ThrottledLog
 
 logger = logging.getLogger("gw.store")
@@ -31,7 +31,7 @@ class StoreHealth:
     """``check`` raises ``StoreUnavailableError`` while the store cannot be written."""
 
     def __init__(
-        self, store: SqliteStore, usage_failing: Callable[[], str | None] = lambda: None
+        self, store: StateStore, usage_failing: Callable[[], str | None] = lambda: None
     ) -> None:
         self._store = store
         self._usage_failing = usage_failing  # UsageRecorder.failing
@@ -47,22 +47,18 @@ class StoreHealth:
     async def check(self) -> None:
         with contextlib.suppress(StoreUnavailableError):  # reported below
             await self._store.writable()  # a recreated directory: its database reopened now
-        problem = await asyncio.to_thread(self._file_problem)
+        problem = await self._store.local_problem()
         failing = self._usage_failing()
         if problem is None and failing is not None:
             problem = StoreProblem(
                 "writes_failing",
-                f"usage rows cannot be written to {self._store.path} ({failing}); they wait "
+                f"usage rows cannot be written to {self._store.location} ({failing}); they wait "
                 "in memory and are retried",
             )
         self._note(problem)
         if problem is not None:
             raise StoreUnavailableError(problem)
         await self._store.ping()
-
-    def _file_problem(self) -> StoreProblem | None:
-        path = self._store.path
-        return self._store.file.gone() or shm_problem(path) or space_problem(path)
 
     def _note(self, problem: StoreProblem | None) -> None:
         if problem is not None:

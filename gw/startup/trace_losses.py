@@ -22,17 +22,14 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import msgspec
 
 from gw.record import TraceRecord
-from gw.store.file_checks import StoreUnavailableError
-from gw.store.runs import RunRow, Runs, count_routed_lost
-from gw.store.sqlite import SqliteStore
+from gw.store.port import RunLog, StateStore
+from gw.store.runs import RunRow
 from gw.telemetry.throttled_log import ThrottledLog, error_kind
 
 logger = logging.getLogger("gw.telemetry")
@@ -46,18 +43,16 @@ class TraceLosses:
 
     def __init__(
         self,
-        runs: Runs,
+        runs: RunLog,
         run: int,
         *,
         started_at: float,
         previous: RunRow | None,
-        database: Path,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._runs = runs
         self._run = run
         self._started_at = started_at
-        self._database = database
         self._clock = clock
         self.previous = previous
         self.routed = 0
@@ -67,19 +62,17 @@ class TraceLosses:
         self._log = ThrottledLog(logger)
 
     @classmethod
-    async def begin(cls, store: SqliteStore) -> TraceLosses | None:
+    async def begin(cls, store: StateStore) -> TraceLosses | None:
         """Record this run in ``store`` (before it serves: the last run's usage rows are
         those timed before this start); None, logged, when the store cannot be written:
         losses are then counted in memory only, as the trace queue always counts them."""
         started_at = time.time()
         try:
             run, previous = await store.runs().begin(started_at)
-        except (sqlite3.Error, StoreUnavailableError) as exc:
+        except Exception as exc:  # noqa: BLE001 -- any engine's failure (sqlite3, asyncpg, StoreUnavailableError) leaves the counts in memory, as documented
             failure = error_kind(exc)
         else:
-            return cls(
-                store.runs(), run, started_at=started_at, previous=previous, database=store.path
-            )
+            return cls(store.runs(), run, started_at=started_at, previous=previous)
         logger.error(
             "cannot record this run in the state store (%s): the traces it loses are counted"
             " in memory only",
@@ -139,9 +132,7 @@ class TraceLosses:
 
     async def _count_previous(self, previous: RunRow) -> None:
         try:
-            lost, since = await asyncio.to_thread(
-                count_routed_lost, self._database, previous.started_at, self._started_at
-            )
+            lost, since = await self._runs.count_routed_lost(previous.started_at, self._started_at)
             await self._runs.record_counted(previous.id, routed_lost=lost, counted_from=since)
         except Exception as exc:  # noqa: BLE001 -- the count is a report: failing it must not stop the server
             logger.warning("cannot count the traces the last run lost: %s", error_kind(exc))

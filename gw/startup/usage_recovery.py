@@ -13,12 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sqlite3
 from pathlib import Path
 
 from gw.startup.trace_losses import TraceLosses
+from gw.store.port import StateStore
 from gw.store.private_files import DIR_MODE
-from gw.store.sqlite import SqliteStore
 from gw.telemetry.hub import TelemetryHub
 from gw.telemetry.throttled_log import error_kind
 from gw.telemetry.usage_journal import (
@@ -32,7 +31,7 @@ from gw.telemetry.usage_journal import (
 logger = logging.getLogger("gw.telemetry")
 
 
-async def recover_usage(home: Path, store: SqliteStore) -> JournalRecovery:
+async def recover_usage(home: Path, store: StateStore) -> JournalRecovery:
     """Put back the rows the ledger lacks from ``<home>/usage-journal``, log what came back,
     and delete the segments read; see the module docstring."""
     directory = home / JOURNAL_DIR
@@ -44,7 +43,7 @@ async def recover_usage(home: Path, store: SqliteStore) -> JournalRecovery:
         return JournalRecovery()
     try:
         counts = await store.usage_recovery().insert(found.rows)
-    except sqlite3.Error as exc:
+    except Exception as exc:  # noqa: BLE001 -- any engine's failure (sqlite3, asyncpg): the segments stay for the next start, as documented
         return _failed(directory, f"cannot write to the database: {error_kind(exc)}")
     await asyncio.to_thread(_delete, found.segments)
     recovery = JournalRecovery(
@@ -62,7 +61,7 @@ async def recover_usage(home: Path, store: SqliteStore) -> JournalRecovery:
     return recovery
 
 
-async def journaled_telemetry(home: Path, store: SqliteStore) -> TelemetryHub:
+async def journaled_telemetry(home: Path, store: StateStore) -> TelemetryHub:
     """The telemetry hub, its usage ledger journaled, once the last run's journal is
     recovered (``recover_usage``), its trace losses kept in the store from now on
     (gw/startup/trace_losses.py)."""

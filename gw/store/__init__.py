@@ -1,4 +1,6 @@
-"""State stores. SQLite today (``SqliteStore``); PostgreSQL later behind the same methods."""
+"""State stores behind one port (``gw.store.port.StateStore``): SQLite (``SqliteStore``, the
+embedded default) and PostgreSQL (gw/store/postgres/, when ``state.url`` names one);
+``gw.store.open.open_store`` picks the engine."""
 
 from gw.store.migrations import LATEST_VERSION, SchemaTooNewError, StoreError
 from gw.store.revisions import RevisionRow

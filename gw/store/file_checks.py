@@ -159,3 +159,13 @@ def _identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return stats.st_dev, stats.st_ino
+
+
+def database_size(path: Path) -> int | None:
+    """The database's bytes on disk, its write-ahead log included; None when missing."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    wal = path.with_name(path.name + "-wal")
+    return size + (wal.stat().st_size if wal.exists() else 0)

@@ -5,8 +5,8 @@ The lists a key carries (scopes, models, allowed IPs) are stored as JSON arrays.
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
 import msgspec
 
@@ -45,7 +45,7 @@ def key_params(key: ApiKey) -> tuple[object, ...]:
     )
 
 
-def key_from_row(row: sqlite3.Row) -> ApiKey:
+def key_from_row(row: Sequence[Any]) -> ApiKey:
     """An ``api_keys`` row, columns in ``SELECT_KEYS`` order, as an ``ApiKey``."""
     (key_id, digest, prefix, suffix, tenant, name, scopes, models, ips, made, expires, gone) = row
     return ApiKey(

@@ -1,4 +1,5 @@
-"""The SQLite schema as an ordered list of versioned migrations (data only, no I/O).
+"""The schema as an ordered list of versioned migrations (data only, no I/O), for SQLite
+and PostgreSQL.
 
 A database records the version it is at in ``PRAGMA user_version`` (the source of truth,
 updated in the same transaction as the migration) and, for people reading the file, one
@@ -6,9 +7,16 @@ row per applied migration in the ``schema_version`` table. ``SqliteStore.open`` 
 ``pending_migrations(current)`` in order; a database at a version newer than this code
 is refused rather than misread.
 
+PostgreSQL joined at version ``POSTGRES_BASELINE``: that migration's ``postgres`` form is
+the whole schema as of that version (gw/store/postgres/schema.py), which a fresh
+PostgreSQL database gets in one step; the migrations after it carry a ``postgres`` form
+of their own, applied like SQLite's (``postgres_pending``). The PostgreSQL store records
+its version in its ``schema_version`` table and applies them under an advisory lock, so
+gateways starting together apply each once.
+
 Rules for adding a migration: append, never edit or reorder a released one; give it the
-next version number; only statements valid inside a transaction (no ``VACUUM``, no
-``PRAGMA journal_mode``).
+next version number and both forms, ``statements`` (SQLite) and ``postgres``; only
+statements valid inside a transaction (no ``VACUUM``, no ``PRAGMA journal_mode``).
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from __future__ import annotations
 from typing import Final
 
 import msgspec
+
+from gw.store.postgres.schema import BASELINE
 
 
 class StoreError(Exception):
@@ -29,7 +39,9 @@ class SchemaTooNewError(StoreError):
 class Migration(msgspec.Struct, frozen=True, kw_only=True):
     version: int
     description: str
-    statements: tuple[str, ...]
+    statements: tuple[str, ...]  # SQLite
+    # PostgreSQL; None before POSTGRES_BASELINE, which holds the whole schema (see above)
+    postgres: tuple[str, ...] | None = None
 
 
 SCHEMA_VERSION_TABLE: Final = """
@@ -323,10 +335,14 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             )
             """,
         ),
+        # PostgreSQL starts here, with the whole schema of this version.
+        postgres=BASELINE,
     ),
 )
 
 LATEST_VERSION: Final = MIGRATIONS[-1].version
+POSTGRES_BASELINE: Final = 9
+"""The version a fresh PostgreSQL database is created at (its migration's ``postgres``)."""
 
 
 def pending_migrations(current: int, *, location: str = "the database") -> tuple[Migration, ...]:
@@ -341,3 +357,14 @@ def pending_migrations(current: int, *, location: str = "the database") -> tuple
             "--state-dir at another directory."
         )
     return tuple(m for m in MIGRATIONS if m.version > current)
+
+
+def postgres_pending(current: int, *, location: str = "the database") -> tuple[Migration, ...]:
+    """The migrations a PostgreSQL database at version ``current`` (0: a fresh one) still
+    needs, in order: from nothing, the baseline and what follows it.
+
+    Raises ``SchemaTooNewError`` when ``current`` is newer than this code knows.
+    """
+    if current == 0:
+        current = POSTGRES_BASELINE - 1
+    return pending_migrations(current, location=location)

@@ -36,7 +36,7 @@ WAITING: Final = ("queued", "in_progress")
 ENDED: Final = ("completed", "incomplete", "failed", "cancelled")
 Transaction = Callable[[], AbstractAsyncContextManager[None]]
 
-_COLUMNS: Final = (
+JOB_COLUMNS: Final = (
     "request_id, tenant, key_id, model, status, created_at, started_at, finished_at,"
     " expires_at, error_code, error_message, content"
 )
@@ -74,7 +74,7 @@ class SealedContent(msgspec.Struct, frozen=True, kw_only=True):
     result: bytes | None
 
 
-def _job(row: Sequence[object]) -> Job:
+def job_from_row(row: Sequence[object]) -> Job:
     return Job(
         request_id=str(row[0]),
         tenant=None if row[1] is None else str(row[1]),
@@ -120,7 +120,7 @@ class ResponseJobs:
                 return waiting
             try:
                 await self._conn().execute(
-                    f"INSERT INTO response_jobs ({_COLUMNS}, request)"  # noqa: S608 - fixed columns
+                    f"INSERT INTO response_jobs ({JOB_COLUMNS}, request)"  # noqa: S608 - fixed columns
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (*msgspec.structs.astuple(job), request),
                 )
@@ -131,11 +131,11 @@ class ResponseJobs:
     async def get(self, request_id: str) -> Job | None:
         async with self._lock:
             rows = await self._conn().execute_fetchall(
-                f"SELECT {_COLUMNS} FROM response_jobs WHERE request_id = ?",  # noqa: S608
+                f"SELECT {JOB_COLUMNS} FROM response_jobs WHERE request_id = ?",  # noqa: S608
                 (request_id,),
             )
         row = next(iter(rows), None)
-        return None if row is None else _job(row)
+        return None if row is None else job_from_row(row)
 
     async def content(self, request_id: str) -> SealedContent | None:
         async with self._lock:
@@ -149,7 +149,7 @@ class ResponseJobs:
         """The oldest queued job, now ``in_progress``, with its sealed request."""
         async with self._transaction(), self._secure_delete():
             rows = await self._conn().execute_fetchall(
-                f"SELECT {_COLUMNS}, request FROM response_jobs WHERE status = 'queued'"  # noqa: S608
+                f"SELECT {JOB_COLUMNS}, request FROM response_jobs WHERE status = 'queued'"  # noqa: S608
                 " ORDER BY created_at, request_id LIMIT 1"
             )
             row = next(iter(rows), None)
@@ -160,7 +160,7 @@ class ResponseJobs:
                 " WHERE request_id = ?",
                 (now, row[0]),
             )
-        job = msgspec.structs.replace(_job(row), status="in_progress", started_at=now)
+        job = msgspec.structs.replace(job_from_row(row), status="in_progress", started_at=now)
         return job, bytes(row[12])
 
     async def finish(

@@ -12,6 +12,7 @@ connection of its own, in a thread, as it reads every usage row of the run.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, closing
@@ -40,9 +41,19 @@ class RunRow(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Runs:
-    def __init__(self, conn: Callable[[], aiosqlite.Connection], transaction: Transaction) -> None:
+    def __init__(
+        self,
+        conn: Callable[[], aiosqlite.Connection],
+        transaction: Transaction,
+        database: Path,
+    ) -> None:
         self._conn = conn  # read at each use: the store reopens a database that vanished
         self._transaction = transaction
+        self._database = database
+
+    async def count_routed_lost(self, since: float, until: float) -> tuple[int, float]:
+        """``count_routed_lost`` below, in a thread, on a connection of its own."""
+        return await asyncio.to_thread(count_routed_lost, self._database, since, until)
 
     async def begin(self, started_at: float) -> tuple[int, RunRow | None]:
         """Record a run starting now; return its id and the run before it, whose

@@ -38,7 +38,15 @@ from gw.ports import UsageRow
 from gw.record import TraceRecord
 from gw.store.api_keys import ApiKey
 from gw.store.batch_insert import insert_statements
-from gw.store.file_checks import DatabaseFile, GuardedLock, StoreUnavailableError, shm_problem
+from gw.store.file_checks import (
+    DatabaseFile,
+    GuardedLock,
+    StoreProblem,
+    StoreUnavailableError,
+    database_size,
+    shm_problem,
+    space_problem,
+)
 from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
 from gw.store.migrations import LATEST_VERSION, SCHEMA_VERSION_TABLE, StoreError, pending_migrations
 from gw.store.private_files import DIR_MODE, make_database_private
@@ -61,6 +69,7 @@ from gw.store.usage_rollup import TENANT_SPEND, hour_start, rollup_report
 logger = logging.getLogger("gw.store")
 
 BUSY_TIMEOUT_MS: Final = 5_000
+WAL_RETRY_S: Final = 0.01  # between attempts to switch a busy new file to WAL (_enter_wal)
 AUTO_VACUUM_INCREMENTAL: Final = 2  # ``PRAGMA auto_vacuum`` values: 0 none, 1 full, 2 incremental
 
 
@@ -128,9 +137,24 @@ class SqliteStore:
     ) -> None:
         await self.close()
 
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
     async def schema_version(self) -> int:
         rows = await self._conn.execute_fetchall("PRAGMA user_version")
         return int(next(iter(rows))[0])
+
+    async def size_bytes(self) -> int | None:
+        """The database's bytes on disk, its write-ahead log included; None when missing."""
+        return await asyncio.to_thread(database_size, self.path)
+
+    async def local_problem(self) -> StoreProblem | None:
+        """The file gone or replaced, its -shm not writable, or the disk beside it full."""
+        return await asyncio.to_thread(self._file_problem)
+
+    def _file_problem(self) -> StoreProblem | None:
+        return self.file.gone() or shm_problem(self.path) or space_problem(self.path)
 
     # -- traces ---------------------------------------------------------------------------
 
@@ -171,7 +195,7 @@ class SqliteStore:
 
     def runs(self) -> Runs:
         """Each run of gw serve and the traces it lost (gw/store/runs.py)."""
-        return Runs(lambda: self._conn, self._transaction)
+        return Runs(lambda: self._conn, self._transaction, self.path)
 
     # -- config revisions (gw/store/revisions.py) ---------------------------------------
 
@@ -410,9 +434,30 @@ async def _connect(path: Path) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path, isolation_level=None)
     try:
         await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        await conn.execute("PRAGMA journal_mode = WAL")
+        await _enter_wal(conn)
         await conn.execute("PRAGMA synchronous = NORMAL")
     except BaseException:
         await conn.close()
         raise
     return conn
+
+
+async def _enter_wal(conn: aiosqlite.Connection) -> None:
+    """``PRAGMA journal_mode = WAL``, waiting out a busy file as ``busy_timeout`` would.
+
+    Why: the switch takes an exclusive lock, and SQLite answers "database is locked" at
+    once, without its busy handler, while another connection holds the file; so two
+    processes opening a new database together (``gw serve`` and a CLI command, or the
+    gateways of a test) failed about one start in forty under load. A database already
+    in WAL mode (the mode is kept in the file) never waits here.
+    """
+    deadline = _time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            await conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or _time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(WAL_RETRY_S)
+        else:
+            return

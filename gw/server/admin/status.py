@@ -10,7 +10,9 @@ the callables that read the rest when asked. The report::
      "revision": 3,                     // the running config revision
      "config": {"path", "exists", "source", "revision", "applied_at", "error",
                 "error_at", "reloads", "failures"},  // error: file:line: field: reason
-     "store": {"path", "size_bytes", "schema_version",
+     "store": {"path",                  // the database file, or state.url without password
+               "size_bytes",            // null for PostgreSQL (the server's business)
+               "schema_version",
                "problem": {"code", "message"} | null,  // why it cannot be written (/readyz)
                "prune_rounds"},                         // trace pruning rounds since start
      "vault": {"path", "exists", "references": {"providers[0].api_key": "NAME", ...}},
@@ -71,7 +73,8 @@ class ServerFacts(msgspec.Struct, frozen=True, kw_only=True):
     version: str
     started_at: float  # wall clock
     started_mono: float
-    database: Path
+    database: str  # StateStore.location: a path, or a URL with its password hidden
+    database_size: Callable[[], Awaitable[int | None]]  # StateStore.size_bytes
     vault_file: Path
     schema_version: Callable[[], Awaitable[int]]
     counts: RequestCounts
@@ -130,8 +133,8 @@ async def status_report(
         "revision": snapshot.revision,
         "config": config,
         "store": {
-            "path": str(facts.database),
-            "size_bytes": await asyncio.to_thread(file_size, facts.database),
+            "path": facts.database,
+            "size_bytes": await facts.database_size(),
             "schema_version": await facts.schema_version(),
             "problem": msgspec.to_builtins(problem) if problem is not None else None,
             "prune_rounds": facts.prune_rounds() if facts.prune_rounds is not None else 0,
@@ -151,13 +154,3 @@ async def status_report(
         "trace_losses": None if facts.trace_losses is None else facts.trace_losses(),
         "now": round(now, 3),
     }
-
-
-def file_size(path: Path) -> int | None:
-    """The database's bytes on disk, its write-ahead log included; None when missing."""
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return None
-    wal = path.with_name(path.name + "-wal")
-    return size + (wal.stat().st_size if wal.exists() else 0)

@@ -38,7 +38,8 @@ from gw.record import is_response_id, request_id_of, response_id, shown_response
 from gw.routing.plan import route_plan
 from gw.server.auth import Principal
 from gw.server.inference.background_worker import BackgroundWorker
-from gw.store.response_jobs import WAITING, Job, ResponseJobs
+from gw.store.port import ResponseJobStore
+from gw.store.response_jobs import WAITING, Job
 from gw.vault.content_seal import ContentSeal
 from gw.vault.errors import VaultError
 
@@ -51,7 +52,7 @@ KEEPS: Final = "only background responses are kept (background: true)"
 class BackgroundJobs:
     def __init__(
         self,
-        jobs: ResponseJobs,
+        jobs: ResponseJobStore,
         seal: ContentSeal,
         worker: BackgroundWorker,
         clock: Clock,

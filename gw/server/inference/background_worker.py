@@ -33,7 +33,8 @@ from gw.execution.gateway import Gateway, RequestContext, RequestFailedError
 from gw.ports import Clock
 from gw.record import response_id
 from gw.server.inference.previous_response import ResponseLinks, pin_previous
-from gw.store.response_jobs import Job, JobStatus, ResponseJobs
+from gw.store.port import ResponseJobStore
+from gw.store.response_jobs import Job, JobStatus
 from gw.vault.content_seal import ContentSeal
 
 logger = logging.getLogger("gw.server")
@@ -61,7 +62,7 @@ class BackgroundWorker:
 
     def __init__(
         self,
-        jobs: ResponseJobs,
+        jobs: ResponseJobStore,
         *,
         seal: ContentSeal,
         gateway: Gateway,

@@ -1,0 +1,91 @@
+"""Config revisions in PostgreSQL (the SQLite store's ``ConfigRevisions``, shared).
+
+Several gateways may record a revision at once (each start records ``start``): the
+read-then-insert runs under a transaction-scoped advisory lock, so the numbers stay one
+sequence that grows by one per distinct config.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from gw.store.postgres.database import Database
+from gw.store.postgres.sql import numbered
+from gw.store.revisions import RevisionRow, StoredRevision
+
+REVISIONS_LOCK: Final = 0x67770001  # pg_advisory_xact_lock key: "gw", revisions
+
+
+class Revisions:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def record(
+        self,
+        *,
+        config_hash: str,
+        source: str,
+        time: float,
+        content: str | None = None,
+        redacted: str | None = None,
+    ) -> int:
+        """As ``ConfigRevisions.record``."""
+        async with self._db.transaction() as conn:
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", REVISIONS_LOCK)
+            latest = await conn.fetchrow(
+                "SELECT revision, hash FROM config_revisions ORDER BY revision DESC LIMIT 1"
+            )
+            if latest is not None and latest[1] == config_hash:
+                await conn.execute(
+                    numbered(
+                        "UPDATE config_revisions SET content = coalesce(content, ?),"
+                        " redacted = coalesce(redacted, ?) WHERE revision = ?"
+                    ),
+                    content,
+                    redacted,
+                    latest[0],
+                )
+                return int(latest[0])
+            revision = (int(latest[0]) if latest is not None else 0) + 1
+            await conn.execute(
+                numbered(
+                    "INSERT INTO config_revisions (revision, time, source, hash, content,"
+                    " redacted) VALUES (?, ?, ?, ?, ?, ?)"
+                ),
+                revision,
+                time,
+                source,
+                config_hash,
+                content,
+                redacted,
+            )
+        return revision
+
+    async def list(self, *, limit: int | None = None) -> list[RevisionRow]:
+        rows = await self._db.fetch(
+            "SELECT revision, time, source, hash FROM config_revisions"
+            " ORDER BY revision DESC LIMIT ?",
+            limit,
+        )
+        return [
+            RevisionRow(revision=int(r[0]), time=float(r[1]), source=str(r[2]), hash=str(r[3]))
+            for r in rows
+        ]
+
+    async def get(self, revision: int) -> StoredRevision | None:
+        row = await self._db.fetchrow(
+            "SELECT revision, time, source, hash, content, redacted FROM config_revisions"
+            " WHERE revision = ?",
+            revision,
+        )
+        if row is None:
+            return None
+        number, time, source, digest, content, redacted = row
+        return StoredRevision(
+            revision=int(number),
+            time=float(time),
+            source=str(source),
+            hash=str(digest),
+            content=content,
+            redacted=redacted,
+        )
