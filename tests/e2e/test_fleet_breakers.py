@@ -11,7 +11,6 @@ and skipped without elsewhere. Nothing waits for a time: every wait is for a sta
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,12 +18,12 @@ from typing import Any
 
 import pytest
 import redis
+from redis_service import REDIS_URL, redis_unavailable
 
 from e2e.gw_process import GwServer
 from e2e.waiting import wait_until
 from fakes.openai_upstream import Behavior, FakeOpenAI
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 CONFIG = """
 state: {{redis_url: "{redis}"}}
 providers:
@@ -57,9 +56,7 @@ def redis_client() -> redis.Redis:
         client.ping()
     except (OSError, redis.ConnectionError) as error:
         client.close()
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis at {REDIS_URL} is needed in CI: {error}")
-        pytest.skip(f"no Redis at {REDIS_URL}: {error}")
+        redis_unavailable(error)
     return client
 
 

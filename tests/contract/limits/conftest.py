@@ -5,17 +5,16 @@ in CI (``CI`` set), where it fails."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 import redis
+from redis_service import REDIS_URL, redis_unavailable
 
 from gw.execution.local_limits import LocalLimits
 from gw.ports import TenantLimits
 
-REDIS_URL = os.environ.get("GW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 BACKENDS = ("local", "redis")
 
 MakeLimits = Callable[[], Awaitable[TenantLimits]]
@@ -32,9 +31,7 @@ def redis_or_skip(url: str = REDIS_URL) -> redis.Redis:
         client.ping()
     except redis.RedisError as exc:
         client.close()
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis at {url} is needed in CI: {exc}")
-        pytest.skip(f"no Redis at {url} ({exc}); start one or set GW_TEST_REDIS_URL")
+        redis_unavailable(exc)
     return client
 
 

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 import redis.asyncio as aioredis
+from redis_service import REDIS_URL, redis_unavailable
 
 from gw.config.schema import HealthConfig
 from gw.config.units import Duration
@@ -29,7 +30,6 @@ from gw.startup.plan import SystemClock
 
 from e2e.waiting import await_until
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 KEY = "flaky/gpt-f"
 CONFIG = HealthConfig(
     degraded_after=2, unhealthy_after=2, cooldown=Duration(30.0), trial_timeout=Duration(60.0)
@@ -47,9 +47,7 @@ def redis_or_skip() -> None:
     try:
         asyncio.run(ping())
     except (OSError, aioredis.ConnectionError) as error:
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis at {REDIS_URL} is needed in CI: {error}")
-        pytest.skip(f"no Redis at {REDIS_URL}: {error}")
+        redis_unavailable(error)
 
 
 @pytest.fixture
