@@ -23,6 +23,7 @@ from redis_service import REDIS_URL, redis_unavailable
 from e2e.gw_process import GwServer
 from e2e.waiting import wait_until
 from fakes.openai_upstream import Behavior, FakeOpenAI
+from fakes.redis_server import RedisServer
 
 CONFIG = """
 state: {{redis_url: "{redis}"}}
@@ -217,27 +218,35 @@ def test_after_the_cooldown_one_trial_across_the_fleet_closes_both(
 def test_without_its_redis_a_gateway_keeps_its_own_breakers(
     tmp_path: Path, upstreams: tuple[FakeOpenAI, FakeOpenAI]
 ) -> None:
+    """gw serve needs its Redis to start (gw/wiring.py); one that goes away later leaves
+    the breakers to each gateway, as without a fleet."""
     flaky, _ = upstreams
-    # Nothing listens on port 1: every Redis call is refused at once.
+    own_redis = RedisServer(tmp_path / "redis", password="hunter2").start()
     config = tmp_path / "gw.yaml"
     config.write_text(
         CONFIG.format(
-            redis="redis://:hunter2@127.0.0.1:1/0",
+            redis=own_redis.url,
             flaky="flaky",
             flaky_url=flaky.base_url,
             steady_url=upstreams[1].base_url,
             cooldown="10m",
         )
     )
-    with GwServer(tmp_path / "alone", config) as gw:
-        open_on_gateway_1(gw, "flaky", flaky)
-        status, route, _ = ask(gw)  # its own breaker, as without a fleet
-        assert (status, route) == (200, "steady/gpt-s")
-        assert flaky.count == 3
-        with gw.client() as http:
-            metrics = http.get("/metrics").text
-        assert "gw_fleet_breakers_redis_up 0.0" in metrics
-        assert "gw_fleet_breakers_redis_errors_total 0.0" not in metrics
-        log = wait_until(lambda: gw.log() if "unreachable" in gw.log() else None, "the warning", 30)
-        assert "redis://:***@127.0.0.1:1/0 unreachable" in log
-        assert "hunter2" not in log
+    try:
+        with GwServer(tmp_path / "alone", config) as gw:
+            own_redis.stop()
+            open_on_gateway_1(gw, "flaky", flaky)
+            status, route, _ = ask(gw)  # its own breaker, as without a fleet
+            assert (status, route) == (200, "steady/gpt-s")
+            assert flaky.count == 3
+            with gw.client() as http:
+                metrics = http.get("/metrics").text
+            assert "gw_fleet_breakers_redis_up 0.0" in metrics
+            assert "gw_fleet_breakers_redis_errors_total 0.0" not in metrics
+            log = wait_until(
+                lambda: gw.log() if "unreachable" in gw.log() else None, "the warning", 30
+            )
+            assert f"redis://:***@127.0.0.1:{own_redis.port}/0 unreachable" in log
+            assert "hunter2" not in log
+    finally:
+        own_redis.stop()

@@ -22,7 +22,7 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *, password: str | None = None) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             if os.environ.get("CI"):
@@ -30,20 +30,24 @@ class RedisServer:
             pytest.skip("no redis-server on PATH")
         self.binary = binary
         self.workdir = workdir
+        self.password = password
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         args = [self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", ""]
         args += ["--appendonly", "no", "--dir", str(self.workdir)]
+        if self.password:
+            args += ["--requirepass", self.password]
         log = (self.workdir / "redis.log").open("ab")
         self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=1)
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
 
         def answers() -> bool:
             assert self.process is not None
