@@ -106,8 +106,26 @@ def render(report: dict[str, Any]) -> None:
         lines.append(f"journal  {journal_line(journal)}")
     if losses := report.get("trace_losses"):
         lines.append(f"traces   {losses_line(losses)}")
+    if (fleet := report.get("fleet")) is not None:
+        lines.extend(fleet_lines(fleet))
     for line in lines:
         stdout.print(line, highlight=False, markup=False)
+
+
+def fleet_lines(fleet: list[dict[str, Any]]) -> list[str]:
+    """The fleet (state.url): one line per registered gateway, this one marked ``*``."""
+    live = [gateway for gateway in fleet if not gateway["gone"]]
+    revisions = {gateway["revision"] for gateway in live}
+    agree = "one config" if len(revisions) <= 1 else f"{len(revisions)} revisions"
+    lines = [f"fleet    {len(live)} gateways ({agree}), {len(fleet) - len(live)} gone"]
+    for gateway in fleet:
+        health = "GONE" if gateway["gone"] else "ready" if gateway["ready"] else "NOT ready"
+        lines.append(
+            f"  {'*' if gateway['self'] else ' '} {gateway['id']}  {gateway['url']}  "
+            f"revision {gateway['revision']} ({gateway['config_hash'][:12]})  {health}, "
+            f"heartbeat {gateway['age_s']:.1f}s ago"
+        )
+    return lines
 
 
 def journal_line(journal: dict[str, Any]) -> str:

@@ -197,6 +197,9 @@ class SqliteStore:
         """Each run of gw serve and the traces it lost (gw/store/runs.py)."""
         return Runs(lambda: self._conn, self._transaction, self.path)
 
+    def gateways(self) -> None:
+        """None: a SQLite database serves one gateway, so there is no fleet to register."""
+
     # -- config revisions (gw/store/revisions.py) ---------------------------------------
 
     def revisions(self) -> ConfigRevisions:

@@ -27,6 +27,7 @@ from gw.store.api_keys import ApiKey
 from gw.store.file_checks import StoreProblem
 from gw.store.migrations import StoreError, postgres_pending
 from gw.store.postgres.database import Database
+from gw.store.postgres.gateways import Gateways
 from gw.store.postgres.keys import Keys
 from gw.store.postgres.response_jobs import PgResponseJobs
 from gw.store.postgres.revisions import Revisions
@@ -147,6 +148,9 @@ class PostgresStore:
 
     def usage_recovery(self) -> Recovery:
         return Recovery(self._db)
+
+    def gateways(self) -> Gateways:
+        return Gateways(self._db)
 
     # -- config revisions -----------------------------------------------------------------
 
