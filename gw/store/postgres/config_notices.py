@@ -18,6 +18,7 @@ from gw.store.postgres.errors import DRIVER_ERRORS
 from gw.store.postgres.revisions import CONFIG_CHANNEL
 
 CONNECT_TIMEOUT_S: Final = 10.0
+LISTENER_NAME: Final = "gw config listener"  # pg_stat_activity.application_name
 _ERRORS: Final[tuple[type[BaseException], ...]] = (OSError, TimeoutError, *DRIVER_ERRORS)
 
 
@@ -35,7 +36,9 @@ class ConfigNotices:
     async def listen(cls, url: str) -> Self:
         """Connect and LISTEN; ``NoticesLost`` when the server cannot be reached."""
         try:
-            conn = await asyncpg.connect(url, timeout=CONNECT_TIMEOUT_S)
+            conn = await asyncpg.connect(
+                url, timeout=CONNECT_TIMEOUT_S, server_settings={"application_name": LISTENER_NAME}
+            )
         except _ERRORS as exc:
             raise NoticesLost(f"{safe_url(url)}: {type(exc).__name__}: {exc}") from None
         notices = cls(conn)
