@@ -8,11 +8,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from unit.reload.test_reloader import BETTER, BROKEN, GOOD, Harness, harness, model_of
 
 from gw.errors import PreconditionFailedError
 from gw.store.revisions import StoredRevision
-
-from unit.reload.test_reloader import BETTER, BROKEN, GOOD, Harness, harness, model_of
 
 COMMENTED = "# the fleet's text, comments and all\n" + BETTER
 
