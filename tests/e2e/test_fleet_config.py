@@ -6,13 +6,15 @@ An admin write on the third gateway becomes the fleet's newest revision, announc
 and write its text back to their own files. A write on the first naming the revision
 before it (If-Match) is 412. ``gw status --json`` on any gateway lists all three in its
 ``fleet``, on one revision and hash; a killed gateway shows as gone once its heartbeat
-(``GW_FLEET_HEARTBEAT_S``, shortened here) is three intervals old.
+(``GW_FLEET_HEARTBEAT_S``, shortened here) is three intervals old, also to ``gw status``
+run where no gateway is (it reads the registry from the store).
 
 Needs a PostgreSQL server (tests/pg.py: fails in CI without one, skips elsewhere).
 """
 
 from __future__ import annotations
 
+import json
 import signal
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -128,3 +130,13 @@ def test_a_killed_gateway_shows_as_gone(fleet: list[GwServer]) -> None:
     assert row["age_s"] > 3 * row["heartbeat_s"]
     live = [row for row in status_fleet(two) if not row["gone"]]
     assert len(live) == 2
+
+    # From the killed gateway's state dir, with no gateway running there: the fleet as
+    # the store has it.
+    offline = one.cli("status", "--json", check=False)
+    assert offline.returncode == 1
+    report = json.loads(offline.stdout)
+    assert report["running"] is False
+    seen = {row["pid"]: row["gone"] for row in report["fleet"]}
+    assert seen[killed] is True
+    assert sorted(seen.values()) == [False, False, True]
