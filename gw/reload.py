@@ -38,7 +38,7 @@ from gw.config.limits import ConfigLimits
 from gw.config.loader import DEFAULT_LIMITS
 from gw.config_worker import ChildLoad, load_in_child
 from gw.environment import replace_file
-from gw.errors import ConflictError, InvalidRequestError
+from gw.errors import ConflictError, InternalError, InvalidRequestError
 from gw.file_watch import FileWatch
 from gw.store.revisions import StoredRevision
 from gw.upstream_http.tls import tls_file_problems
@@ -134,9 +134,7 @@ class Reloader:
         file untouched), write it atomically and apply it. Returns as ``reload``."""
         async with self._lock:
             if self._fleet_newest is not None:
-                newest = await self._fleet_newest()
-                if newest is not None:
-                    await self._adopt(newest)
+                await self._catch_up(self._fleet_newest)
             try:
                 text: str | None = await asyncio.to_thread(self._path.read_text, encoding="utf-8")
             except FileNotFoundError:
@@ -193,6 +191,17 @@ class Reloader:
         no stored text, or does not load here (``status.error`` says why)."""
         async with self._lock:
             return await self._adopt(stored)
+
+    async def _catch_up(self, newest: Callable[[], Awaitable[StoredRevision | None]]) -> None:
+        try:
+            stored = await newest()
+        except Exception as error:  # noqa: BLE001 -- the store's driver errors, whichever engine
+            raise InternalError(
+                "cannot read the fleet's newest config revision from the state store "
+                f"({type(error).__name__}: {error}); nothing was written, retry"
+            ) from None
+        if stored is not None:
+            await self._adopt(stored)
 
     async def _adopt(self, stored: StoredRevision) -> Snapshot | None:
         running = self._current()

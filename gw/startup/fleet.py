@@ -9,7 +9,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from gw.errors import GatewayError
 from gw.reload import Reloader
 from gw.startup.fleet_registry import Heartbeat, fleet_view, heartbeat_seconds
 from gw.startup.plan import ServePlan, SnapshotHolder, SystemClock
@@ -51,7 +50,7 @@ def fleet_duties(
     clock: SystemClock,
 ) -> FleetDuties | None:
     """With state.url; None for a gateway alone (SQLite: no registry). ``ready`` is the
-    readiness check (/readyz), which raises while the gateway is not ready."""
+    readiness check of /readyz (gw/server/app.py), which raises while not ready."""
     registry, state_url = store.gateways(), plan.config.state.url
     if registry is None or state_url is None:
         return None
@@ -60,7 +59,7 @@ def fleet_duties(
     async def is_ready() -> bool:
         try:
             await ready()
-        except GatewayError:
+        except Exception:  # noqa: BLE001 -- as /readyz: any failure means not ready
             return False
         return True
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from unit.reload.test_reloader import BETTER, BROKEN, GOOD, Harness, harness, model_of
 
-from gw.errors import PreconditionFailedError
+from gw.errors import InternalError, PreconditionFailedError
 from gw.store.revisions import StoredRevision
 
 COMMENTED = "# the fleet's text, comments and all\n" + BETTER
@@ -69,3 +69,16 @@ def test_an_edit_first_catches_up_so_a_stale_if_match_is_refused(tmp_path: Path)
         asyncio.run(h.reloader.edit(based_on_revision_1))
     assert seen == [(5, BETTER)]  # the edit saw the fleet's revision and its text
     assert h.revisions == []
+
+
+def test_an_edit_that_cannot_read_the_fleet_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text(GOOD)
+
+    async def unreachable() -> StoredRevision | None:
+        raise ConnectionRefusedError("the state store is down")
+
+    h = Harness(path, fleet_newest=unreachable)
+    with pytest.raises(InternalError, match="nothing was written"):
+        asyncio.run(h.reloader.edit(lambda text: BETTER))
+    assert (path.read_text(), h.revisions, h.snapshot.revision) == (GOOD, [], 1)
