@@ -38,9 +38,14 @@ from gw.config.limits import ConfigLimits
 from gw.config.loader import DEFAULT_LIMITS
 from gw.config_worker import ChildLoad, load_in_child
 from gw.environment import replace_file
-from gw.errors import ConflictError, InternalError, InvalidRequestError
+from gw.errors import (
+    ConflictError,
+    InternalError,
+    InvalidRequestError,
+    PreconditionFailedError,
+)
 from gw.file_watch import FileWatch
-from gw.store.revisions import StoredRevision
+from gw.store.revisions import RevisionMovedError, StoredRevision
 from gw.upstream_http.tls import tls_file_problems
 
 log = logging.getLogger("gw.reload")
@@ -55,6 +60,9 @@ class AppliedConfig(msgspec.Struct, frozen=True, kw_only=True):
     source: RevisionSource
     text: str | None  # the file's text as read and applied; None: the built-in default
     redacted: str  # the config, redacted, as JSON (gw/config/redact.py)
+    # In a fleet, an edit's: the revision it was made from; recorded only while that is
+    # still the newest (else ``RevisionMovedError``).
+    parent: int | None = None
 
 
 class ReloadStatus(msgspec.Struct, kw_only=True):
@@ -133,8 +141,10 @@ class Reloader:
         (it may raise to refuse), check the result as a reload would (``ConfigError``, the
         file untouched), write it atomically and apply it. Returns as ``reload``."""
         async with self._lock:
+            parent = None
             if self._fleet_newest is not None:
                 await self._catch_up(self._fleet_newest)
+                parent = self._current().revision
             try:
                 text: str | None = await asyncio.to_thread(self._path.read_text, encoding="utf-8")
             except FileNotFoundError:
@@ -151,7 +161,17 @@ class Reloader:
             )
             await self._check_outside(config)
             await asyncio.to_thread(replace_file, self._path, new_text)
-            return await self._reload(source)
+            try:
+                return await self._reload(source, parent)
+            except RevisionMovedError as moved:
+                # Another gateway recorded a revision after the catch-up: this edit is
+                # based on a stale one. The file goes back; the fleet's revision follows.
+                if text is not None:
+                    await asyncio.to_thread(replace_file, self._path, text)
+                raise PreconditionFailedError(
+                    f"revision {moved.newest} was recorded by another gateway while this "
+                    "write was made; read the config again and retry"
+                ) from None
 
     async def rollback(self, revision: int) -> Snapshot | None:
         """Write revision ``revision``'s stored file text back to the config file and apply
@@ -241,7 +261,7 @@ class Reloader:
         self.status.error = self.status.error_at = None
         self.status.reloads += 1
 
-    async def _reload(self, source: RevisionSource) -> Snapshot | None:
+    async def _reload(self, source: RevisionSource, parent: int | None = None) -> Snapshot | None:
         try:
             child = await self._read()
             loaded, digest = child.loaded, child.hash
@@ -263,8 +283,11 @@ class Reloader:
                 source=source,
                 text=loaded.text,
                 redacted=child.redacted,
+                parent=parent,
             )
             revision = await self._record_revision(applied)
+        except RevisionMovedError:
+            raise  # the edit's caller answers it (412)
         except Exception as error:  # noqa: BLE001 -- any failure keeps the running snapshot
             self._failed(error)
             return None

@@ -58,6 +58,7 @@ def build_reloader(
             time=clock.time(),
             content=applied.text,
             redacted=applied.redacted,
+            parent=applied.parent,
         )
 
     def compile_config(config: Config, revision: int, source: str, digest: str) -> Snapshot:

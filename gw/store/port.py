@@ -174,6 +174,7 @@ class StateStore(Protocol):
         time: float,
         content: str | None = None,
         redacted: str | None = None,
+        parent: int | None = None,
     ) -> int: ...
 
     async def list_revisions(self, *, limit: int | None = None) -> list[RevisionRow]: ...

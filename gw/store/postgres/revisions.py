@@ -13,7 +13,7 @@ from typing import Final
 
 from gw.store.postgres.database import Database
 from gw.store.postgres.sql import numbered
-from gw.store.revisions import RevisionRow, StoredRevision
+from gw.store.revisions import RevisionRow, StoredRevision, check_parent
 
 REVISIONS_LOCK: Final = 0x67770001  # pg_advisory_xact_lock key: "gw", revisions
 CONFIG_CHANNEL: Final = "gw_config"  # NOTIFY payload: the new revision's number
@@ -31,6 +31,7 @@ class Revisions:
         time: float,
         content: str | None = None,
         redacted: str | None = None,
+        parent: int | None = None,
     ) -> int:
         """As ``ConfigRevisions.record``."""
         async with self._db.transaction() as conn:
@@ -38,6 +39,8 @@ class Revisions:
             latest = await conn.fetchrow(
                 "SELECT revision, hash FROM config_revisions ORDER BY revision DESC LIMIT 1"
             )
+            # Under the lock: two gateways' admin writes from one revision, one recorded.
+            check_parent(parent, None if latest is None else int(latest[0]))
             if latest is not None and latest[1] == config_hash:
                 await conn.execute(
                     numbered(

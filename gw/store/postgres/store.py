@@ -162,9 +162,15 @@ class PostgresStore:
         time: float,
         content: str | None = None,
         redacted: str | None = None,
+        parent: int | None = None,
     ) -> int:
         return await self._revisions.record(
-            config_hash=config_hash, source=source, time=time, content=content, redacted=redacted
+            config_hash=config_hash,
+            source=source,
+            time=time,
+            content=content,
+            redacted=redacted,
+            parent=parent,
         )
 
     async def list_revisions(self, *, limit: int | None = None) -> list[RevisionRow]:

@@ -1,5 +1,6 @@
-"""The store contract: the fleet's gateway registry (PostgreSQL; a SQLite store has none)
-and the ``gw_config`` notices a new config revision sends."""
+"""The store contract: the fleet's gateway registry (PostgreSQL; a SQLite store has none),
+the ``gw_config`` notices a new config revision sends, and a revision recorded only while
+the one it was edited from is the newest."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import asyncio
 from pathlib import Path
 
 import asyncpg
+import pytest
 from pg import fresh_database
 from store_targets import Target, run
 
 from gw.store.open import open_store
 from gw.store.port import GatewayRow, StateStore
 from gw.store.postgres.config_notices import ConfigNotices, NoticesLost
+from gw.store.revisions import RevisionMovedError
 
 NOW = 1_800_000_000.0
 
@@ -97,3 +100,20 @@ def test_a_listener_whose_connection_ends_is_told() -> None:
 
     with fresh_database() as url:
         asyncio.run(main(url))
+
+
+def test_a_revision_edited_from_one_no_longer_newest_is_refused(target: Target) -> None:
+    """Two gateways' admin writes made from one revision: the second is not recorded."""
+
+    async def body(store: StateStore) -> None:
+        first = await store.record_revision(config_hash="a", source="start", time=1.0)
+        second = await store.record_revision(
+            config_hash="b", source="admin", time=2.0, parent=first
+        )
+        assert second == first + 1
+        with pytest.raises(RevisionMovedError) as moved:
+            await store.record_revision(config_hash="c", source="admin", time=3.0, parent=first)
+        assert moved.value.newest == second
+        assert [r.hash for r in await store.list_revisions()] == ["b", "a"]
+
+    run(target, body)

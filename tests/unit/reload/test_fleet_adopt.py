@@ -11,7 +11,8 @@ import pytest
 from unit.reload.test_reloader import BETTER, BROKEN, GOOD, Harness, harness, model_of
 
 from gw.errors import InternalError, PreconditionFailedError
-from gw.store.revisions import StoredRevision
+from gw.reload import AppliedConfig
+from gw.store.revisions import RevisionMovedError, StoredRevision
 
 COMMENTED = "# the fleet's text, comments and all\n" + BETTER
 
@@ -82,3 +83,22 @@ def test_an_edit_that_cannot_read_the_fleet_writes_nothing(tmp_path: Path) -> No
     with pytest.raises(InternalError, match="nothing was written"):
         asyncio.run(h.reloader.edit(lambda text: BETTER))
     assert (path.read_text(), h.revisions, h.snapshot.revision) == (GOOD, [], 1)
+
+
+def test_an_edit_overtaken_by_another_gateway_is_refused_and_the_file_restored(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text(GOOD)
+
+    async def caught_up() -> StoredRevision | None:
+        return None
+
+    async def overtaken(applied: AppliedConfig) -> int:
+        assert applied.parent == 1  # the revision the edit was made from
+        raise RevisionMovedError(1, 2)
+
+    h = Harness(path, fleet_newest=caught_up, record_revision=overtaken)
+    with pytest.raises(PreconditionFailedError, match="revision 2 was recorded by another"):
+        asyncio.run(h.reloader.edit(lambda text: BETTER))
+    assert (path.read_text(), h.snapshot.revision, h.reloader.status.error) == (GOOD, 1, None)
