@@ -33,14 +33,19 @@ from typing import Any, Literal
 
 import msgspec
 
-from gw.config import Config, ConfigError, Snapshot, load_config
+from gw.config import Config, ConfigError, Snapshot, config_hash, load_config
 from gw.config.limits import ConfigLimits
 from gw.config.loader import DEFAULT_LIMITS
 from gw.config_worker import ChildLoad, load_in_child
 from gw.environment import replace_file
-from gw.errors import ConflictError, InvalidRequestError
+from gw.errors import (
+    ConflictError,
+    InternalError,
+    InvalidRequestError,
+    PreconditionFailedError,
+)
 from gw.file_watch import FileWatch
-from gw.store.revisions import StoredRevision
+from gw.store.revisions import RevisionMovedError, StoredRevision
 from gw.upstream_http.tls import tls_file_problems
 
 log = logging.getLogger("gw.reload")
@@ -55,6 +60,9 @@ class AppliedConfig(msgspec.Struct, frozen=True, kw_only=True):
     source: RevisionSource
     text: str | None  # the file's text as read and applied; None: the built-in default
     redacted: str  # the config, redacted, as JSON (gw/config/redact.py)
+    # In a fleet, an edit's: the revision it was made from; recorded only while that is
+    # still the newest (else ``RevisionMovedError``).
+    parent: int | None = None
 
 
 class ReloadStatus(msgspec.Struct, kw_only=True):
@@ -93,6 +101,7 @@ class Reloader:
         start_text: str | None = None,
         limits: ConfigLimits = DEFAULT_LIMITS,
         on_applied: Callable[[Snapshot], None] | None = None,
+        fleet_newest: Callable[[], Awaitable[StoredRevision | None]] | None = None,
     ) -> None:
         self._path = path
         # The file's text the running config was read from (None: no file, or unknown):
@@ -112,6 +121,10 @@ class Reloader:
         self._prepare = prepare
         self._limits = limits
         self._on_applied = on_applied  # after the swap: timers that follow the config re-arm
+        # In a fleet (state.url): the newest revision any gateway recorded. An admin write
+        # first catches up to it, so its If-Match and its edit are made against the
+        # fleet's config, not this gateway's possibly older one.
+        self._fleet_newest = fleet_newest
         self._lock = asyncio.Lock()
         self.status = ReloadStatus(path=str(path), revision=current().revision)
 
@@ -128,6 +141,10 @@ class Reloader:
         (it may raise to refuse), check the result as a reload would (``ConfigError``, the
         file untouched), write it atomically and apply it. Returns as ``reload``."""
         async with self._lock:
+            parent = None
+            if self._fleet_newest is not None:
+                await self._catch_up(self._fleet_newest)
+                parent = self._current().revision
             try:
                 text: str | None = await asyncio.to_thread(self._path.read_text, encoding="utf-8")
             except FileNotFoundError:
@@ -144,7 +161,17 @@ class Reloader:
             )
             await self._check_outside(config)
             await asyncio.to_thread(replace_file, self._path, new_text)
-            return await self._reload(source)
+            try:
+                return await self._reload(source, parent)
+            except RevisionMovedError as moved:
+                # Another gateway recorded a revision after the catch-up: this edit is
+                # based on a stale one. The file goes back; the fleet's revision follows.
+                if text is not None:
+                    await asyncio.to_thread(replace_file, self._path, text)
+                raise PreconditionFailedError(
+                    f"revision {moved.newest} was recorded by another gateway while this "
+                    "write was made; read the config again and retry"
+                ) from None
 
     async def rollback(self, revision: int) -> Snapshot | None:
         """Write revision ``revision``'s stored file text back to the config file and apply
@@ -176,7 +203,65 @@ class Reloader:
                 param="revision",
             ) from None
 
-    async def _reload(self, source: RevisionSource) -> Snapshot | None:
+    async def adopt(self, stored: StoredRevision) -> Snapshot | None:
+        """Serve revision ``stored``, recorded by another gateway of the fleet, when it is
+        newer than the running one: its text is written to this gateway's config file
+        (so a restart, or the next local edit, starts from it) and applied under its own
+        number, recording nothing. The new snapshot, or None when it is not newer, has
+        no stored text, or does not load here (``status.error`` says why)."""
+        async with self._lock:
+            return await self._adopt(stored)
+
+    async def _catch_up(self, newest: Callable[[], Awaitable[StoredRevision | None]]) -> None:
+        try:
+            stored = await newest()
+        except Exception as error:  # noqa: BLE001 -- the store's driver errors, whichever engine
+            raise InternalError(
+                "cannot read the fleet's newest config revision from the state store "
+                f"({type(error).__name__}: {error}); nothing was written, retry"
+            ) from None
+        if stored is not None:
+            await self._adopt(stored)
+
+    async def _adopt(self, stored: StoredRevision) -> Snapshot | None:
+        running = self._current()
+        if stored.revision <= running.revision:
+            return None
+        content = stored.content
+        if content is None:  # the built-in default: nothing to write to the file
+            reason = f"fleet revision {stored.revision} has no stored text to apply"
+            self._failed(ConfigError(str(self._path), "", reason))
+            return None
+        try:
+            config = await asyncio.to_thread(
+                functools.partial(load_config, outside=tls_file_problems),
+                content,
+                str(self._path),
+                self._overrides,
+                self._limits,
+            )
+            await self._check_outside(config)
+            await asyncio.to_thread(replace_file, self._path, content)
+            # Hashed here, not taken from the row: this gateway's overrides (GW_*, flags)
+            # are part of its hash, and the watch compares against it when it sees the
+            # file just written (equal: nothing to apply, nothing recorded).
+            snapshot = self._compile(config, stored.revision, str(self._path), config_hash(config))
+        except Exception as error:  # noqa: BLE001 -- any failure keeps the running snapshot
+            self._failed(error)
+            return None
+        self._swap(snapshot)
+        log.info("config revision %d applied (fleet, %s)", stored.revision, stored.source)
+        return snapshot
+
+    def _swap(self, snapshot: Snapshot) -> None:
+        self._apply(snapshot)
+        if self._on_applied is not None:
+            self._on_applied(snapshot)
+        self.status.revision, self.status.applied_at = snapshot.revision, self._now()
+        self.status.error = self.status.error_at = None
+        self.status.reloads += 1
+
+    async def _reload(self, source: RevisionSource, parent: int | None = None) -> Snapshot | None:
         try:
             child = await self._read()
             loaded, digest = child.loaded, child.hash
@@ -198,18 +283,16 @@ class Reloader:
                 source=source,
                 text=loaded.text,
                 redacted=child.redacted,
+                parent=parent,
             )
             revision = await self._record_revision(applied)
+        except RevisionMovedError:
+            raise  # the edit's caller answers it (412)
         except Exception as error:  # noqa: BLE001 -- any failure keeps the running snapshot
             self._failed(error)
             return None
         snapshot = msgspec.structs.replace(trial, revision=revision)
-        self._apply(snapshot)
-        if self._on_applied is not None:
-            self._on_applied(snapshot)
-        self.status.revision, self.status.applied_at = revision, self._now()
-        self.status.error = self.status.error_at = None
-        self.status.reloads += 1
+        self._swap(snapshot)
         log.info("config revision %d applied (%s)", revision, source)
         return snapshot
 

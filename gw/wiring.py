@@ -10,7 +10,7 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from gw.server.key_cache import KeyCache
 from gw.server.runtime.server import GracefulServer, uvicorn_config
 from gw.server.services import ServerServices
 from gw.startup.checks import check_otel, checked_start, shipped_catalog
+from gw.startup.fleet import fleet_duties
 from gw.startup.plan import ServeError, ServePlan, SnapshotHolder, SystemClock, reachable_as
 from gw.startup.reloading import build_reloader, record_start
 from gw.startup.responses_state import responses_state
@@ -185,7 +186,7 @@ async def _serve(
     # Redis first: a gateway that cannot reach the fleet's limits does not take the port.
     shared, sock = await shared_limits(plan), bind_socket(server_config.host, server_config.port)
     address = sock.getsockname()
-    clock = SystemClock()
+    clock, gateway_id = SystemClock(), new_gateway_id()  # gateway_id: this run, in a fleet
     store = await open_store(plan.config.state.url, database_path(plan.home))
     authenticator = await build_authenticator(
         plan, admin_key, store, clock, on_keys_mode=lambda: server_facts(auth_mode="keys")
@@ -205,7 +206,7 @@ async def _serve(
         max_connections=server_config.upstream_max_connections,
         max_per_host=server_config.upstream_max_connections_per_host,
     )
-    (health, breakers), latency = health_book(plan, clock, snapshots), LatencyBook()
+    (health, breakers), latency = health_book(plan, clock, snapshots, gateway_id), LatencyBook()
     accounts = AccountBook(plan.config.health)
     directory = AdapterDirectory(transport, plan.environ, vault)
     engine = Engine(
@@ -224,7 +225,13 @@ async def _serve(
         directory=directory,
         start_text=plan.config_text,
         on_applied=pruner.settings_changed,
+        fleet=store.gateways() is not None,
     )
+    server_file, url = plan.home / SERVER_FILE_NAME, f"http://{_url_host(address[0])}:{address[1]}"
+    fleet = fleet_duties(  # with state.url: follow the fleet's config, join its registry
+        plan, store, reloader, snapshots, ready=store_health.check, gateway_id=gateway_id,
+        url=url, clock=clock,
+    )  # fmt: skip
     counts = RequestCounts(telemetry.sink())  # for GET /admin/v1/status
     gateway = Gateway(
         engine,
@@ -262,6 +269,7 @@ async def _serve(
             watched=(store_health, pruner),
             journal=telemetry.journal_report,
             losses=telemetry.losses_report,
+            fleet=None if fleet is None else fleet.view,
         ),
         background=background,
         response_links=links,
@@ -273,8 +281,6 @@ async def _serve(
         breaker_sharing=_counts(breakers),
         limits_fallback=None if shared is None else shared.fallback_counts,
     )
-    server_file = plan.home / SERVER_FILE_NAME
-    url = f"http://{_url_host(address[0])}:{address[1]}"
     server_facts = functools.partial(write_server_file, server_file, url=url, address=address)
 
     async def announce() -> None:
@@ -293,6 +299,7 @@ async def _serve(
         await asyncio.gather(
             prober.stop(),
             *([breakers.stop()] if breakers is not None else []),
+            *([fleet.stop()] if fleet is not None else []),  # unregistered: not "gone"
             pruner.stop(),
             store_health.stop(),
             authenticator.stop(),
@@ -317,6 +324,7 @@ async def _serve(
             store_health.start,
             background.worker.start,
             watch.start,
+            *([fleet.start] if fleet is not None else []),
             announce,
             authenticator.start,
         ],
@@ -330,12 +338,12 @@ async def _serve(
 
 
 def health_book(
-    plan: ServePlan, clock: SystemClock, snapshots: SnapshotHolder
+    plan: ServePlan, clock: SystemClock, snapshots: SnapshotHolder, gateway_id: str
 ) -> tuple[HealthBook, BreakerMirror | None]:
     """Targets' health and breakers; with ``state.redis_url`` the breakers are shared by
     the fleet through the mirror returned beside it (to start and stop), this run of gw
     serve named by a fresh gateway id."""
-    breakers = shared_breakers(plan, new_gateway_id(), clock, snapshots)
+    breakers = shared_breakers(plan, gateway_id, clock, snapshots)
     health = HealthBook(plan.config.health, share=breakers or LOCAL_BREAKERS)
     if breakers is not None:
         breakers.attach(health)
@@ -390,6 +398,7 @@ def status_facts(
     journal: Callable[[], dict[str, object] | None] | None = None,
     losses: Callable[[], dict[str, object] | None] | None = None,
     watched: tuple[StoreHealth, TracePruner],
+    fleet: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None,
 ) -> ServerFacts:
     """What ``GET /admin/v1/status`` reports beside the snapshot and the reloader."""
     health, pruner = watched
@@ -411,6 +420,7 @@ def status_facts(
         trace_losses=losses,
         store_problem=lambda: health.problem,
         prune_rounds=lambda: pruner.rounds,
+        fleet=fleet,
     )
 
 

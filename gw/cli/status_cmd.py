@@ -4,12 +4,13 @@ shape in gw/server/admin/status.py), with ``--json`` printing it plus ``"running
 With no server running it says so on stderr and exits 1, after printing what the state
 dir tells without one (``--json``: ``{"running": false, "reason", "store": {"path",
 "size_bytes", "schema_version"}, "last_revision": {"revision", "time", "source", "hash"}
-| null}``).
+| null}``, and with state.url the ``fleet`` as the store has it).
 """
 
 from __future__ import annotations
 
 import datetime
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,9 @@ from gw.cli.config_cmd import read_store
 from gw.cli.console import fail, print_json, stdout
 from gw.cli.options import ConfigOption, JsonOption, StateDirOption, resolve_home
 from gw.cli.state_target import state_target
+from gw.startup.fleet_registry import fleet_view
 from gw.store.file_checks import database_size
-from gw.store.port import StateStore
+from gw.store.port import GatewayRow, StateStore
 from gw.upstream_http.env_proxy import describe_proxies
 
 STATUS_PATH = "/admin/v1/status"
@@ -53,12 +55,16 @@ def status_command(
 def offline_report(home: Path, reason: str, config: Path | None = None) -> dict[str, Any]:
     target = state_target(home, config)
 
-    async def read(store: StateStore) -> tuple[int | None, list[Any]]:
-        return await store.schema_version(), await store.list_revisions(limit=1)
+    async def read(store: StateStore) -> tuple[int | None, list[Any], list[GatewayRow] | None]:
+        registry = store.gateways()
+        fleet = None if registry is None else await registry.list()
+        return await store.schema_version(), await store.list_revisions(limit=1), fleet
 
-    nothing: tuple[int | None, list[Any]] = (None, [])
-    version, latest = read_store(home, read, nothing, config)
-    return {
+    nothing: tuple[int | None, list[Any], list[GatewayRow] | None] = (None, [], None)
+    version, latest, fleet = read_store(home, read, nothing, config)
+    # With state.url the fleet is in the store: seen from here without a local gateway.
+    shown = {} if fleet is None else {"fleet": fleet_view(fleet, now=time.time(), me="")}
+    return shown | {
         "running": False,
         "reason": reason,
         "store": {
@@ -77,6 +83,8 @@ def render_offline(offline: dict[str, Any]) -> None:
         lines.append(
             f"config   last revision {last['revision']} ({last['source']}, {when(last['time'])})"
         )
+    if (fleet := offline.get("fleet")) is not None:
+        lines.extend(fleet_lines(fleet))
     for line in lines:
         stdout.print(line, highlight=False, markup=False)
 
@@ -106,8 +114,26 @@ def render(report: dict[str, Any]) -> None:
         lines.append(f"journal  {journal_line(journal)}")
     if losses := report.get("trace_losses"):
         lines.append(f"traces   {losses_line(losses)}")
+    if (fleet := report.get("fleet")) is not None:
+        lines.extend(fleet_lines(fleet))
     for line in lines:
         stdout.print(line, highlight=False, markup=False)
+
+
+def fleet_lines(fleet: list[dict[str, Any]]) -> list[str]:
+    """The fleet (state.url): one line per registered gateway, this one marked ``*``."""
+    live = [gateway for gateway in fleet if not gateway["gone"]]
+    revisions = {gateway["revision"] for gateway in live}
+    agree = "one config" if len(revisions) <= 1 else f"{len(revisions)} revisions"
+    lines = [f"fleet    {len(live)} gateways ({agree}), {len(fleet) - len(live)} gone"]
+    for gateway in fleet:
+        health = "GONE" if gateway["gone"] else "ready" if gateway["ready"] else "NOT ready"
+        lines.append(
+            f"  {'*' if gateway['self'] else ' '} {gateway['id']}  {gateway['url']}  "
+            f"revision {gateway['revision']} ({gateway['config_hash'][:12]})  {health}, "
+            f"heartbeat {gateway['age_s']:.1f}s ago"
+        )
+    return lines
 
 
 def journal_line(journal: dict[str, Any]) -> str:

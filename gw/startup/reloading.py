@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from gw.adapters.directory import AdapterDirectory
 from gw.adapters.secrets import vault_references
@@ -18,6 +18,7 @@ from gw.execution.health import HealthBook
 from gw.reload import AppliedConfig, Reloader
 from gw.startup.plan import ServePlan, SnapshotHolder, SystemClock
 from gw.store.port import StateStore
+from gw.store.revisions import StoredRevision
 from gw.vault import Vault, VaultError
 
 logger = logging.getLogger("gw.reload")
@@ -35,9 +36,12 @@ def build_reloader(
     directory: AdapterDirectory,
     start_text: str | None,
     on_applied: Callable[[Snapshot], None] | None = None,
+    fleet: bool = False,
 ) -> Reloader:
     """Reloads of the config file into new snapshots; health, latency and account locks
-    carry over for the targets that remain (the books live outside the snapshot)."""
+    carry over for the targets that remain (the books live outside the snapshot).
+    ``fleet``: the store is shared (state.url), so an admin write first catches up to the
+    newest revision any gateway recorded (gw/startup/fleet_config.py)."""
 
     def apply(snapshot: Snapshot) -> None:
         snapshots.current = snapshot  # one assignment: requests pinned the old one
@@ -54,6 +58,7 @@ def build_reloader(
             time=clock.time(),
             content=applied.text,
             redacted=applied.redacted,
+            parent=applied.parent,
         )
 
     def compile_config(config: Config, revision: int, source: str, digest: str) -> Snapshot:
@@ -75,7 +80,22 @@ def build_reloader(
         start_text=start_text,
         limits=plan.limits,
         on_applied=on_applied,
+        fleet_newest=fleet_newest(store, snapshots.get) if fleet else None,
     )
+
+
+def fleet_newest(
+    store: StateStore, current: Callable[[], Snapshot]
+) -> Callable[[], Awaitable[StoredRevision | None]]:
+    """The fleet's newest revision when it is newer than the running one (else None)."""
+
+    async def newest() -> StoredRevision | None:
+        rows = await store.list_revisions(limit=1)
+        if not rows or rows[0].revision <= current().revision:
+            return None
+        return await store.get_revision(rows[0].revision)
+
+    return newest
 
 
 async def refresh_vault(plan: ServePlan, directory: AdapterDirectory, config: Config) -> None:

@@ -25,7 +25,7 @@ from typing import Final
 
 import msgspec
 
-from gw.store.postgres.schema import BASELINE
+from gw.store.postgres.schema import BASELINE, GATEWAYS_TABLE
 
 
 class StoreError(Exception):
@@ -337,6 +337,15 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         ),
         # PostgreSQL starts here, with the whole schema of this version.
         postgres=BASELINE,
+    ),
+    # Version 10 is another branch's (a traces column); numbered 11 so both merge cleanly.
+    Migration(
+        version=11,
+        description="the fleet's gateway registry (PostgreSQL only)",
+        # SQLite is one gateway's database: it has no registry (``SqliteStore.gateways``
+        # is None), so this version changes nothing there.
+        statements=(),
+        postgres=(GATEWAYS_TABLE,),
     ),
 )
 

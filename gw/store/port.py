@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Protocol, Self
 
+import msgspec
+
 from gw.ports import UsageRow
 from gw.record import TraceRecord
 from gw.store.api_keys import ApiKey
@@ -158,6 +160,10 @@ class StateStore(Protocol):
 
     def usage_recovery(self) -> UsageRecoveryPort: ...
 
+    def gateways(self) -> GatewayRegistry | None:
+        """The fleet's gateway registry (PostgreSQL); None for a gateway alone (SQLite)."""
+        ...
+
     # -- config revisions -----------------------------------------------------------------
 
     async def record_revision(
@@ -168,6 +174,7 @@ class StateStore(Protocol):
         time: float,
         content: str | None = None,
         redacted: str | None = None,
+        parent: int | None = None,
     ) -> int: ...
 
     async def list_revisions(self, *, limit: int | None = None) -> list[RevisionRow]: ...
@@ -207,3 +214,40 @@ class StateStore(Protocol):
     async def delete_usage_before(self, cutoff: float, *, limit: int) -> int: ...
 
     async def reclaim_space(self) -> int: ...
+
+
+# -- the fleet's gateway registry (PostgreSQL) ----------------------------------------------
+
+
+class GatewayRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One running ``gw serve`` as it last reported itself (``gw status --json``'s
+    ``fleet`` adds ``age_s`` and ``gone`` to these fields)."""
+
+    id: str  # gw/fleet/gateway_id.py: host-pid-random, one per run
+    url: str
+    host: str
+    pid: int
+    started_at: float
+    revision: int  # the config revision it serves
+    config_hash: str
+    ready: bool  # what its /readyz says
+    heartbeat_at: float  # wall clock of its last heartbeat
+    heartbeat_s: float  # its heartbeat interval
+
+
+class GatewayRegistry(Protocol):
+    """Each gateway of a fleet writes its row at start and with every heartbeat."""
+
+    async def beat(self, row: GatewayRow) -> None:
+        """Insert or replace ``row`` (by ``id``)."""
+        ...
+
+    async def list(self) -> list[GatewayRow]:
+        """Every registered gateway, oldest start first."""
+        ...
+
+    async def remove(self, gateway_id: str) -> None: ...
+
+    async def prune(self, *, before: float) -> int:
+        """Forget gateways whose last heartbeat is older than ``before``; how many."""
+        ...

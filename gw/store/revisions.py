@@ -29,6 +29,19 @@ class StoredRevision(RevisionRow, frozen=True, kw_only=True):
     redacted: str | None  # the resolved config, redacted, as JSON
 
 
+class RevisionMovedError(Exception):
+    """The newest revision is no longer the one an edit started from."""
+
+    def __init__(self, parent: int, newest: int | None) -> None:
+        super().__init__(f"revision {newest} was recorded after {parent}, which this edit is from")
+        self.newest = newest
+
+
+def check_parent(parent: int | None, newest: int | None) -> None:
+    if parent is not None and newest != parent:
+        raise RevisionMovedError(parent, newest)
+
+
 class ConfigRevisions:
     def __init__(
         self,
@@ -48,6 +61,7 @@ class ConfigRevisions:
         time: float,
         content: str | None = None,
         redacted: str | None = None,
+        parent: int | None = None,
     ) -> int:
         """Record an applied config and return its revision number.
 
@@ -57,12 +71,17 @@ class ConfigRevisions:
         latest stored revision has the same hash (a restart with an unchanged config), its
         number is returned and nothing is written, except that a row stored before these
         columns existed gets its missing ``content`` and ``redacted`` filled in.
+
+        ``parent``: the revision this config was edited from; ``RevisionMovedError`` (and
+        nothing recorded) when the newest is another, which another gateway of a fleet
+        recorded meanwhile (an If-Match that held when the edit began no longer does).
         """
         async with self._transaction():
             rows = await self._conn().execute_fetchall(
                 "SELECT revision, hash FROM config_revisions ORDER BY revision DESC LIMIT 1"
             )
             latest = next(iter(rows), None)
+            check_parent(parent, None if latest is None else int(latest[0]))
             if latest is not None and latest[1] == config_hash:
                 await self._conn().execute(
                     "UPDATE config_revisions SET content = coalesce(content, ?),"

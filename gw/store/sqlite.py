@@ -197,6 +197,9 @@ class SqliteStore:
         """Each run of gw serve and the traces it lost (gw/store/runs.py)."""
         return Runs(lambda: self._conn, self._transaction, self.path)
 
+    def gateways(self) -> None:
+        """None: a SQLite database serves one gateway, so there is no fleet to register."""
+
     # -- config revisions (gw/store/revisions.py) ---------------------------------------
 
     def revisions(self) -> ConfigRevisions:
@@ -210,10 +213,16 @@ class SqliteStore:
         time: float,
         content: str | None = None,
         redacted: str | None = None,
+        parent: int | None = None,
     ) -> int:
         """``ConfigRevisions.record``."""
         return await self.revisions().record(
-            config_hash=config_hash, source=source, time=time, content=content, redacted=redacted
+            config_hash=config_hash,
+            source=source,
+            time=time,
+            content=content,
+            redacted=redacted,
+            parent=parent,
         )
 
     async def list_revisions(self, *, limit: int | None = None) -> list[RevisionRow]:

@@ -23,9 +23,13 @@ the callables that read the rest when asked. The report::
                                               "error"}},  // null when there is none
      "trace_losses": {"this_run": {"routed", "unrouted"},  // traces dropped so far
                       "last_run": {"started_at", "stopped_at", "ended",  // stopped | killed
-                                   "routed", "unrouted", "counted_from"} | null}}
+                                   "routed", "unrouted", "counted_from"} | null},
                      // routed: of requests with a usage row (null: being counted after a
                      // kill); unrouted: of requests refused before routing (none)
+     "fleet": [{"id", "url", "host", "pid", "started_at", "revision", "config_hash",
+                "ready", "heartbeat_at", "heartbeat_s", "age_s", "gone", "self"}, ...]}
+                     // only with state.url (PostgreSQL): every registered gateway, this
+                     // one included ("self"); "gone": no heartbeat for 3 of its intervals
 """
 
 from __future__ import annotations
@@ -83,6 +87,9 @@ class ServerFacts(msgspec.Struct, frozen=True, kw_only=True):
     trace_losses: Callable[[], dict[str, object] | None] | None = None  # TelemetryHub's
     store_problem: Callable[[], StoreProblem | None] | None = None  # StoreHealth.problem
     prune_rounds: Callable[[], int] | None = None  # TracePruner.rounds
+    # With state.url (a fleet): every registered gateway, as gw/startup/fleet_registry.py
+    # ``fleet_view`` shows them; None for a gateway alone (the report has no "fleet").
+    fleet: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None
 
 
 class ReloadFacts(Protocol):
@@ -119,7 +126,8 @@ async def status_report(
             "failures": reload.failures,
         }
     problem = facts.store_problem() if facts.store_problem is not None else None
-    return {
+    fleet = {"fleet": await facts.fleet()} if facts.fleet is not None else {}
+    return fleet | {
         "server": {
             "url": facts.url,
             "host": facts.host,

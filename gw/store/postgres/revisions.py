@@ -2,7 +2,9 @@
 
 Several gateways may record a revision at once (each start records ``start``): the
 read-then-insert runs under a transaction-scoped advisory lock, so the numbers stay one
-sequence that grows by one per distinct config.
+sequence that grows by one per distinct config. A new revision is announced on the
+``gw_config`` channel (``NOTIFY``, the revision number as payload) when it commits; every
+gateway of the fleet listens (gw/store/postgres/config_notices.py) and applies it.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from typing import Final
 
 from gw.store.postgres.database import Database
 from gw.store.postgres.sql import numbered
-from gw.store.revisions import RevisionRow, StoredRevision
+from gw.store.revisions import RevisionRow, StoredRevision, check_parent
 
 REVISIONS_LOCK: Final = 0x67770001  # pg_advisory_xact_lock key: "gw", revisions
+CONFIG_CHANNEL: Final = "gw_config"  # NOTIFY payload: the new revision's number
 
 
 class Revisions:
@@ -28,6 +31,7 @@ class Revisions:
         time: float,
         content: str | None = None,
         redacted: str | None = None,
+        parent: int | None = None,
     ) -> int:
         """As ``ConfigRevisions.record``."""
         async with self._db.transaction() as conn:
@@ -35,6 +39,8 @@ class Revisions:
             latest = await conn.fetchrow(
                 "SELECT revision, hash FROM config_revisions ORDER BY revision DESC LIMIT 1"
             )
+            # Under the lock: two gateways' admin writes from one revision, one recorded.
+            check_parent(parent, None if latest is None else int(latest[0]))
             if latest is not None and latest[1] == config_hash:
                 await conn.execute(
                     numbered(
@@ -59,6 +65,8 @@ class Revisions:
                 content,
                 redacted,
             )
+            # Delivered at commit, so a listener that hears it can read the row.
+            await conn.execute("SELECT pg_notify($1, $2)", CONFIG_CHANNEL, str(revision))
         return revision
 
     async def list(self, *, limit: int | None = None) -> list[RevisionRow]:

@@ -205,3 +205,21 @@ BASELINE: Final[tuple[str, ...]] = (
     """,
 )
 """Every table, index and trigger of schema version 9, for a fresh database."""
+
+# Version 11: one row per running ``gw serve`` of a fleet (gw/store/postgres/gateways.py),
+# written at start and with every heartbeat; ``heartbeat_s`` is the writer's own interval,
+# so a reader tells a gateway that is gone without knowing the writer's settings.
+GATEWAYS_TABLE: Final = """
+CREATE TABLE gateways (
+    id text PRIMARY KEY,
+    url text NOT NULL,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    started_at double precision NOT NULL,
+    revision integer NOT NULL,
+    config_hash text NOT NULL,
+    ready boolean NOT NULL,
+    heartbeat_at double precision NOT NULL,
+    heartbeat_s double precision NOT NULL
+)
+"""

@@ -27,6 +27,7 @@ from gw.store.api_keys import ApiKey
 from gw.store.file_checks import StoreProblem
 from gw.store.migrations import StoreError, postgres_pending
 from gw.store.postgres.database import Database
+from gw.store.postgres.gateways import Gateways
 from gw.store.postgres.keys import Keys
 from gw.store.postgres.response_jobs import PgResponseJobs
 from gw.store.postgres.revisions import Revisions
@@ -148,6 +149,9 @@ class PostgresStore:
     def usage_recovery(self) -> Recovery:
         return Recovery(self._db)
 
+    def gateways(self) -> Gateways:
+        return Gateways(self._db)
+
     # -- config revisions -----------------------------------------------------------------
 
     async def record_revision(
@@ -158,9 +162,15 @@ class PostgresStore:
         time: float,
         content: str | None = None,
         redacted: str | None = None,
+        parent: int | None = None,
     ) -> int:
         return await self._revisions.record(
-            config_hash=config_hash, source=source, time=time, content=content, redacted=redacted
+            config_hash=config_hash,
+            source=source,
+            time=time,
+            content=content,
+            redacted=redacted,
+            parent=parent,
         )
 
     async def list_revisions(self, *, limit: int | None = None) -> list[RevisionRow]:
