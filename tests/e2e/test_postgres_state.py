@@ -27,6 +27,7 @@ import httpx
 import pytest
 from pg import fresh_database
 
+from gw.store.migrations import LATEST_VERSION
 from gw.store.open import open_store
 
 from e2e.gw_process import GW, GwServer
@@ -78,7 +79,7 @@ def test_one_gateway_on_postgres_is_seen_by_every_state_command(
         status = gw.cli_json("status")
         assert status["store"]["path"] == database  # no password in it to hide
         assert status["store"]["size_bytes"] is None
-        assert status["store"]["schema_version"] == 9
+        assert status["store"]["schema_version"] == LATEST_VERSION
         assert not (state / "gw.db").exists()  # nothing went to SQLite
 
         made = gw.cli_json("keys", "create", "--tenant", "team-a")
