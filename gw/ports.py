@@ -99,7 +99,9 @@ class UsageRow(msgspec.Struct, frozen=True, kw_only=True):
     ``cost_usd`` is the trace's cost (``None``: price unknown); ``usage_source`` says
     whether the token counts are the provider's or gw's estimate; ``recovered``: put back
     at start-up from the usage journal of a run that was killed before writing it
-    (gw/telemetry/usage_journal.py), so its trace may be missing.
+    (gw/telemetry/usage_journal.py), so its trace may be missing. ``gateway``: the
+    gateway that served it (gw/fleet/gateway_id.py); None in rows written before gw
+    recorded it, so an older journal's rows still decode.
     """
 
     request_id: str
@@ -121,6 +123,7 @@ class UsageRow(msgspec.Struct, frozen=True, kw_only=True):
     cost_usd: float | None = None
     usage_source: UsageSource | None = None
     recovered: bool = False
+    gateway: str | None = None
 
 
 class UsageSink(Protocol):

@@ -128,6 +128,9 @@ class TraceRecord(RecordStruct, frozen=True, kw_only=True):
     cost_usd: float | None = None
     committed: bool = False
     background: bool = False  # run by the background worker (POST /v1/responses background)
+    # The gateway that served the request (gw/fleet/gateway_id.py); None in traces written
+    # before gw recorded it.
+    gateway: str | None = None
 
     @property
     def route_header(self) -> str:

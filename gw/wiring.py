@@ -30,7 +30,7 @@ from gw.execution.local_limits import LocalLimits
 from gw.execution.periods import period_label
 from gw.execution.probes import Prober
 from gw.fleet.breaker_mirror import BreakerMirror, MirrorCounts
-from gw.fleet.gateway_id import new_gateway_id
+from gw.fleet.gateway_id import gateway_id
 from gw.ports import TenantLimits
 from gw.reload import WatchTask
 from gw.server.admin.status import RequestCounts, ServerFacts
@@ -182,11 +182,12 @@ async def _serve(
     admin_key: str | None,
     proxies: dict[str, str],
 ) -> None:
-    server_config = plan.config.server
+    # This gateway's id names its traces, usage rows, run and breaker notes.
+    server_config, gateway_name = plan.config.server, serving_gateway(plan)
     # Redis first: a gateway that cannot reach the fleet's limits does not take the port.
     shared, sock = await shared_limits(plan), bind_socket(server_config.host, server_config.port)
     address = sock.getsockname()
-    clock, gateway_id = SystemClock(), new_gateway_id()  # gateway_id: this run, in a fleet
+    clock = SystemClock()
     store = await open_store(plan.config.state.url, database_path(plan.home))
     authenticator = await build_authenticator(
         plan, admin_key, store, clock, on_keys_mode=lambda: server_facts(auth_mode="keys")
@@ -197,7 +198,9 @@ async def _serve(
         compile_snapshot(plan.config, revision=revision, source=plan.source, shipped=shipped)
     )
     # What a killed run left in the usage journal goes back first (budgets read it below).
-    telemetry = with_request_log(await journaled_telemetry(plan.home, store), snapshots)
+    telemetry = with_request_log(
+        await journaled_telemetry(plan.home, store, gateway_name), snapshots
+    )
     add_otel(telemetry, plan, snapshots)
     transport = build_transport(
         server_config.upstream_transport,
@@ -206,7 +209,7 @@ async def _serve(
         max_connections=server_config.upstream_max_connections,
         max_per_host=server_config.upstream_max_connections_per_host,
     )
-    (health, breakers), latency = health_book(plan, clock, snapshots, gateway_id), LatencyBook()
+    (health, breakers), latency = health_book(plan, clock, snapshots, gateway_name), LatencyBook()
     accounts = AccountBook(plan.config.health)
     directory = AdapterDirectory(transport, plan.environ, vault)
     engine = Engine(
@@ -229,7 +232,7 @@ async def _serve(
     )
     server_file, url = plan.home / SERVER_FILE_NAME, f"http://{_url_host(address[0])}:{address[1]}"
     fleet = fleet_duties(  # with state.url: follow the fleet's config, join its registry
-        plan, store, reloader, snapshots, ready=store_health.check, gateway_id=gateway_id,
+        plan, store, reloader, snapshots, ready=store_health.check, gateway_id=gateway_name,
         url=url, clock=clock,
     )  # fmt: skip
     counts = RequestCounts(telemetry.sink())  # for GET /admin/v1/status
@@ -242,6 +245,7 @@ async def _serve(
         accounts=accounts,
         limits=await seeded_limiter(store, clock, shared),
         usage=telemetry.usage,
+        gateway=gateway_name,
     )
     # What previous_response_id follows, and the background Responses jobs.
     links, background = responses_state(
@@ -337,13 +341,21 @@ async def _serve(
         sock.close()
 
 
+def serving_gateway(plan: ServePlan) -> str:
+    """This run's gateway id (gw/fleet/gateway_id.py): ``GW_GATEWAY_ID`` or a fresh one."""
+    try:
+        return gateway_id(plan.environ)
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
+
+
 def health_book(
-    plan: ServePlan, clock: SystemClock, snapshots: SnapshotHolder, gateway_id: str
+    plan: ServePlan, clock: SystemClock, snapshots: SnapshotHolder, gateway: str
 ) -> tuple[HealthBook, BreakerMirror | None]:
     """Targets' health and breakers; with ``state.redis_url`` the breakers are shared by
     the fleet through the mirror returned beside it (to start and stop), this run of gw
-    serve named by a fresh gateway id."""
-    breakers = shared_breakers(plan, gateway_id, clock, snapshots)
+    serve named by ``gateway``."""
+    breakers = shared_breakers(plan, gateway, clock, snapshots)
     health = HealthBook(plan.config.health, share=breakers or LOCAL_BREAKERS)
     if breakers is not None:
         breakers.attach(health)

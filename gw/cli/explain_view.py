@@ -58,7 +58,9 @@
       ],
       "usage": {"input_tokens": 12, "output_tokens": 34, "cached_input_tokens": 0,
                 "reasoning_tokens": 0, "source": "provider"},   // or "estimate"; null if none
-      "cost_usd": 0.000022                // null when the price is unknown
+      "cost_usd": 0.000022,               // null when the price is unknown
+      "gateway": "gw-a"                   // the gateway that served it (GW_GATEWAY_ID, or
+                                          //   host-pid-random); null in older traces
     }
 """
 
@@ -140,6 +142,8 @@ def _header(trace: TraceRecord, tz: tzinfo | None) -> Panel:
         ("answered by" if trace.answered else "last tried", Text(printable(trace.route_header))),
         ("latency", Text(_duration(trace.latency_ms) + _ttft_suffix(trace.ttft_ms))),
     ]
+    if trace.gateway is not None:
+        rows.append(("gateway", Text(printable(trace.gateway))))
     for label, value in rows:
         grid.add_row(label, value)
     return Panel(grid, title=Text(f"request {trace.request_id}"), title_align="left", expand=False)

@@ -17,8 +17,11 @@
       "output_tokens": 34,               // null when no usage is known
       "cost_usd": 0.000022,              // null when the price is unknown
       "revision": 3,                     // config revision the request ran against
-      "attempts": 1                      // number of upstream calls made
+      "attempts": 1,                     // number of upstream calls made
+      "gateway": "gw-a"                  // the gateway that served it; null in older traces
     }
+
+The table shows a gateway column only when the traces listed come from more than one.
 """
 
 from __future__ import annotations
@@ -56,7 +59,9 @@ def status_text(status: int) -> Text:
 
 
 def traces_table(traces: Sequence[TraceRecord], *, tz: tzinfo | None = None) -> Table:
-    """One row per trace, in the order given (the store returns newest first)."""
+    """One row per trace, in the order given (the store returns newest first); with a
+    gateway column when they were served by more than one (a fleet on one database)."""
+    fleet = len({trace.gateway for trace in traces} - {None}) > 1
     table = Table(title="Recent requests", title_justify="left")
     table.add_column("time")
     table.add_column("request id", no_wrap=True)
@@ -67,10 +72,13 @@ def traces_table(traces: Sequence[TraceRecord], *, tz: tzinfo | None = None) -> 
     table.add_column("latency ms", justify="right")
     table.add_column("tokens in/out", justify="right")
     table.add_column("cost", justify="right")
+    if fleet:
+        table.add_column("gateway", no_wrap=True)
     for trace in traces:
         usage = trace.usage
         tokens = "-" if usage is None else f"{usage.input_tokens}/{usage.output_tokens}"
         # Text cells: stored values are shown verbatim, never parsed as Rich markup.
+        gateway = [Text(printable(trace.gateway or "-"))] if fleet else []
         table.add_row(
             Text(local_time(trace.time, tz)),
             Text(trace.request_id),
@@ -81,6 +89,7 @@ def traces_table(traces: Sequence[TraceRecord], *, tz: tzinfo | None = None) -> 
             Text(format_ms(trace.latency_ms)),
             Text(tokens),
             Text(format_cost(trace.cost_usd)),
+            *gateway,
         )
     return table
 
@@ -104,6 +113,7 @@ def trace_summary_json(trace: TraceRecord) -> dict[str, object]:
         "cost_usd": trace.cost_usd,
         "revision": trace.revision,
         "attempts": len(trace.attempts),
+        "gateway": trace.gateway,
     }
 
 

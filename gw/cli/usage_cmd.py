@@ -20,7 +20,11 @@ from gw.store.usage import UsageGroup, UsageTotals, parse_since, report_json
 
 ByOption = Annotated[
     UsageGroup,
-    typer.Option("--by", help="Group by tenant, model, key (API key id), day, route or provider."),
+    typer.Option(
+        "--by",
+        help="Group by tenant, model, key (API key id), day, route, provider or gateway (the"
+        " one that served each request, in a fleet).",
+    ),
 ]
 SinceOption = Annotated[
     str | None,
@@ -58,6 +62,13 @@ def usage_command(
     stdout.print(usage_table(by, totals, since=since))
     for note in usage_notes(totals):
         stdout.print(note, highlight=False)
+    if by == "gateway" and any(group.key is None for group in totals):
+        stdout.print(GATEWAY_NONE_NOTE, highlight=False)
+
+
+GATEWAY_NONE_NOTE = (
+    "(none): requests served before gw recorded the gateway that served each (schema 10)"
+)
 
 
 def usage_table(by: UsageGroup, totals: list[UsageTotals], *, since: str | None = None) -> Table:

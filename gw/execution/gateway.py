@@ -106,7 +106,9 @@ class Gateway:
         accounts: AccountBook | None = None,
         limits: TenantLimits | None = None,
         usage: UsageSink | None = None,
+        gateway: str | None = None,
     ) -> None:
+        self._gateway = gateway  # this gateway's id, on each trace (gw/fleet/gateway_id.py)
         self._limits = limits
         self._usage = usage  # one row per routed request (gw/execution/usage_row.py)
         self._engine = engine
@@ -441,6 +443,7 @@ class Gateway:
             cost_usd=cost_usd(entry, usage),
             committed=committed,
             background=ctx.background,
+            gateway=self._gateway,
         )
         if self._limits is not None:
             tokens = usage.input_tokens + usage.output_tokens if usage else 0

@@ -40,4 +40,5 @@ def usage_row(trace: TraceRecord) -> UsageRow | None:
         reasoning_tokens=usage.reasoning_tokens if usage else 0,
         cost_usd=trace.cost_usd,
         usage_source=trace.usage_source,
+        gateway=trace.gateway,
     )

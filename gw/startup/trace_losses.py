@@ -12,7 +12,8 @@ loss is counted, and the count outlives the process:
   trace (in a thread, after the start: it reads every row of the run) and writes that as
   its ``routed`` loss. Its ``unrouted`` figure is the one last written: a request refused
   before routing leaves no durable trace of its own, so those dropped after the run's last
-  trace batch are not counted.
+  trace batch are not counted. In a fleet the count covers the usage rows of the killed
+  run's own gateway only (each run and each row names its gateway).
 
 ``gw status`` shows both runs' figures and the start logs the last run's losses.
 """
@@ -62,13 +63,14 @@ class TraceLosses:
         self._log = ThrottledLog(logger)
 
     @classmethod
-    async def begin(cls, store: StateStore) -> TraceLosses | None:
-        """Record this run in ``store`` (before it serves: the last run's usage rows are
-        those timed before this start); None, logged, when the store cannot be written:
-        losses are then counted in memory only, as the trace queue always counts them."""
+    async def begin(cls, store: StateStore, gateway: str | None = None) -> TraceLosses | None:
+        """Record this run of ``gateway`` in ``store`` (before it serves: the last run's
+        usage rows are those timed before this start); None, logged, when the store cannot
+        be written: losses are then counted in memory only, as the trace queue always
+        counts them."""
         started_at = time.time()
         try:
-            run, previous = await store.runs().begin(started_at)
+            run, previous = await store.runs().begin(started_at, gateway=gateway)
         except Exception as exc:  # noqa: BLE001 -- any engine's failure (sqlite3, asyncpg, StoreUnavailableError) leaves the counts in memory, as documented
             failure = error_kind(exc)
         else:
@@ -132,7 +134,9 @@ class TraceLosses:
 
     async def _count_previous(self, previous: RunRow) -> None:
         try:
-            lost, since = await self._runs.count_routed_lost(previous.started_at, self._started_at)
+            lost, since = await self._runs.count_routed_lost(
+                previous.started_at, self._started_at, gateway=previous.gateway
+            )
             await self._runs.record_counted(previous.id, routed_lost=lost, counted_from=since)
         except Exception as exc:  # noqa: BLE001 -- the count is a report: failing it must not stop the server
             logger.warning("cannot count the traces the last run lost: %s", error_kind(exc))

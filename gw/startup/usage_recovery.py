@@ -61,12 +61,12 @@ async def recover_usage(home: Path, store: StateStore) -> JournalRecovery:
     return recovery
 
 
-async def journaled_telemetry(home: Path, store: StateStore) -> TelemetryHub:
+async def journaled_telemetry(home: Path, store: StateStore, gateway: str) -> TelemetryHub:
     """The telemetry hub, its usage ledger journaled, once the last run's journal is
     recovered (``recover_usage``), its trace losses kept in the store from now on
     (gw/startup/trace_losses.py)."""
     recovery = await recover_usage(home, store)
-    losses = await TraceLosses.begin(store)
+    losses = await TraceLosses.begin(store, gateway)
     return TelemetryHub(store, journal=open_journal(home), recovery=recovery, losses=losses)
 
 

@@ -104,6 +104,13 @@ def _v8_backfill(period: str, seconds: int) -> str:
     )
 
 
+# Version 10's statements, the same text in both engines (never edit: released SQL).
+_V10_GATEWAY: Final = (
+    "ALTER TABLE traces ADD COLUMN gateway TEXT",
+    "ALTER TABLE usage ADD COLUMN gateway TEXT",
+    "ALTER TABLE runs ADD COLUMN gateway TEXT",
+)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
         version=1,
@@ -338,7 +345,16 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         # PostgreSQL starts here, with the whole schema of this version.
         postgres=BASELINE,
     ),
-    # Version 10 is another branch's (a traces column); numbered 11 so both merge cleanly.
+    Migration(
+        version=10,
+        description="traces, usage rows and runs name the gateway that served them",
+        # In a fleet every gateway writes one database: each row names its gateway
+        # (gw/fleet/gateway_id.py) for explain, traces and ``usage --by gateway``, and a
+        # run names its own, so the traces a killed run lost are counted over its rows
+        # only (gw/store/runs.py). Rows written before stay NULL: not known.
+        statements=_V10_GATEWAY,
+        postgres=_V10_GATEWAY,
+    ),
     Migration(
         version=11,
         description="the fleet's gateway registry (PostgreSQL only)",

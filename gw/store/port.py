@@ -43,7 +43,9 @@ class TraceLookup(Protocol):
 class RunLog(Protocol):
     """Each run of ``gw serve`` and the traces it lost (gw/store/runs.py)."""
 
-    async def begin(self, started_at: float) -> tuple[int, RunRow | None]: ...
+    async def begin(
+        self, started_at: float, *, gateway: str | None = None
+    ) -> tuple[int, RunRow | None]: ...
 
     async def record_lost(
         self, run: int, *, routed: int, unrouted: int, stopped_at: float | None = None
@@ -51,10 +53,13 @@ class RunLog(Protocol):
 
     async def record_counted(self, run: int, *, routed_lost: int, counted_from: float) -> None: ...
 
-    async def count_routed_lost(self, since: float, until: float) -> tuple[int, float]:
-        """The usage rows timed in ``[since, until)`` without a trace, counted from the
-        oldest trace kept when later; (count, counted from). May read every row of the
-        period: the SQLite store runs it in a thread."""
+    async def count_routed_lost(
+        self, since: float, until: float, *, gateway: str | None
+    ) -> tuple[int, float]:
+        """The usage rows of ``gateway`` (None: rows that name none, written before gw
+        recorded it) timed in ``[since, until)`` without a trace, counted from the oldest
+        trace kept when later; (count, counted from). May read every row of the period:
+        the SQLite store runs it in a thread."""
         ...
 
 

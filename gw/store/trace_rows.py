@@ -22,7 +22,7 @@ logger = logging.getLogger("gw.store")
 INSERT_TRACES: Final = """
 INSERT OR REPLACE INTO traces (
     request_id, time, status, error_code, route, provider, model, latency_ms,
-    client_request_id, revision, body, size
+    client_request_id, revision, body, size, gateway
 )"""
 TRACE_ROW_OVERHEAD: Final = 200
 """Estimated bytes a trace takes besides its body: the other columns and index entries."""
@@ -54,6 +54,7 @@ def trace_row(trace: TraceRecord, body: bytes) -> tuple[object, ...]:
         trace.revision,
         body.decode(),  # stored as JSON text, which SQLite's JSON functions read
         len(body),
+        trace.gateway,
     )
 
 

@@ -5,13 +5,15 @@ Rows go in as multi-row inserts (``batch_insert.py``), in one transaction;
 written twice (a retry after an unclear failure) counts once.
 
 The report groups rows by one key and sums them; it is read from the rollup the store keeps
-beside the rows (gw/store/usage_rollup.py), which gives the same answer.
+beside the rows (gw/store/usage_rollup.py), which gives the same answer. The rollup does
+not keep the gateway that served each row (``ROWS_ONLY``): by gateway, the report sums the
+rows themselves, so it covers the rows retention has kept (``state.usage_max_age``).
 
 ``gw usage --json`` and ``GET /admin/v1/usage`` print the same array, one object per
 group, the biggest spender first (by day: oldest first)::
 
-    [{"model": "gpt-4o-mini",        // the grouping key: tenant, model, key, day, route
-                                     //   or provider; null where the row has none
+    [{"model": "gpt-4o-mini",        // the grouping key: tenant, model, key, day, route,
+                                     //   provider or gateway; null where the row has none
       "requests": 12,                // routed requests (see gw/execution/usage_row.py)
       "errors": 1,                   // ... of which ended with an error code
       "input_tokens": 3400,          // every prompt token, cached ones included
@@ -38,7 +40,7 @@ import msgspec
 
 from gw.ports import UsageRow
 
-UsageGroup = Literal["tenant", "model", "key", "day", "route", "provider"]
+UsageGroup = Literal["tenant", "model", "key", "day", "route", "provider", "gateway"]
 USAGE_GROUPS: Final[tuple[UsageGroup, ...]] = get_args(UsageGroup)
 
 # Group -> column of the ``usage`` table (gw/store/migrations.py, version 2).
@@ -49,7 +51,10 @@ _COLUMNS: Final[dict[UsageGroup, str]] = {
     "day": "day",
     "route": "route",
     "provider": "provider",
+    "gateway": "gateway",  # version 10
 }
+ROWS_ONLY: Final[frozenset[UsageGroup]] = frozenset({"gateway"})
+"""Groups the rollup does not keep: their report sums the rows (see the module docstring)."""
 _DAY_PREFIX: Final = "d:"  # gw.execution.periods renders day labels as d:YYYY-MM-DD
 _SINCE = re.compile(r"^(\d+)([mhdw])$")
 _SECONDS: Final = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

@@ -24,10 +24,12 @@ import aiosqlite
 
 from gw.store.usage import (
     ROW_MEASURES,
+    ROWS_ONLY,
     UsageGroup,
     UsageTotals,
     group_column,
     report_order,
+    report_sql,
     totals_from_row,
 )
 
@@ -83,7 +85,11 @@ Params = tuple[float | str, ...]
 
 def rollup_query(by: UsageGroup, since: float | None, tenant: str | None) -> tuple[str, Params]:
     """The report query and its parameters: whole days from the day sums, whole hours
-    before them from the hour sums, the rest of a first partial hour from the rows."""
+    before them from the hour sums, the rest of a first partial hour from the rows; for a
+    group the rollup does not keep (``ROWS_ONLY``), every row."""
+    if by in ROWS_ONLY:
+        sql = report_sql(by, since=since is not None, tenant=tenant is not None)
+        return sql, tuple(v for v in (since, tenant) if v is not None)
     column = group_column(by)
     rollup = f"SELECT {column} AS k, {', '.join(ROLLUP_MEASURES)} FROM usage_rollup"  # noqa: S608
     # The time index, named: with a tenant, SQLite would otherwise pick (tenant, day)

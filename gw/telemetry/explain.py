@@ -55,6 +55,7 @@ def explain_json(trace: TraceRecord) -> dict[str, object]:
             }
         ),
         "cost_usd": trace.cost_usd,
+        "gateway": trace.gateway,
     }
 
 

@@ -19,12 +19,14 @@ class PgRuns:
         self._db = db
         self._runner = runner
 
-    async def begin(self, started_at: float) -> tuple[int, RunRow | None]:
+    async def begin(
+        self, started_at: float, *, gateway: str | None = None
+    ) -> tuple[int, RunRow | None]:
         runner = await self._runner.hold()
         async with self._db.transaction() as conn:
             rows = await conn.fetch(
                 "SELECT id, started_at, stopped_at, routed_lost, unrouted_lost, counted_from,"
-                " runner FROM runs ORDER BY id DESC LIMIT $1",
+                " runner, gateway FROM runs ORDER BY id DESC LIMIT $1",
                 KEPT_RUNS,
             )
             running = {int(r[6]) for r in rows if r[2] is None and r[6] is not None}
@@ -34,9 +36,11 @@ class PgRuns:
             row = next((r for r in rows if r[2] is not None or r[6] not in live), None)
             run = int(
                 await conn.fetchval(
-                    "INSERT INTO runs (started_at, runner) VALUES ($1, $2) RETURNING id",
+                    "INSERT INTO runs (started_at, runner, gateway) VALUES ($1, $2, $3)"
+                    " RETURNING id",
                     started_at,
                     runner,
+                    gateway,
                 )
             )
             await conn.execute("DELETE FROM runs WHERE id <= $1", run - KEPT_RUNS)
@@ -50,6 +54,7 @@ class PgRuns:
                 routed_lost=int(row[3]) if stopped_at is not None else None,
                 unrouted_lost=int(row[4]),
                 counted_from=row[5],
+                gateway=row[7],
             )
         return run, previous
 
@@ -72,17 +77,20 @@ class PgRuns:
             run,
         )
 
-    async def count_routed_lost(self, since: float, until: float) -> tuple[int, float]:
+    async def count_routed_lost(
+        self, since: float, until: float, *, gateway: str | None
+    ) -> tuple[int, float]:
         async with self._db.transaction() as conn:
             oldest = await conn.fetchval("SELECT min(time) FROM traces")
             start = max(since, float(oldest)) if oldest is not None else since
             count = await conn.fetchval(
                 numbered(
                     "SELECT count(*) FROM usage AS u WHERE u.time >= ? AND u.time < ?"
-                    " AND NOT EXISTS (SELECT 1 FROM traces AS t"
-                    " WHERE t.request_id = u.request_id)"
+                    " AND u.gateway IS NOT DISTINCT FROM ?::text"
+                    " AND NOT EXISTS (SELECT 1 FROM traces AS t WHERE t.request_id = u.request_id)"
                 ),
                 start,
                 until,
+                gateway,
             )
         return int(count), start

@@ -23,7 +23,7 @@ from gw.store.trace_rows import TRACE_ROW_OVERHEAD, readable_traces, trace_row
 
 _COLUMNS: Final = (
     "request_id", "time", "status", "error_code", "route", "provider", "model", "latency_ms",
-    "client_request_id", "revision", "body", "size",
+    "client_request_id", "revision", "body", "size", "gateway",
 )  # fmt: skip
 INSERT_TRACE: Final = (
     f"INSERT INTO traces ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"  # noqa: S608 - fixed column names

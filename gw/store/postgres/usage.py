@@ -26,7 +26,14 @@ import msgspec
 from gw.ports import UsageRow
 from gw.store.postgres.database import Database, execute_many
 from gw.store.postgres.sql import numbered
-from gw.store.usage import COST_DIGITS, UsageGroup, UsageTotals, group_column, totals_from_row
+from gw.store.usage import (
+    COST_DIGITS,
+    ROWS_ONLY,
+    UsageGroup,
+    UsageTotals,
+    group_column,
+    totals_from_row,
+)
 from gw.store.usage_recovery import CHUNK, RecoveredRows
 from gw.store.usage_rollup import DAY, HOUR, ROLLUP_MEASURES, hour_start, next_start
 
@@ -159,17 +166,23 @@ Params = tuple[float | str, ...]
 
 def report_query(by: UsageGroup, since: float | None, tenant: str | None) -> tuple[str, Params]:
     """The report over the rollup and the first partial hour's rows: the SQLite store's
-    query (``gw.store.usage_rollup.rollup_query``) in PostgreSQL's words."""
+    query (``gw.store.usage_rollup.rollup_query``) in PostgreSQL's words; for a group
+    the rollup does not keep (``ROWS_ONLY``), every row."""
     column = group_column(by)
     rollup = f"SELECT {column} AS k, {', '.join(ROLLUP_MEASURES)} FROM usage_rollup"  # noqa: S608
-    rows = f"SELECT {column} AS k, {', '.join(ROW_MEASURES)} FROM usage"  # noqa: S608
+    # Named as the rollup's columns: the outer query reads them by name.
+    measures = ", ".join(f"{m} AS {n}" for m, n in zip(ROW_MEASURES, ROLLUP_MEASURES, strict=True))
+    rows = f"SELECT {column} AS k, {measures} FROM usage"  # noqa: S608
     filters: list[str] = []
     params: Params = ()
     if tenant is not None:
         filters, params = ["tenant = ?"], (tenant,)
     days = ["period = 'day'", *filters]
     parts: list[tuple[str, list[str], Params]] = [(rollup, days, params)]
-    if since is not None:
+    if by in ROWS_ONLY:
+        since_filter, since_params = (["time >= ?"], (since,)) if since is not None else ([], ())
+        parts = [(rows, ["true", *filters, *since_filter], (*params, *since_params))]
+    elif since is not None:
         hours, whole_days = next_start(since, HOUR), next_start(since, DAY)
         parts = [(rollup, [*days, "period_start >= ?::float8"], (*params, float(whole_days)))]
         if hours < whole_days:

@@ -67,7 +67,7 @@ def test_a_run_is_recorded_and_the_next_start_sees_it(target: Target) -> None:
         _, previous = await runs.begin(300.0)
         assert previous is not None
         assert previous.stopped_at == 250.0
-        assert await runs.count_routed_lost(0.0, 1000.0) == (0, 0.0)
+        assert await runs.count_routed_lost(0.0, 1000.0, gateway=None) == (0, 0.0)
 
     run(target, body)
 

@@ -41,9 +41,9 @@ def row(request_id: str, **fields: object) -> UsageRow:
 
 
 ROWS = [
-    row("r1"),
-    row("r2", model="gpt-4o", cost_usd=0.002, input_tokens=200, output_tokens=50),
-    row("r3", tenant="team-b", key_id="key_b", time=MAR_16, cached_input_tokens=64),
+    row("r1", gateway="gw-a"),
+    row("r2", model="gpt-4o", cost_usd=0.002, input_tokens=200, output_tokens=50, gateway="gw-a"),
+    row("r3", tenant="team-b", key_id="key_b", time=MAR_16, cached_input_tokens=64, gateway="gw-b"),
     row("r4", tenant=None, key_id=None, provider=None, model=None, status=404,
         error_code="model_not_found", input_tokens=0, output_tokens=0, cost_usd=None),
     row("r5", cost_usd=None, usage_source="estimate", reasoning_tokens=5, time=MAR_15 + 1800),

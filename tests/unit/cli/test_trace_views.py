@@ -140,6 +140,7 @@ TRACES_KEYS = {
     "cost_usd",
     "revision",
     "attempts",
+    "gateway",
 }
 EXPLAIN_KEYS = {
     "request_id",
@@ -161,6 +162,7 @@ EXPLAIN_KEYS = {
     "attempts",
     "usage",
     "cost_usd",
+    "gateway",
 }
 DECISION_KEYS = {
     "route",
@@ -254,6 +256,7 @@ def test_traces_json_shape() -> None:
         "cost_usd": 0.000123,
         "revision": 3,
         "attempts": 3,
+        "gateway": None,
     }
     assert items[1]["provider"] is None
     assert items[1]["input_tokens"] is None
@@ -360,3 +363,27 @@ def test_explain_shows_the_translation_of_each_attempt() -> None:
         "OpenAI chat -> IR -> Anthropic messages; lossy: response_format dropped"
     )
     assert "#1 OpenAI chat -> IR -> Anthropic messages" in render(*explain_renderables(trace))
+
+
+def test_the_gateway_that_served_a_trace_is_shown_in_explain_and_its_json() -> None:
+    served = msgspec.structs.replace(ANSWERED, gateway="gw-b")
+    assert explain_json(served)["gateway"] == "gw-b"
+    assert explain_json(ANSWERED)["gateway"] is None  # a trace from before gw recorded it
+    assert "gw-b" in render(*explain_renderables(served, tz=UTC))
+    assert "gateway" not in render(*explain_renderables(ANSWERED, tz=UTC))
+
+
+def test_traces_show_a_gateway_column_only_when_several_gateways_served_them() -> None:
+    on_a = msgspec.structs.replace(ANSWERED, gateway="gw-a")
+    on_b = msgspec.structs.replace(NOT_FOUND, gateway="gw-b")
+    both = render(traces_table([on_b, on_a], tz=UTC))
+    assert "gateway" in both
+    assert "gw-a" in both
+    assert "gw-b" in both
+    one = render(traces_table([on_a, msgspec.structs.replace(NOT_FOUND, gateway="gw-a")], tz=UTC))
+    assert "gw-a" not in one  # one gateway (or none recorded): nothing to tell apart
+    assert [item["gateway"] for item in traces_json([on_b, on_a, ANSWERED])] == [
+        "gw-b",
+        "gw-a",
+        None,
+    ]

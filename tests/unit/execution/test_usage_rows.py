@@ -226,3 +226,20 @@ def test_a_stream_cut_before_any_usage_is_estimated_whole() -> None:
     assert row.usage_source == "estimate"
     assert row.input_tokens > 0
     assert row.output_tokens == 2
+
+
+def test_the_trace_and_the_row_name_the_gateway_that_served_them() -> None:
+    sinks = Sinks()
+    clock = Clock()
+    answer = ChatResponse(id="x", model="m1", text="hi", usage=Usage(input_tokens=1))
+    served = Gateway(
+        Engine(Directory(Upstream(answer)), clock, asyncio.sleep),
+        sinks,
+        clock,
+        usage=sinks,
+        gateway="gw-a",
+    )
+    completed = asyncio.run(served.complete(context(), ChatRequest(model="r", messages=HI)))
+    assert completed.trace.gateway == "gw-a"
+    (row,) = sinks.rows
+    assert row.gateway == "gw-a"

@@ -161,8 +161,8 @@ def test_the_count_starts_at_the_oldest_trace_kept(tmp_path: Path) -> None:
 
     asyncio.run(fill())
     # Traces before 106 were pruned: u0..u5 are not counted as lost; u7 and u9 are.
-    assert count_routed_lost(path, 100.0, 200.0) == (2, 106.0)
-    assert count_routed_lost(path, 107.0, 109.0) == (1, 107.0)  # the window's own bounds
+    assert count_routed_lost(path, 100.0, 200.0, None) == (2, 106.0)
+    assert count_routed_lost(path, 107.0, 109.0, None) == (1, 107.0)  # the window's own bounds
 
 
 def test_runs_keep_a_bounded_history(tmp_path: Path) -> None:

@@ -20,7 +20,6 @@ from gw.ports import UsageRow
 from gw.store import SqliteStore
 from gw.store.migrations import MIGRATIONS, SCHEMA_VERSION_TABLE
 from gw.store.usage import (
-    INSERT_USAGE,
     USAGE_GROUPS,
     UsageGroup,
     UsageTotals,
@@ -143,10 +142,11 @@ def test_the_migration_sums_the_rows_written_before_it(tmp_path: Path) -> None:
             for statement in migration.statements:
                 db.execute(statement)
         db.execute("PRAGMA user_version = 7")
-        marks = ", ".join("?" * len(UsageRow.__struct_fields__))
+        # The fields version 7 had: the gateway came with version 10.
+        fields = [f for f in UsageRow.__struct_fields__ if f != "gateway"]
         db.executemany(
-            f"{INSERT_USAGE} VALUES ({marks})",
-            [msgspec.structs.astuple(row) for row in rows],
+            f"INSERT INTO usage ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})",  # noqa: S608 - fixed names
+            [msgspec.structs.astuple(row)[: len(fields)] for row in rows],
         )
     db.close()
 

@@ -178,3 +178,21 @@ def test_a_clean_stop_leaves_no_segment(tmp_path: Path) -> None:
 
     asyncio.run(main())
     assert segments(tmp_path) == []
+
+
+def test_rows_keep_their_gateway_and_an_older_journals_rows_still_decode(tmp_path: Path) -> None:
+    journal = UsageJournal(tmp_path)
+    journal.append(msgspec.structs.replace(make_row(1), gateway="gw-a"))
+    journal.close(all_committed=False)
+    # A segment written by a gw from before rows named their gateway: no such field.
+    older = msgspec.json.encode(make_row(2))
+    assert b"gateway" in older  # (the current encoder writes it, as null)
+    fields = msgspec.json.decode(older)
+    del fields["gateway"]
+    (tmp_path / "usage-0-000000.jsonl").write_bytes(msgspec.json.encode(fields) + b"\n")
+    found = read_journal(tmp_path)
+    assert {row.request_id: row.gateway for row in found.rows} == {
+        "req-00000002": None,
+        "req-00000001": "gw-a",
+    }
+    assert found.torn == 0

@@ -78,6 +78,7 @@ function summary(trace) {
       ["latency", fmt.ms(trace.latency_ms)],
       ["time to first token", trace.ttft_ms === null ? null : fmt.ms(trace.ttft_ms)],
       ["config revision", String(trace.revision)],
+      ["gateway", trace.gateway],
     ]),
   );
 }

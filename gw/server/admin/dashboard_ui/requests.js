@@ -67,7 +67,12 @@ function row(trace, navigate) {
       trace.stream ? h("span", { class: "tag" }, "stream") : null,
       trace.background ? h("span", { class: "tag" }, "background") : null,
     ),
-    h("td", null, target(trace) || "–"),
+    h(
+      "td",
+      null,
+      target(trace) || "–",
+      trace.gateway ? h("div", { class: "muted", title: "the gateway that served it", "data-testid": "trace-gateway" }, trace.gateway) : null,
+    ),
     h("td", null, status),
     h("td", { class: "num" }, String(trace.attempts.length)),
     h("td", { class: "num" }, fmt.ms(trace.latency_ms)),
