@@ -72,6 +72,8 @@ async def migrate(
     if source == destination:
         raise StoreError(f"{source.label} is both the source and the destination")
     before = await _schema_version(source)
+    if before == 0:  # opening it would only create an empty schema to copy
+        raise StoreError(f"{source.label} holds no gw state to migrate")
     await _open_and_close(source)
     await _open_and_close(destination)
     tell = progress or (lambda _message: None)
@@ -81,9 +83,12 @@ async def migrate(
         try:
             plans = plan_tables(await src.shapes(), await dst.shapes())
             await _refuse_data(dst)
+            names = [plan.name for plan in plans]
+            await dst.pause_triggers(names, paused=True)
             for plan in plans:
                 tell(f"copying {plan.name}")
                 await _copy(src, dst, plan, batch)
+            await dst.pause_triggers(names, paused=False)
             await dst.renumber()
             reports = [await _verify(src, dst, plan, batch) for plan in plans]
             report = MigrationReport(

@@ -28,6 +28,11 @@ class Side(Protocol):
 
     async def clear(self, table: str) -> None: ...
 
+    async def pause_triggers(self, tables: Sequence[str], *, paused: bool) -> None:
+        """Stop (or restart) the tables' own triggers, where the engine allows it inside
+        the transaction: a derived table is copied, so what they add is thrown away."""
+        ...
+
     async def insert(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]
     ) -> None: ...

@@ -77,6 +77,9 @@ class SqliteSide:
     async def clear(self, table: str) -> None:
         self._conn.execute(f"DELETE FROM {_quote(table)}")  # noqa: S608 - a name from the schema, quoted
 
+    async def pause_triggers(self, tables: Sequence[str], *, paused: bool) -> None:
+        """SQLite cannot: its rollup trigger runs, and copy.py clears what it added."""
+
     async def insert(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]
     ) -> None:
