@@ -5,16 +5,20 @@ copier too: the two SQLite files hold the same rows)."""
 from __future__ import annotations
 
 import asyncio
+import math
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import asyncpg
 import pytest
 from pg import fresh_database
 
+from gw.store.migrations import LATEST_VERSION, MIGRATIONS, SchemaTooNewError
 from gw.store.open import open_store
 from gw.store.state_migrate import Endpoint, migrate
 from gw.store.state_migrate.copy import DestinationNotEmptyError
+from gw.store.state_migrate.tables import Kind, fit_rows
 
 USAGE_ROWS = 20_000
 BATCH = 1_777  # not a divisor of any table's size: the last batch is a partial one
@@ -150,3 +154,68 @@ def test_postgres_to_postgres(tmp_path: Path) -> None:
         report = asyncio.run(migrate(Endpoint(url=first), Endpoint(url=second)))
         assert report.ok
         assert {t.name: t.rows for t in report.tables}["usage"] == USAGE_ROWS
+
+
+def test_an_older_source_is_brought_up_to_date_first(tmp_path: Path) -> None:
+    source = tmp_path / "a" / "gw.db"
+    source.parent.mkdir()
+    older = LATEST_VERSION - 1
+    conn = sqlite3.connect(source)
+    for migration in MIGRATIONS[:older]:
+        for statement in migration.statements:
+            conn.execute(statement)
+    conn.execute(
+        "INSERT INTO config_revisions (revision, time, source, hash) VALUES (1, 1.0, 'start', 'h')"
+    )
+    conn.execute(f"PRAGMA user_version = {older}")
+    conn.commit()
+    conn.close()
+    report = asyncio.run(migrate(Endpoint(path=source), Endpoint(path=tmp_path / "b" / "gw.db")))
+    assert report.ok
+    assert (report.source_version_before, report.schema_version) == (older, LATEST_VERSION)
+    assert {t.name: t.rows for t in report.tables}["config_revisions"] == 1
+
+
+def test_a_newer_source_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "a" / "gw.db"
+    _make_source(source)
+    conn = sqlite3.connect(source)
+    conn.execute(f"PRAGMA user_version = {LATEST_VERSION + 1}")
+    conn.close()
+    with pytest.raises(SchemaTooNewError, match="newer gw"):
+        asyncio.run(migrate(Endpoint(path=source), Endpoint(path=tmp_path / "b" / "gw.db")))
+
+
+def test_a_copy_that_differs_is_rolled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "a" / "gw.db"
+    _make_source(source)
+
+    def corrupt(
+        rows: Sequence[Sequence[object]], kinds: Sequence[Kind]
+    ) -> list[tuple[object, ...]]:
+        fitted = fit_rows(rows, kinds)
+        first = list(fitted[0])
+        reals = [n for n, kind in enumerate(kinds) if kind == "real" and first[n] is not None]
+        if reals:  # one float of one row, one bit off
+            first[reals[0]] = math.nextafter(float(first[reals[0]]), math.inf)  # type: ignore[arg-type]
+            fitted[0] = tuple(first)
+        return fitted
+
+    monkeypatch.setattr("gw.store.state_migrate.copy.fit_rows", corrupt)
+    with fresh_database() as url:
+        report = asyncio.run(migrate(Endpoint(path=source), Endpoint(url=url)))
+        assert not report.ok
+        differ = {t.name for t in report.tables if not t.match}
+        assert {"usage", "traces"} <= differ
+        assert all(t.rows == t.destination_rows for t in report.tables)
+
+        async def usage_rows() -> int:
+            conn = await asyncpg.connect(url)
+            try:
+                return int(await conn.fetchval("SELECT count(*) FROM usage"))
+            finally:
+                await conn.close()
+
+        assert asyncio.run(usage_rows()) == 0  # nothing committed
