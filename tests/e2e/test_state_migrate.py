@@ -1,12 +1,14 @@
 """``gw state migrate`` as an operator runs it: a SQLite state made by a real ``gw serve``
 moved to PostgreSQL, served from there, and moved back.
 
-A gateway on SQLite answers requests (mock provider), gets an API key and a second
-config revision (an edit of its file). While it runs, migrating its state is refused.
+A gateway on SQLite answers requests (mock provider), gets an API key, a background
+response (its answer sealed to the vault identity, which the fleet shares through
+``GW_VAULT_KEY``) and a second config revision (an edit of its file). While it runs, migrating its state is refused.
 Stopped, its state goes to a fresh database; migrating into that database again is
 refused (it holds data); the database comes back into a new SQLite file with the same
 rows and checksums; and a ``gw serve`` whose ``state.url`` names the database sees the
-same traces, usage, revisions and key (the key authenticates).
+same traces, usage, revisions and key (the key authenticates), and hands out the
+background answer.
 
 Needs a PostgreSQL server (tests/pg.py: fails in CI without one, skips elsewhere).
 Waits are bounded polls, never timed assertions.
@@ -22,6 +24,8 @@ import httpx
 import pytest
 from pg import fresh_database
 
+from gw.vault import Identity
+
 from e2e.gw_process import GwServer, run_cli
 from e2e.waiting import wait_until
 
@@ -31,7 +35,10 @@ CONFIG = """
 providers: [{{name: mock, kind: mock}}]
 routes: [{{name: mock, targets: [{{provider: mock, model: {model}}}]}}]
 tenants: [{{name: team-a}}]
+responses:
+  background: {{enabled: true, concurrency: 1, max_queued_per_tenant: 8, retention: 1h}}
 """
+NO_KEYRING = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
 BODY = {"model": "mock", "messages": [{"role": "user", "content": "hi"}]}
 
 
@@ -43,6 +50,12 @@ def ask(gw: GwServer, headers: dict[str, str] | None = None) -> httpx.Response:
 def usage_requests(gw: GwServer) -> int:
     rows: list[dict[str, Any]] = gw.cli_json("usage", "--by", "model")
     return sum(int(row["requests"]) for row in rows)
+
+
+def finished_job(gw: GwServer, response_id: str) -> Any:
+    """``gw explain``'s view of a background job once it has ended (never hands it out)."""
+    job = gw.cli_json("explain", response_id).get("background_job")
+    return job if job and job["status"] == "completed" else None
 
 
 def migrate(state: Path, source: str, destination: str) -> tuple[int, Any, str]:
@@ -63,12 +76,24 @@ def test_sqlite_state_moves_to_postgres_and_back(tmp_path: Path) -> None:
     state.mkdir()
     config = state / "gw.yaml"
     config.write_text(CONFIG.format(model="first"))
-    with GwServer(state) as gw:
+    # A background answer is sealed to the vault identity: a fleet shares one.
+    env = {"GW_VAULT_KEY": Identity.generate().secret_text(), **NO_KEYRING}
+    with GwServer(state, env=env) as gw:
         asked = [ask(gw), ask(gw)]
         assert [a.status_code for a in asked] == [200, 200]
         made = gw.cli_json("keys", "create", "--tenant", "team-a")
         bearer = {"authorization": f"Bearer {made['key']}"}
-        wait_until(lambda: ask(gw, bearer).status_code == 200, "the key to be taken")
+        wait_until(lambda: ask(gw).status_code == 401, "the gateway to require a key")
+        assert ask(gw, bearer).status_code == 200
+        with gw.client() as http:
+            queued = http.post(
+                "/v1/responses",
+                json={"model": "mock", "input": "hi", "background": True},
+                headers=bearer,
+            )
+        assert queued.status_code == 200, queued.text
+        job = queued.json()["id"]
+        wait_until(lambda: finished_job(gw, job), "the background job to finish")
         config.write_text(CONFIG.format(model="second"))
         wait_until(lambda: len(gw.cli_json("config", "history")) == 2, "the edit's revision")
         wait_until(lambda: usage_requests(gw) >= 3, "the usage rows")
@@ -93,6 +118,7 @@ def test_sqlite_state_moves_to_postgres_and_back(tmp_path: Path) -> None:
         assert rows["config_revisions"] == 2
         assert rows["usage"] == served_usage
         assert rows["runs"] == 1
+        assert rows["response_jobs"] == 1
         assert all(t["match"] for t in there["tables"])
 
         code, _, stderr = migrate(state, "sqlite:", url)
@@ -107,7 +133,7 @@ def test_sqlite_state_moves_to_postgres_and_back(tmp_path: Path) -> None:
         fleet = tmp_path / "fleet"
         fleet.mkdir()
         (fleet / "gw.yaml").write_text(CONFIG.format(model="second") + f"state: {{url: '{url}'}}\n")
-        with GwServer(fleet) as pg:
+        with GwServer(fleet, env=env) as pg:
             assert {t["request_id"] for t in pg.cli_json("traces")} >= ids
             assert usage_requests(pg) == served_usage
             assert made["id"] in [key["id"] for key in pg.cli_json("keys", "list")]
@@ -115,6 +141,11 @@ def test_sqlite_state_moves_to_postgres_and_back(tmp_path: Path) -> None:
             assert ask(pg, bearer).status_code == 200
             history = pg.cli_json("config", "history")
             assert len(history) >= 2
+            with pg.client() as http:  # the sealed answer, opened on the other side
+                answer = http.get(f"/v1/responses/{job}", headers=bearer)
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["status"] == "completed"
+            assert answer.json()["output"]
         assert not (fleet / "gw.db").exists()
 
 
