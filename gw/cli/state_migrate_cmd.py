@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from gw.cli.console import fail, print_json, stdout
@@ -146,7 +147,8 @@ def _print(report: MigrationReport) -> None:
             highlight=False,
             markup=False,
         )
-    table = Table(title=f"{report.source} -> {report.destination}", title_justify="left")
+    title = escape(f"{report.source} -> {report.destination}")
+    table = Table(title=title, title_justify="left")
     table.add_column("table")
     table.add_column("rows", justify="right")
     table.add_column("checksum")
@@ -154,7 +156,10 @@ def _print(report: MigrationReport) -> None:
     for t in report.tables:
         rows = f"{t.rows:,}" if t.match else f"{t.rows:,} / {t.destination_rows:,}"
         table.add_row(
-            t.name, rows, t.checksum[:CHECKSUM_SHOWN], "[green]yes[/]" if t.match else "[red]NO[/]"
+            escape(t.name),
+            rows,
+            t.checksum[:CHECKSUM_SHOWN],
+            "[green]yes[/]" if t.match else "[red]NO[/]",
         )
     stdout.print(table)
     if report.ok:

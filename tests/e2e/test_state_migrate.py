@@ -17,6 +17,7 @@ Waits are bounded polls, never timed assertions.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ from pg import fresh_database
 
 from gw.vault import Identity
 
-from e2e.gw_process import GwServer, run_cli
+from e2e.gw_process import GW, GwServer, run_cli
+from e2e.gw_process import test_env as gw_env
 from e2e.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -130,6 +132,16 @@ def test_sqlite_state_moves_to_postgres_and_back(tmp_path: Path) -> None:
         assert code == 0, stderr
         assert summary(again) == summary(there)
 
+        shown = run_cli(
+            "state", "migrate", "--from", url, "--to", f"sqlite:{tmp_path / 'shown.db'}",
+            "--yes", env={"COLUMNS": "200"},
+        )  # fmt: skip
+        assert "every count and checksum matches" in shown.stdout
+        for name, rows, checksum in summary(there):
+            assert f"{rows:,}" in shown.stdout
+            assert f"{name}" in shown.stdout
+            assert checksum[:16] in shown.stdout
+
         fleet = tmp_path / "fleet"
         fleet.mkdir()
         (fleet / "gw.yaml").write_text(CONFIG.format(model="second") + f"state: {{url: '{url}'}}\n")
@@ -157,3 +169,15 @@ def test_a_password_in_the_url_is_never_shown(tmp_path: Path) -> None:
     assert "no gw database at" in stderr
     assert "hunter2" not in stderr
     assert "gw:***@" in stderr
+
+
+def test_without_a_terminal_it_asks_for_yes(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [GW, "state", "migrate", "--from", "sqlite:", "--to", f"sqlite:{tmp_path / 'b.db'}",
+         "--state-dir", str(tmp_path)],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, env=gw_env(None),
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "pass --yes" in done.stderr
+    assert not (tmp_path / "b.db").exists()
