@@ -89,6 +89,7 @@ class PostgresSide:
 
     async def shapes(self) -> Mapping[str, TableShape]:
         columns: dict[str, dict[str, Kind]] = {}
+        self._order, self._counters = {}, []  # read afresh each time
         for row in await self._conn.fetch(_COLUMNS):
             table, column = row["table_name"], row["column_name"]
             columns.setdefault(table, {})[column] = postgres_kind(row["data_type"])

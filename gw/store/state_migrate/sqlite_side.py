@@ -25,7 +25,7 @@ def schema_version(path: Path) -> int:
     """The version the file at ``path`` is at; raises ``StoreError`` when there is none."""
     if not path.is_file():
         raise StoreError(f"no gw database at {path}")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)  # as_uri: escaped
     try:
         return int(conn.execute("PRAGMA user_version").fetchone()[0])
     finally:
