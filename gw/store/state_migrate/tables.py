@@ -36,7 +36,15 @@ DERIVED_TABLES: Final = ("usage_rollup",)
 trigger made from the copy are cleared, so they hold the source's own rows (verified like
 any other) rather than a recomputation that may round differently."""
 
-SKIPPED_TABLES: Final = frozenset({"schema_version"})  # each side's own migration history
+SKIPPED_TABLES: Final = frozenset(
+    {
+        "schema_version",  # each side's own migration history
+        # A fleet's registry of the gateways running on that database (PostgreSQL only): each
+        # registers itself when it starts, so a copy would only list gateways that are gone.
+        "gateways",
+    }
+)
+"""Tables that are not gw state to carry over: neither copied nor counted as data."""
 
 
 class TableShape(msgspec.Struct, frozen=True, kw_only=True):

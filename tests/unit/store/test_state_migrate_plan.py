@@ -23,6 +23,7 @@ def test_columns_both_sides_have_are_copied_by_name_local_ones_never() -> None:
         "usage_rollup": shape("usage_rollup", period="text"),
         "usage": shape("usage", request_id="text"),
         "schema_version": shape("schema_version", version="integer"),
+        "gateways": shape("gateways", id="text"),  # a PostgreSQL fleet's registry
     }
     destination = {
         "traces": shape("traces", body="blob", request_id="text", gateway="text", extra="real"),
