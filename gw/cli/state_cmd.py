@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from gw.cli.console import fail, print_json, stderr, stdout
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
+from gw.cli.state_migrate_cmd import migrate_command
 from gw.cli.state_target import state_target
 from gw.environment import database_path, running_server_pid
 from gw.store import StoreError
@@ -21,9 +22,10 @@ from gw.store.backup import DatabaseSummary, backup, restore
 from gw.store.serve_lock import ServeLock, StateDirBusyError
 
 state_app = typer.Typer(
-    help="Back up and restore gw's state database (traces, usage, config history, keys).",
+    help="Back up, restore and migrate gw's state (traces, usage, config history, keys).",
     no_args_is_help=True,
 )
+state_app.command("migrate")(migrate_command)
 
 PathArgument = Annotated[Path, typer.Argument(help="The backup file.")]
 
