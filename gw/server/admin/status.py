@@ -20,7 +20,11 @@ the callables that read the rest when asked. The report::
      "upstream_proxies": {"http", "https", "all", "no_proxy"},  // those set; {}: none
      "usage_journal": {"path", "bytes", "appended", "skipped", "errors",   // this run's
                        "recovered_at_start": {"rows", "without_trace", "torn_lines",
-                                              "error"}},  // null when there is none
+                                              "error"},
+                       "spool": {"active", "error", "failing_for_s", "queued", "limit",
+                                 "full", "spooled", "lost"}},  // null when there is none
+                     // spool: usage rows waiting while the store is unreachable
+                     // (gw/telemetry/usage.py); lost: rows let go with the spool full
      "trace_losses": {"this_run": {"routed", "unrouted"},  // traces dropped so far
                       "last_run": {"started_at", "stopped_at", "ended",  // stopped | killed
                                    "routed", "unrouted", "counted_from"} | null}}
