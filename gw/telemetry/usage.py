@@ -173,9 +173,7 @@ class UsageRecorder:
         try:
             async with asyncio.timeout(self._room_timeout):
                 while (
-                    len(self._rows) >= self._maxsize
-                    and not self._closed
-                    and self._failing is None
+                    len(self._rows) >= self._maxsize and not self._closed and self._failing is None
                 ):
                     self._room.clear()
                     await self._room.wait()

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from gw.execution.periods import period_label
 from gw.ports import UsageRow
 from gw.telemetry import UsageRecorder
 from gw.telemetry.usage_journal import UsageJournal, read_journal
-
-from gw.execution.periods import period_label
 
 from e2e.waiting import await_until
 
