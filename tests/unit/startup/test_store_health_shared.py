@@ -46,12 +46,14 @@ def test_an_unreachable_shared_store_is_reported_but_the_gateway_stays_ready() -
         store.down = ConnectionRefusedError(111, "refused")
         state["failing"] = "ConnectionRefusedError"
         problem = await health.check()
-        assert problem is not None and problem.code == "store_unreachable"
+        assert problem is not None
+        assert problem.code == "store_unreachable"
         assert "ConnectionRefusedError" in problem.message
         assert health.problem == problem  # gw status shows it
         store.down, store.hang = None, True  # a store that hangs: the probe is bounded
         problem = await health.check()
-        assert problem is not None and problem.code == "store_unreachable"
+        assert problem is not None
+        assert problem.code == "store_unreachable"
         store.hang = False
         state["full"] = True
         with pytest.raises(StoreUnavailableError) as raised:
