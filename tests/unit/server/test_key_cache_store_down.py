@@ -11,9 +11,46 @@ import pytest
 from gw.errors import AuthenticationFailedError, OverloadedError
 from gw.server.auth import Authenticator
 from gw.server.key_cache import KeyCache
-from gw.store.api_keys import ApiKey, new_key
+from gw.store.api_keys import ApiKey, NewKey, new_key
 
-from unit.server.test_api_key_auth import STRONG_ADMIN, FakeClock, FakeKeys, bearer
+STRONG_ADMIN = "Zq8rV2mW7kT1xN4pL9sB3dF6hJ0cG5yA"
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.wall = 1_773_583_323.0
+        self.mono = 1000.0
+
+    def time(self) -> float:
+        return self.wall
+
+    def monotonic(self) -> float:
+        return self.mono
+
+    def advance(self, seconds: float) -> None:
+        self.wall += seconds
+        self.mono += seconds
+
+
+class FakeKeys:
+    def __init__(self) -> None:
+        self.keys: dict[str, ApiKey] = {}
+        self.finds = 0
+
+    def add(self, new: NewKey) -> str:
+        self.keys[new.key.digest] = new.key
+        return new.plaintext
+
+    async def find_key_by_digest(self, digest: str) -> ApiKey | None:
+        self.finds += 1
+        return self.keys.get(digest)
+
+    async def count_active_keys(self, *, now: float) -> int:
+        return sum(key.active(now) for key in self.keys.values())
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
 
 
 class DownKeys(FakeKeys):
