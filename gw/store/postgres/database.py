@@ -20,6 +20,10 @@ from gw.store.postgres.sql import numbered
 
 MIN_CONNECTIONS: Final = 1
 MAX_CONNECTIONS: Final = 8
+CONNECT_TIMEOUT_S: Final = 5.0
+"""A server that does not answer (a partition, not a refused connection) fails a connect
+in this long rather than asyncpg's 60 s; callers on a request's way bound their waits
+more tightly (gw/server/key_cache.py, gw/telemetry/usage.py, gw/startup/store_health.py)."""
 Record = Any  # asyncpg.Record: indexable by position and name
 Connection = Any  # asyncpg.Connection (untyped)
 
@@ -32,7 +36,9 @@ class Database:
 
     @classmethod
     async def connect(cls, url: str) -> Database:
-        pool = await asyncpg.create_pool(url, min_size=MIN_CONNECTIONS, max_size=MAX_CONNECTIONS)
+        pool = await asyncpg.create_pool(
+            url, min_size=MIN_CONNECTIONS, max_size=MAX_CONNECTIONS, timeout=CONNECT_TIMEOUT_S
+        )
         return cls(pool)
 
     async def close(self) -> None:
