@@ -19,7 +19,9 @@ slow: writes that succeed late), holding requests would not make room, it would 
 make every request of a gateway wait ``room_timeout`` for minutes. So ``wait_for_room``
 returns at once then, and rows spool: queued in memory (up to ``hard_limit`` rows, the
 spool's bound) and appended to the journal as always, so a spooled row survives a kill
-too (up to the journal's ``max_bytes``). ``spooled`` counts rows submitted while the
+too (up to the journal's ``max_bytes``: 64 MiB, some 140,000 rows of 450 bytes, more
+than the default ``hard_limit`` of 100,000; past it rows stay in memory only, and the
+spool counts as full for /readyz). ``spooled`` counts rows submitted while the
 store was unreachable. When the store answers again the writer's retry drains the queue
 oldest first; a retried batch may hold rows already written (a commit whose answer was
 lost), which the store ignores by request id. Past ``hard_limit`` the spool is full: a
@@ -122,8 +124,10 @@ class UsageRecorder:
 
     @property
     def spool_full(self) -> bool:
-        """Whether a row submitted now would be lost: the queue is at ``hard_limit``."""
-        return len(self._rows) >= self._hard_limit
+        """Whether a row submitted now would be lost (the queue is at ``hard_limit``) or
+        not durable (the journal is at its ``max_bytes``): /readyz goes unready then."""
+        journal_full = self.journal is not None and self.journal.full
+        return len(self._rows) >= self._hard_limit or journal_full
 
     def spool_report(self) -> dict[str, object]:
         """``usage_journal.spool`` in ``gw status --json``: whether rows are spooling now
@@ -138,6 +142,7 @@ class UsageRecorder:
             "queued": len(self._rows),
             "limit": self._hard_limit,
             "full": self.spool_full,
+            "journal_full": self.journal is not None and self.journal.full,
             "spooled": self.spooled,
             "lost": self.lost,
         }

@@ -22,7 +22,7 @@ the callables that read the rest when asked. The report::
                        "recovered_at_start": {"rows", "without_trace", "torn_lines",
                                               "error"},
                        "spool": {"active", "error", "failing_for_s", "queued", "limit",
-                                 "full", "spooled", "lost"}},  // null when there is none
+                                 "full", "journal_full", "spooled", "lost"}},  // null: none
                      // spool: usage rows waiting while the store is unreachable
                      // (gw/telemetry/usage.py); lost: rows let go with the spool full
      "trace_losses": {"this_run": {"routed", "unrouted"},  // traces dropped so far

@@ -156,3 +156,30 @@ def test_a_store_that_hangs_counts_as_unreachable() -> None:
     recorder = asyncio.run(main())
     assert recorder.write_errors >= 1
     assert recorder.waited == 0
+
+
+def test_a_full_journal_makes_the_spool_full_but_keeps_the_rows_in_memory(
+    tmp_path: Path,
+) -> None:
+    journal = UsageJournal(tmp_path, segment_bytes=1, max_bytes=1200)  # two or three rows
+
+    async def main() -> tuple[UsageRecorder, bool, bool]:
+        writer = DownWriter()
+        recorder = _recorder(writer, maxsize=2, hard_limit=50, journal=journal)
+        await recorder.start()
+        recorder.submit(make_row(0))
+        await await_until(lambda: recorder.failing is not None, "the first failed write")
+        for n in range(1, 10):
+            recorder.submit(make_row(n))
+        full_while_down = recorder.spool_full
+        writer.up = True
+        await await_until(lambda: recorder.written == 10, "the spool to drain")
+        full_after = recorder.spool_full
+        await recorder.stop()
+        return recorder, full_while_down, full_after
+
+    recorder, full_while_down, full_after = asyncio.run(main())
+    assert full_while_down  # rows past the journal are not durable: /readyz says so
+    assert journal.skipped > 0
+    assert (recorder.written, recorder.lost) == (10, 0)  # none lost: memory held them
+    assert not full_after  # committed segments were deleted, room again
