@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from e2e.gw_process import GwServer
 from e2e.waiting import wait_until
@@ -112,6 +113,17 @@ def readyz(gw: GwServer) -> tuple[int, dict[str, Any]]:
     return answer.status_code, answer.json()
 
 
+def metric(gw: GwServer, name: str, labels: dict[str, str] | None = None) -> float | None:
+    """One sample of ``GET /metrics`` (read with the admin key), None when absent."""
+    with gw.client() as http:
+        text = http.get("/metrics", headers={"authorization": f"Bearer {ADMIN_KEY}"}).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == (labels or {}):
+                return float(sample.value)
+    return None
+
+
 def spool(gw: GwServer) -> dict[str, Any]:
     report: dict[str, Any] = gw.cli_json("status")["usage_journal"]["spool"]
     return report
@@ -162,6 +174,7 @@ def test_postgres_restarted_under_load_loses_no_usage_row(
                 lambda: all(spool(gw)["active"] and spool(gw)["queued"] > 0 for gw in gateways),
                 lambda: f"rows to spool: {[spool(gw) for gw in gateways]}",
             )
+            assert all(metric(gw, "gw_usage_spool_active") == 1 for gw in gateways)
             during = load.mark()
             wait_until(
                 lambda: all(sum(1 for a in load.since(during) if a[0] == g) >= 20 for g in (0, 1)),
@@ -214,4 +227,7 @@ def test_postgres_restarted_under_load_loses_no_usage_row(
             assert report["lost"] == 0, report
             assert report["active"] is False, report
             assert readyz(gw)[0] == 200
+            assert (metric(gw, "gw_usage_spooled_total") or 0) > 0
+            assert metric(gw, "gw_usage_spool_active") == 0
+            assert metric(gw, "gw_telemetry_dropped_total", {"queue": "usage"}) == 0
             assert "spooling them" in gw.log()
