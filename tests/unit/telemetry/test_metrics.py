@@ -399,6 +399,7 @@ def test_the_usage_spool() -> None:
             raise ConnectionRefusedError
 
     recorder = UsageRecorder(Down(), maxsize=1, hard_limit=2)
+    # A spool mid-outage, set up without running one.
     recorder.spooled, recorder._failing = 7, "ConnectionRefusedError"
     recorder.submit(make_row(1))
     recorder.submit(make_row(2))
