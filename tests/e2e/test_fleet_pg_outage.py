@@ -10,11 +10,14 @@ both gateways have seen, alternating between them, through three phases: before,
 so while staying ready) and after the outage. Then the ledger must hold exactly one row
 per answered request id, and each gateway's ``gw status`` must show it spooled rows
 and lost none. A key neither gateway had seen is refused with 503 ``overloaded`` while
-the database is down. Waits are bounded polls (tests/e2e/waiting.py), never sleeps.
+the database is down. A second test kills a gateway while the database is down: its
+spool survives in the usage journal and is put back by the next start, which is refused
+until the database is back. Waits are bounded polls (tests/e2e/waiting.py), never sleeps.
 """
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -231,3 +234,45 @@ def test_postgres_restarted_under_load_loses_no_usage_row(
             assert metric(gw, "gw_usage_spool_active") == 0
             assert metric(gw, "gw_telemetry_dropped_total", {"queue": "usage"}) == 0
             assert "spooling them" in gw.log()
+
+
+def test_a_gateway_killed_while_postgres_is_down_loses_none_of_its_spooled_rows(
+    tmp_path: Path, postgres: PostgresServer
+) -> None:
+    """The spool is durable: a gateway killed (kill -9) while PostgreSQL is down keeps its
+    spooled rows in its usage journal. A start while PostgreSQL is still down is refused,
+    saying why (it needs the database to migrate, recover and seed budgets); once it is
+    back, the start puts the rows back before serving."""
+    config = tmp_path / "gw.yaml"
+    config.write_text(CONFIG)
+    env = {"GW_STATE_URL": postgres.url, "GW_ADMIN_KEY": ADMIN_KEY}
+    state = tmp_path / "one"
+    gw = GwServer(state, config, env=env).start()
+    try:
+        key = str(
+            gw.cli_json("keys", "create", "--config", str(config), "--tenant", "team-a")["key"]
+        )
+        headers = {"authorization": f"Bearer {key}"}
+        with gw.client() as http:
+            assert http.post("/v1/chat/completions", json=BODY, headers=headers).status_code == 200
+            postgres.stop("fast")
+            answered = []
+            for _ in range(20):
+                answer = http.post("/v1/chat/completions", json=BODY, headers=headers)
+                assert answer.status_code == 200, answer.text
+                answered.append(answer.headers["x-gw-request-id"])
+        assert gw.process is not None
+        gw.process.send_signal(signal.SIGKILL)
+        assert gw.process.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        gw.stop()
+
+    with pytest.raises(RuntimeError, match="cannot connect to PostgreSQL"):
+        GwServer(state, config, env=env).start()
+
+    postgres.start()
+    with GwServer(state, config, env=env) as again:
+        stored = set(map(str, postgres.fetchcol("SELECT request_id FROM usage")))
+        assert set(answered) <= stored
+        recovered = again.cli_json("status")["usage_journal"]["recovered_at_start"]
+        assert recovered["rows"] >= len(answered)
