@@ -131,7 +131,8 @@ class UsageSink(Protocol):
 
     ``submit`` never blocks, raises or drops. Backpressure happens before a request
     starts instead: ``wait_for_room`` returns at once while the sink has room, and while
-    it is full waits (for a bounded time) for its writer to catch up.
+    it is full waits (for a bounded time) for its writer to catch up; not while its store
+    is unreachable, when waiting would make no room (rows spool: gw/telemetry/usage.py).
     """
 
     def submit(self, row: UsageRow) -> None: ...

@@ -216,7 +216,9 @@ async def _serve(
         directory, clock, asyncio.sleep, health=health, latency=latency, accounts=accounts
     )
     prober = Prober(directory, health, snapshots.get, clock, asyncio.sleep)
-    pruner, store_health = store_keepers(store, snapshots, clock, telemetry)
+    pruner, store_health = store_keepers(
+        store, snapshots, clock, telemetry, shared=plan.config.state.url is not None
+    )
     reloader = build_reloader(
         plan,
         snapshots,
@@ -391,12 +393,20 @@ def reply_budget(plan: ServePlan) -> ReplyBudget:
 
 
 def store_keepers(
-    store: StateStore, snapshots: SnapshotHolder, clock: SystemClock, telemetry: TelemetryHub
+    store: StateStore,
+    snapshots: SnapshotHolder,
+    clock: SystemClock,
+    telemetry: TelemetryHub,
+    *,
+    shared: bool,
 ) -> tuple[TracePruner, StoreHealth]:
     """Old traces deleted in the background (the limits follow config reloads), and the
-    check of whether the store can be written (/readyz: gw/startup/store_health.py)."""
+    check of whether the store can be written (/readyz: gw/startup/store_health.py; a
+    ``shared`` store's outage leaves the gateway ready while its usage spool has room)."""
     pruner = TracePruner(store, lambda: snapshots.get().config.state, clock, asyncio.sleep)
-    return pruner, StoreHealth(store, lambda: telemetry.usage.failing)
+    usage = telemetry.usage
+    spool_full = (lambda: usage.spool_full) if shared else None
+    return pruner, StoreHealth(store, lambda: usage.failing, spool_full=spool_full)
 
 
 def status_facts(

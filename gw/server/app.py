@@ -53,9 +53,10 @@ def build_app(
     async def readyz() -> Response[bytes]:
         """Ready when a snapshot is loaded (always, once serving) and the store can be
         written (gw/startup/store_health.py); unready says why, with a stable code."""
+        problem = None
         try:
             if services.ready is not None:
-                await services.ready()
+                problem = await services.ready()
         except StoreUnavailableError as exc:
             body = {"status": "unavailable", "code": exc.problem.code, "reason": str(exc)}
             return Response(content=msgspec.json.encode(body), media_type=JSON, status_code=503)
@@ -65,7 +66,9 @@ def build_app(
             return Response(
                 content=msgspec.json.encode(body), media_type=JSON, status_code=503, headers=wait
             )
-        ready = {"status": "ready", "revision": services.snapshot().revision}
+        ready: dict[str, object] = {"status": "ready", "revision": services.snapshot().revision}
+        if problem is not None:  # served through: said, so a person sees it
+            ready["degraded"] = {"code": problem.code, "reason": problem.message}
         return Response(content=msgspec.json.encode(ready), media_type=JSON)
 
     errors = ErrorPages(services)

@@ -8,6 +8,15 @@ Concurrent misses for one digest share one read. Unknown tokens are cached too (
 retrying a bad key does not hammer the database), in a bounded table: a flood of random
 tokens evicts the oldest entries instead of growing memory. A key's IP allowlist is parsed
 into networks when the key is read, so a request only compares addresses.
+
+When the store does not answer (a fleet's PostgreSQL down, or a read past
+``LOOKUP_TIMEOUT_S``), requests go on with what the cache holds: a key seen before is
+served from its last answer, and the store is asked again at most once per ``ttl`` per
+key, in the background, the request not waiting for it. That answer may be older than
+``ttl`` then, but no revocation can be written to a store nobody reaches; an expiry still
+takes effect, as it is checked on the cached key. A key this gateway has not seen (or
+has forgotten, past ``MAX_ENTRIES``) cannot be checked: it is refused with 503
+``overloaded`` and a message saying why, retryable, never let in.
 """
 
 from __future__ import annotations
@@ -18,12 +27,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, Generic, Protocol, TypeVar
 
+from gw.errors import GatewayError, OverloadedError
 from gw.ports import Clock
 from gw.store.api_keys import ApiKey
 from gw.store.ip_allowlist import Network, networks_of
 
 MAX_TTL: Final = 1.0  # the promise: a revocation takes effect within a second
 MAX_ENTRIES: Final = 10_000
+LOOKUP_TIMEOUT_S: Final = 2.0  # a store that hangs must not hold requests longer
+STORE_RETRY_AFTER_S: Final = 2.0
 
 ValueT = TypeVar("ValueT")
 
@@ -68,13 +80,18 @@ class TtlMemo(Generic[ValueT]):
         *,
         ttl: float,
         max_entries: int = MAX_ENTRIES,
+        stale_if_error: bool = False,
     ) -> None:
+        """``stale_if_error``: when a load fails, a name loaded before is answered from its
+        last value, and loaded again (in the background) at most once per ``ttl``."""
         self._load = load
         self._monotonic = monotonic
         self._ttl = ttl
         self._max_entries = max_entries
+        self._stale_if_error = stale_if_error
         self._entries: dict[str, tuple[ValueT, float]] = {}  # name -> (value, fresh until)
         self._pending: dict[str, asyncio.Future[ValueT]] = {}
+        self._failing = False  # the last load failed: a stale value is answered at once
 
     async def get(self, name: str) -> ValueT:
         now = self._monotonic()
@@ -86,11 +103,26 @@ class TtlMemo(Generic[ValueT]):
             pending = asyncio.ensure_future(self._refresh(name, read_at=now))
             self._pending[name] = pending
             pending.add_done_callback(lambda done: self._settled(name, done))
-        # Shielded: a client that hangs up must not cancel the read others wait for.
-        return await asyncio.shield(pending)
+        if entry is not None and self._stale_if_error and self._failing:
+            return entry[0]  # the store is down: no request waits for its next try
+        try:
+            # Shielded: a client that hangs up must not cancel the read others wait for.
+            return await asyncio.shield(pending)
+        except Exception:
+            if entry is None or not self._stale_if_error:
+                raise
+            return entry[0]
 
     async def _refresh(self, name: str, *, read_at: float) -> ValueT:
-        value = await self._load(name)
+        try:
+            value = await self._load(name)
+        except Exception:
+            self._failing = True
+            stale = self._entries.get(name)
+            if stale is not None and self._stale_if_error:  # asked again in ``ttl``, not now
+                self._entries[name] = (stale[0], read_at + self._ttl)
+            raise
+        self._failing = False
         self._entries.pop(name, None)  # re-inserted last: the oldest entries go first
         self._entries[name] = (value, read_at + self._ttl)
         while len(self._entries) > self._max_entries:
@@ -111,16 +143,29 @@ class KeyCache:
             raise ValueError(f"the key cache ttl must be between 0 and {MAX_TTL} s")
         self._source = source
         self._clock = clock
-        self._keys = TtlMemo(self._find, clock.monotonic, ttl=ttl)
-        self._active = TtlMemo(self._any_active, clock.monotonic, ttl=ttl, max_entries=1)
+        self._keys = TtlMemo(self._find, clock.monotonic, ttl=ttl, stale_if_error=True)
+        self._active = TtlMemo(
+            self._any_active, clock.monotonic, ttl=ttl, max_entries=1, stale_if_error=True
+        )
 
     async def find(self, digest: str) -> CachedKey | None:
-        """The key with this digest (revoked and expired ones too), or None."""
-        return await self._keys.get(digest)
+        """The key with this digest (revoked and expired ones too), or None; raises
+        ``overloaded`` when the store does not answer and the key was not seen before."""
+        try:
+            return await self._keys.get(digest)
+        except GatewayError:
+            raise
+        except Exception as exc:
+            raise _store_down(exc, "this gateway has not seen this API key before") from exc
 
     async def any_active(self) -> bool:
         """Whether some key is neither revoked nor expired."""
-        return await self._active.get("")
+        try:
+            return await self._active.get("")
+        except GatewayError:
+            raise
+        except Exception as exc:
+            raise _store_down(exc, "whether an API key exists is not known yet") from exc
 
     async def any_active_now(self) -> bool:
         """``any_active`` read from the store, the memo left alone: a background look must
@@ -128,8 +173,19 @@ class KeyCache:
         return await self._any_active("")
 
     async def _find(self, digest: str) -> CachedKey | None:
-        key = await self._source.find_key_by_digest(digest)
+        async with asyncio.timeout(LOOKUP_TIMEOUT_S):
+            key = await self._source.find_key_by_digest(digest)
         return None if key is None else cached_key(key)
 
     async def _any_active(self, _name: str) -> bool:
-        return await self._source.count_active_keys(now=self._clock.time()) > 0
+        async with asyncio.timeout(LOOKUP_TIMEOUT_S):
+            return await self._source.count_active_keys(now=self._clock.time()) > 0
+
+
+def _store_down(exc: Exception, why: str) -> OverloadedError:
+    log.warning("API key lookup failed: %s", type(exc).__name__)
+    return OverloadedError(
+        f"the API key cannot be checked now: the state store does not answer and {why};"
+        " retry shortly (keys this gateway has seen keep working meanwhile)",
+        retry_after=STORE_RETRY_AFTER_S,
+    )

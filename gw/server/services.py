@@ -24,6 +24,7 @@ from gw.server.auth import Authenticator, Principal, bearer_token, query_api_key
 from gw.server.ids import new_request_id
 from gw.server.inference.background_jobs import BackgroundJobs
 from gw.server.inference.previous_response import ResponseLinks
+from gw.store.file_checks import StoreProblem
 from gw.store.usage import UsageReader
 
 
@@ -69,7 +70,7 @@ class ServerServices:
         accounts: AccountBook | None = None,
         usage: UsageReader | None = None,
         reloader: ConfigReloads | None = None,
-        ready: Callable[[], Awaitable[None]] | None = None,
+        ready: Callable[[], Awaitable[StoreProblem | None]] | None = None,
         facts: ServerFacts | None = None,
         dashboard: DashboardSessions | None = None,
         metrics: Callable[[str | None], bytes] | None = None,
@@ -88,7 +89,9 @@ class ServerServices:
         self.accounts = accounts
         self.usage = usage  # the usage ledger, for GET /admin/v1/usage
         self.reloader = reloader  # config reloads and their status (gw/reload.py)
-        self.ready = ready  # raises when the store cannot be reached (/readyz)
+        # /readyz: raises when this gateway should get no requests; returns a problem it
+        # serves through (a shared store unreachable: gw/startup/store_health.py)
+        self.ready = ready
         self.facts = facts  # for GET /admin/v1/status (gw/server/admin/status.py)
         # The dashboard's login links and sessions (in memory: admin/dashboard_sessions.py).
         self.dashboard = dashboard if dashboard is not None else DashboardSessions(clock)

@@ -64,6 +64,7 @@ def gateway_metrics(
         reloads=None if reloader is None else lambda: reloader.status,
         queues=telemetry.queues,
         usage_journal=telemetry.usage.journal,
+        usage_spool=telemetry.usage,
         recovery=telemetry.recovery,
         trace_losses=telemetry.losses_report,
         breaker_sharing=breaker_sharing,

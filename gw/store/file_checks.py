@@ -27,7 +27,8 @@ room for the WAL and the -shm, and a write that finds none fails."""
 
 
 ProblemCode = Literal[
-    "state_dir_removed", "database_replaced", "shm_unwritable", "disk_full", "writes_failing"
+    "state_dir_removed", "database_replaced", "shm_unwritable", "disk_full", "writes_failing",
+    "store_unreachable", "usage_spool_full",  # a shared store (gw/startup/store_health.py)
 ]  # fmt: skip
 
 

@@ -95,7 +95,9 @@ class TelemetryHub:
     def journal_report(self) -> dict[str, object] | None:
         """The usage journal's counters and what this start recovered; None without one."""
         journal = self.usage.journal
-        return None if journal is None else journal_report(journal, self.recovery)
+        if journal is None:
+            return None
+        return journal_report(journal, self.recovery) | {"spool": self.usage.spool_report()}
 
     def losses_report(self) -> dict[str, object] | None:
         """The traces this run and the last one lost; None when they are not kept."""

@@ -15,6 +15,11 @@ queues and the reloader when Prometheus asks.
   ``gw_usage_journal_skipped_total`` (rows not journaled: full, or after an error);
   ``gw_usage_recovered_rows{trace}`` (gauge): rows this start put back from the journal a
   killed run left, ``trace="missing"`` for those whose trace was lost with it.
+- The usage spool (gw/telemetry/usage.py): ``gw_usage_spool_active`` (gauge: 1 while the
+  store does not take usage rows and they spool on this gateway), ``gw_usage_spool_full``
+  (gauge: 1 while a new row would be lost or not journaled; /readyz is then 503 with a
+  shared store) and ``gw_usage_spooled_total`` (rows submitted while the store was
+  unreachable); the rows a full spool lost are ``gw_telemetry_dropped_total{queue="usage"}``.
 - ``gw_traces_lost_last_run{kind}`` (gauge): traces the last run of gw serve lost
   (gw/startup/trace_losses.py), ``kind="routed"`` of requests in the usage ledger (no
   sample while a killed run's are being counted), ``kind="unrouted"`` of requests refused
@@ -46,6 +51,7 @@ from gw.execution.health import BreakerState, HealthBook
 from gw.telemetry import prometheus
 from gw.telemetry.hub import QueueReporter
 from gw.telemetry.metric_labels import LabelSpace
+from gw.telemetry.usage import UsageRecorder
 from gw.telemetry.usage_journal import JournalRecovery, UsageJournal
 
 BREAKER_VALUES: Final[Mapping[BreakerState, int]] = {"closed": 0, "half_open": 1, "open": 2}
@@ -101,6 +107,7 @@ class StateSources:
     reloads: Callable[[], ReloadCounts] | None = None
     queues: Mapping[str, QueueReporter] = field(default_factory=dict)
     usage_journal: UsageJournal | None = None
+    usage_spool: UsageRecorder | None = None
     recovery: JournalRecovery | None = None
     trace_losses: Callable[[], dict[str, object] | None] | None = None  # TelemetryHub's
     breaker_sharing: BreakerSharingCounts | None = None  # with state.redis_url
@@ -118,6 +125,7 @@ class StateMetrics:
         yield self._breakers()
         yield from self._queues()
         yield from self._journal()
+        yield from self._spool()
         yield from self._last_run_losses()
         yield from self._limits_fallback()
         yield from self._config()
@@ -208,6 +216,25 @@ class StateMetrics:
         recovered.add_metric(("present",), recovery.rows - recovery.without_trace)
         recovered.add_metric(("missing",), recovery.without_trace)
         yield from (size, errors, skipped, recovered)
+
+    def _spool(self) -> Iterable[prometheus.Metric]:
+        usage = self._sources.usage_spool
+        if usage is None:
+            return
+        active = prometheus.GaugeMetricFamily(
+            "gw_usage_spool_active",
+            "1 while the store takes no usage rows and they spool on this gateway.",
+        )
+        active.add_metric((), int(usage.failing is not None))
+        full = prometheus.GaugeMetricFamily(
+            "gw_usage_spool_full", "1 while a new usage row would be lost or not journaled."
+        )
+        full.add_metric((), int(usage.spool_full))
+        spooled = prometheus.CounterMetricFamily(
+            "gw_usage_spooled_total", "Usage rows submitted while the store was unreachable."
+        )
+        spooled.add_metric((), usage.spooled)
+        yield from (active, full, spooled)
 
     def _last_run_losses(self) -> Iterable[prometheus.Metric]:
         report = self._sources.trace_losses() if self._sources.trace_losses else None

@@ -14,6 +14,21 @@ waited that long goes ahead anyway, and its row is queued beyond ``maxsize``
 failing for a long while, is a row let go, counted in ``lost`` and logged as an error: an
 out-of-memory crash would lose every queued row, not just the newest.
 
+The spool: while the store is unreachable (its last write failed, as against merely
+slow: writes that succeed late), holding requests would not make room, it would only
+make every request of a gateway wait ``room_timeout`` for minutes. So ``wait_for_room``
+returns at once then, and rows spool: queued in memory (up to ``hard_limit`` rows, the
+spool's bound) and appended to the journal as always, so a spooled row survives a kill
+too (up to the journal's ``max_bytes``: 64 MiB, some 140,000 rows of 450 bytes, more
+than the default ``hard_limit`` of 100,000; past it rows stay in memory only, and the
+spool counts as full for /readyz). ``spooled`` counts rows submitted while the
+store was unreachable. When the store answers again the writer's retry drains the queue
+oldest first; a retried batch may hold rows already written (a commit whose answer was
+lost), which the store ignores by request id. Past ``hard_limit`` the spool is full: a
+row is let go, counted in ``lost`` (metrics: ``gw_telemetry_dropped_total{queue="usage"}``,
+``gw status``: ``usage_journal.spool``) and logged, rather than holding requests or
+growing without bound.
+
 ``stop`` writes everything queued (retrying failed writes) for at most its timeout; rows
 still queued then are counted in ``lost`` and logged. At quiescence
 ``submitted == written + lost + queued``.
@@ -51,7 +66,8 @@ class UsageRecorder:
 
     Counters (plain ints, read them for metrics): ``submitted``, ``written``,
     ``write_errors`` (failed write calls, each retried), ``waited`` (requests that waited
-    for room), ``overflowed`` (rows queued beyond ``maxsize``) and ``lost``.
+    for room), ``overflowed`` (rows queued beyond ``maxsize``), ``spooled`` (rows
+    submitted while the store was unreachable) and ``lost``.
     """
 
     def __init__(
@@ -65,6 +81,7 @@ class UsageRecorder:
         retry_backoff: float = 0.1,
         max_retry_backoff: float = 5.0,
         hard_limit: int | None = None,
+        write_timeout: float = 30.0,
         journal: UsageJournal | None = None,
     ) -> None:
         if maxsize < 1 or batch_size < 1:
@@ -79,6 +96,7 @@ class UsageRecorder:
         self._room_timeout = room_timeout
         self._retry_backoff = retry_backoff
         self._max_retry_backoff = max_retry_backoff
+        self._write_timeout = write_timeout  # a store that hangs counts as unreachable
         self._arrived = asyncio.Event()  # rows were queued: wake the writer
         self._room = asyncio.Event()  # the writer made room: wake waiting requests
         self._task: asyncio.Task[None] | None = None
@@ -90,8 +108,10 @@ class UsageRecorder:
         self.write_errors = 0
         self.waited = 0
         self.overflowed = 0
+        self.spooled = 0
         self.lost = 0
         self._failing: str | None = None
+        self._failing_since: float | None = None  # loop time of the first failed write
 
     @property
     def queued(self) -> int:
@@ -102,15 +122,46 @@ class UsageRecorder:
         """The error kind of the last write, while no write has succeeded since (/readyz)."""
         return self._failing
 
+    @property
+    def spool_full(self) -> bool:
+        """Whether a row submitted now would be lost (the queue is at ``hard_limit``) or
+        not durable (the journal is at its ``max_bytes``): /readyz goes unready then."""
+        journal_full = self.journal is not None and self.journal.full
+        return len(self._rows) >= self._hard_limit or journal_full
+
+    def spool_report(self) -> dict[str, object]:
+        """``usage_journal.spool`` in ``gw status --json``: whether rows are spooling now
+        (the store unreachable, since when, by what error), how many rows wait, the
+        bound, and the rows spooled and lost since start."""
+        return {
+            "active": self._failing is not None,
+            "error": self._failing,
+            "failing_for_s": None
+            if self._failing_since is None
+            else round(asyncio.get_running_loop().time() - self._failing_since, 3),
+            "queued": len(self._rows),
+            "limit": self._hard_limit,
+            "full": self.spool_full,
+            "journal_full": self.journal is not None and self.journal.full,
+            "spooled": self.spooled,
+            "lost": self.lost,
+        }
+
     def submit(self, row: UsageRow) -> None:
         """Queue a row; never blocks, never raises (see the module docstring for limits)."""
         self.submitted += 1
         if self._closed or len(self._rows) >= self._hard_limit:
             self.lost += 1
-            why = "after the recorder stopped" if self._closed else "past its hard limit"
-            message = f"usage row not recorded: submitted {why} (lost: {self.lost})"
+            why = (
+                "after the recorder stopped"
+                if self._closed
+                else f"the usage spool is full ({self._hard_limit} rows waiting for the store)"
+            )
+            message = f"usage row not recorded: {why} (lost: {self.lost})"
             self._log.log(logging.ERROR, "%s", message, kind="lost")
             return
+        if self._failing is not None:
+            self.spooled += 1
         if len(self._rows) >= self._maxsize:
             self.overflowed += 1
         if self.journal is not None:
@@ -119,13 +170,16 @@ class UsageRecorder:
         self._arrived.set()
 
     async def wait_for_room(self) -> None:
-        """Return once fewer than ``maxsize`` rows are queued, or after ``room_timeout``."""
-        if len(self._rows) < self._maxsize or self._closed:
+        """Return once fewer than ``maxsize`` rows are queued, or after ``room_timeout``; at
+        once while the store is unreachable (the spool, see the module docstring)."""
+        if len(self._rows) < self._maxsize or self._closed or self._failing is not None:
             return
         self.waited += 1
         try:
             async with asyncio.timeout(self._room_timeout):
-                while len(self._rows) >= self._maxsize and not self._closed:
+                while (
+                    len(self._rows) >= self._maxsize and not self._closed and self._failing is None
+                ):
                     self._room.clear()
                     await self._room.wait()
         except TimeoutError:
@@ -198,12 +252,22 @@ class UsageRecorder:
         """Write the oldest rows; they leave the queue only once written."""
         batch = list(islice(self._rows, self._batch_size))
         try:
-            await self._writer.write_usage(batch)
+            async with asyncio.timeout(self._write_timeout):
+                await self._writer.write_usage(batch)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 -- any writer error is counted, logged and retried: the rows stay queued
             self.write_errors += 1
+            if self._failing is None:
+                self._failing_since = asyncio.get_running_loop().time()
+                logger.warning(
+                    "usage rows cannot be written (%s): spooling them (journal and memory,"
+                    " up to %d rows) until the store answers",
+                    error_kind(exc),
+                    self._hard_limit,
+                )
             self._failing = error_kind(exc)
+            self._room.set()  # requests waiting for room go ahead: rows spool now
             self._log.warning(
                 "usage write failed: %s; %d rows kept",
                 error_kind(exc),
@@ -211,7 +275,14 @@ class UsageRecorder:
                 kind="write",
             )
             return False
+        if self._failing is not None:
+            logger.info(
+                "usage rows can be written again (%s is over): draining %d spooled rows",
+                self._failing,
+                len(self._rows),
+            )
         self._failing = None
+        self._failing_since = None
         for _ in batch:
             self._rows.popleft()
         self.written += len(batch)

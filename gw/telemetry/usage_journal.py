@@ -95,11 +95,18 @@ class UsageJournal:
         self.appended = 0
         self.skipped = 0
         self.errors = 0
+        self._full = False
 
     @property
     def size(self) -> int:
         """Bytes in this run's live segments."""
         return self._closed_bytes + self._size
+
+    @property
+    def full(self) -> bool:
+        """A row was turned away for room and no segment has been freed since: new rows
+        are not journaled (the usage spool's durable bound, gw/telemetry/usage.py)."""
+        return self._full
 
     def append(self, row: UsageRow) -> None:
         """Journal ``row`` with one ``os.write``; never raises, never blocks on a lock."""
@@ -107,6 +114,7 @@ class UsageJournal:
         line = _ENCODER.encode(row) + b"\n"
         if self.size + len(line) > self._max_bytes:
             self.skipped += 1
+            self._full = True
             self._log.warning(
                 "usage journal full (%d bytes): rows rely on the queue alone until the"
                 " database catches up",
@@ -136,6 +144,7 @@ class UsageJournal:
         while self._closed and self._closed[0].end <= rows:
             segment = self._closed.popleft()
             self._closed_bytes -= segment.size
+            self._full = False
             _remove(segment.path)
 
     def close(self, *, all_committed: bool) -> None:

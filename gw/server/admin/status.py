@@ -12,7 +12,7 @@ the callables that read the rest when asked. The report::
                 "error_at", "reloads", "failures"},  // error: file:line: field: reason
      "store": {"path",                  // the database file, or state.url without password
                "size_bytes",            // null for PostgreSQL (the server's business)
-               "schema_version",
+               "schema_version",        // null: the store did not answer (within 2 s)
                "problem": {"code", "message"} | null,  // why it cannot be written (/readyz)
                "prune_rounds"},                         // trace pruning rounds since start
      "vault": {"path", "exists", "references": {"providers[0].api_key": "NAME", ...}},
@@ -20,7 +20,11 @@ the callables that read the rest when asked. The report::
      "upstream_proxies": {"http", "https", "all", "no_proxy"},  // those set; {}: none
      "usage_journal": {"path", "bytes", "appended", "skipped", "errors",   // this run's
                        "recovered_at_start": {"rows", "without_trace", "torn_lines",
-                                              "error"}},  // null when there is none
+                                              "error"},
+                       "spool": {"active", "error", "failing_for_s", "queued", "limit",
+                                 "full", "journal_full", "spooled", "lost"}},  // null: none
+                     // spool: usage rows waiting while the store is unreachable
+                     // (gw/telemetry/usage.py); lost: rows let go with the spool full
      "trace_losses": {"this_run": {"routed", "unrouted"},  // traces dropped so far
                       "last_run": {"started_at", "stopped_at", "ended",  // stopped | killed
                                    "routed", "unrouted", "counted_from"} | null},
@@ -143,7 +147,7 @@ async def status_report(
         "store": {
             "path": facts.database,
             "size_bytes": await facts.database_size(),
-            "schema_version": await facts.schema_version(),
+            "schema_version": await _unless_down(facts.schema_version),
             "problem": msgspec.to_builtins(problem) if problem is not None else None,
             "prune_rounds": facts.prune_rounds() if facts.prune_rounds is not None else 0,
         },
@@ -162,3 +166,17 @@ async def status_report(
         "trace_losses": None if facts.trace_losses is None else facts.trace_losses(),
         "now": round(now, 3),
     }
+
+
+STORE_QUERY_TIMEOUT_S = 2.0
+
+
+async def _unless_down(read: Callable[[], Awaitable[int]]) -> int | None:
+    """``read()``, or None when the store does not answer: a fleet's PostgreSQL down must
+    not take ``gw status`` with it, when status is where an operator looks (the problem
+    is in ``store.problem``)."""
+    try:
+        async with asyncio.timeout(STORE_QUERY_TIMEOUT_S):
+            return await read()
+    except Exception:  # noqa: BLE001 -- any engine's failure: reported as unknown, not as a 500
+        return None

@@ -20,6 +20,14 @@ from gw.store.postgres.sql import numbered
 
 MIN_CONNECTIONS: Final = 1
 MAX_CONNECTIONS: Final = 8
+CONNECT_TIMEOUT_S: Final = 5.0
+COMMAND_TIMEOUT_S: Final = 60.0
+"""A server that stops answering (a partition, not a refused connection) fails a connect
+in ``CONNECT_TIMEOUT_S`` rather than asyncpg's 60 s, and a statement in
+``COMMAND_TIMEOUT_S`` rather than whenever TCP gives up (minutes): no caller waits on a
+vanished server without a bound. The bound is generous, for a CLI report over a large
+ledger; callers on a request's way bound their waits more tightly (gw/server/key_cache.py,
+gw/telemetry/usage.py, gw/startup/store_health.py)."""
 Record = Any  # asyncpg.Record: indexable by position and name
 Connection = Any  # asyncpg.Connection (untyped)
 
@@ -32,7 +40,13 @@ class Database:
 
     @classmethod
     async def connect(cls, url: str) -> Database:
-        pool = await asyncpg.create_pool(url, min_size=MIN_CONNECTIONS, max_size=MAX_CONNECTIONS)
+        pool = await asyncpg.create_pool(
+            url,
+            min_size=MIN_CONNECTIONS,
+            max_size=MAX_CONNECTIONS,
+            timeout=CONNECT_TIMEOUT_S,
+            command_timeout=COMMAND_TIMEOUT_S,
+        )
         return cls(pool)
 
     async def close(self) -> None:

@@ -24,6 +24,7 @@ from gw.server.admission import Admission
 from gw.telemetry.hub import QueueStats, TelemetryHub
 from gw.telemetry.metrics import GatewayMetrics
 from gw.telemetry.state_metrics import StateSources
+from gw.telemetry.usage import UsageRecorder
 from gw.telemetry.usage_journal import JournalRecovery, UsageJournal
 
 CONFIG = """
@@ -390,6 +391,22 @@ def test_the_usage_journal_and_what_this_start_recovered(tmp_path: Path) -> None
     assert found["gw_usage_journal_errors_total"] == {(): 2}
     assert found["gw_usage_journal_skipped_total"] == {(): 3}
     assert values(found["gw_usage_recovered_rows"], "trace") == {("present",): 3, ("missing",): 2}
+
+
+def test_the_usage_spool() -> None:
+    class Down:
+        async def write_usage(self, rows: Sequence[Any]) -> None:
+            raise ConnectionRefusedError
+
+    recorder = UsageRecorder(Down(), maxsize=1, hard_limit=2)
+    # A spool mid-outage, set up without running one.
+    recorder.spooled, recorder._failing = 7, "ConnectionRefusedError"
+    recorder.submit(make_row(1))
+    recorder.submit(make_row(2))
+    found = scrape(gateway_metrics(Holder(snapshot()), usage_spool=recorder))
+    assert found["gw_usage_spool_active"] == {(): 1}
+    assert found["gw_usage_spool_full"] == {(): 1}
+    assert found["gw_usage_spooled_total"] == {(): 9}
 
 
 def test_the_traces_the_last_run_lost() -> None:
