@@ -202,7 +202,8 @@ def fleet_notes(result: Mapping[str, Any]) -> str:
         why_one = (
             f" One gateway at c=64 already had the machine {one['machine_busy']:.0%} busy:"
             f" of the {spent:.2f} cores spent, the gateway used {one['gateway_cores']:.2f}"
-            f" and wrk, PostgreSQL and Redis the other {spent - one['gateway_cores']:.2f}"
+            f" and wrk, PostgreSQL, Redis and anything else running the other"
+            f" {spent - one['gateway_cores']:.2f}"
             " (each request is a Redis script each way and a PostgreSQL usage row), so"
             " further gateways could only share what was left."
         )
