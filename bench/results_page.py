@@ -215,5 +215,10 @@ def fleet_notes(result: Mapping[str, Any]) -> str:
             " concurrency it lacks."
         )
     else:
-        why_one = ""
+        why_one = (
+            f" One gateway at c=64 kept {one['gateway_cores']:.2f} of a core busy (one"
+            " process, one event loop) with the machine"
+            f" {one['machine_busy']:.0%} busy: a second and a third gateway had only the"
+            " rest of it."
+        )
     return " ".join((added, how, cpu, verdict + why_one))

@@ -67,3 +67,4 @@ def test_the_note_says_the_aim_is_met() -> None:
     assert "short of" not in note
     assert "stays under a core" not in note
     assert "already had the machine" not in note
+    assert "kept 1.00 of a core busy" in note
