@@ -8,6 +8,7 @@
     scripts/bench --only gw --upstream-transport httpx   gw with another upstream client
     scripts/bench --reload-stall [ROUTES]    only a hot reload's cost (bench/reload_stall.py)
     scripts/bench --usage-reports [ROWS]     only the reports' cost (bench/usage_reports.py)
+    scripts/bench --fleet [SECONDS]          only PostgreSQL + Redis, 3 gateways (bench/fleet.py)
 
 Steps: start the fake upstream and measure it alone (``direct``); then each gateway in
 turn in front of it: start-up time (the median of 3 starts), idle memory, wrk at
@@ -41,6 +42,7 @@ from rich.console import Console
 
 from bench import report, results_page
 from bench.errors import BenchError
+from bench.fleet import DEFAULT_SECONDS, run_fleet
 from bench.litellm_peer import install_litellm, start_litellm
 from bench.loadgen import ensure_wrk, lua_script
 from bench.measure import Settings, measure
@@ -126,6 +128,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="only this: how long the requests of a one-at-a-time client wait while usage "
         "reports and the dashboard read a ledger of ROWS usage rows (default 1000000); "
         "bench/usage_reports.py",
+    )
+    parser.add_argument(
+        "--fleet",
+        type=int,
+        nargs="?",
+        const=DEFAULT_SECONDS,
+        default=None,
+        metavar="SECONDS",
+        help="only this: the latency PostgreSQL state and Redis limits add (c=1), and the "
+        "requests/s of three gateways against one (c=64), SECONDS per load (default 10); "
+        "bench/fleet.py",
     )
     return parser.parse_args(argv)  # fmt: skip
 
@@ -343,10 +356,14 @@ class Start:
 
 
 def publish(
-    kind: results_page.Kind, start: Start, tables: list[report.TableData], console: Console
+    kind: results_page.Kind,
+    start: Start,
+    tables: list[report.TableData],
+    console: Console,
+    notes: str = "",
 ) -> None:
     """Replace ``kind``'s section of docs/results.md with this run's tables."""
-    text = results_page.section(kind, run_facts(start.at, start.load), tables)
+    text = results_page.section(kind, run_facts(start.at, start.load), tables, notes)
     results_page.write_section(RESULTS_PAGE, kind, text)
     console.print(f"wrote this run's tables to {RESULTS_PAGE.relative_to(REPO)}")
 
@@ -367,6 +384,15 @@ def usage_reports(args: argparse.Namespace, console: Console, started: Start) ->
     )  # fmt: skip
 
 
+def fleet(args: argparse.Namespace, console: Console, started: Start) -> int:
+    """``--fleet``: bench/fleet.py alone, saved beside the other runs."""
+    return single_scenario(
+        "fleet", run_fleet, args.fleet, console, started,
+        table=results_page.fleet_table, page=not args.no_results_page,
+        notes=results_page.fleet_notes,
+    )  # fmt: skip
+
+
 Scenario = Callable[[int, Path, Path, Callable[[str], None]], dict[str, object]]
 
 
@@ -379,6 +405,7 @@ def single_scenario(
     *,
     table: Callable[[dict[str, Any]], report.TableData],
     page: bool,
+    notes: Callable[[dict[str, Any]], str] | None = None,
 ) -> int:
     """Run one scenario module alone; save its figures as ``bench-results/<name>-<time>.json``
     and, with ``page``, as its section of docs/results.md."""
@@ -395,7 +422,7 @@ def single_scenario(
     path.write_text(json.dumps(result, indent=2) + "\n")
     console.print(f"saved {path.relative_to(REPO)}")
     if page:
-        publish(name, started, [table(result)], console)
+        publish(name, started, [table(result)], console, notes(result) if notes else "")
     return 0
 
 
@@ -411,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
         return reload_stall(args, console, start)
     if args.usage_reports is not None:
         return usage_reports(args, console, start)
+    if args.fleet is not None:
+        return fleet(args, console, start)
     bench = Bench(args, console, stamp)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
