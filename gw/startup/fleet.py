@@ -44,7 +44,7 @@ def fleet_duties(
     reloader: Reloader,
     snapshots: SnapshotHolder,
     *,
-    ready: Callable[[], Awaitable[None]],
+    ready: Callable[[], Awaitable[object]],
     gateway_id: str,
     url: str,
     clock: SystemClock,
