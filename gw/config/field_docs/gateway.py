@@ -200,8 +200,9 @@ GATEWAY_SECTIONS: dict[type, Section] = {
         "deleted, then the oldest while they take more than `trace_max_bytes`. Config "
         "revisions are never pruned.",
         url=Field(
-            "A PostgreSQL URL (`postgresql://user@host:5432/db`) for the state several "
-            "gateways share: keys, traces, usage, config revisions. `null`: SQLite at "
+            "A PostgreSQL URL (`postgresql://user@host:5432/db`, PostgreSQL 15 or newer) "
+            "for the state several gateways share: keys, traces, usage, config revisions, "
+            "the fleet's registry. `null`: SQLite at "
             "`<state-dir>/gw.db`. Keep the password out of the file (PGPASSWORD, ~/.pgpass, "
             "or the whole URL in GW_STATE_URL). Read at start; a change needs a restart."
         ),
