@@ -33,7 +33,8 @@ the callables that read the rest when asked. The report::
      "fleet": [{"id", "url", "host", "pid", "started_at", "revision", "config_hash",
                 "ready", "heartbeat_at", "heartbeat_s", "age_s", "gone", "self"}, ...]}
                      // only with state.url (PostgreSQL): every registered gateway, this
-                     // one included ("self"); "gone": no heartbeat for 3 of its intervals
+                     // one included ("self"); "gone": no heartbeat for 3 of its intervals;
+                     // null while the store does not answer
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -130,7 +131,7 @@ async def status_report(
             "failures": reload.failures,
         }
     problem = facts.store_problem() if facts.store_problem is not None else None
-    fleet = {"fleet": await facts.fleet()} if facts.fleet is not None else {}
+    fleet = {"fleet": await _unless_down(facts.fleet)} if facts.fleet is not None else {}
     return fleet | {
         "server": {
             "url": facts.url,
@@ -169,9 +170,10 @@ async def status_report(
 
 
 STORE_QUERY_TIMEOUT_S = 2.0
+T = TypeVar("T")
 
 
-async def _unless_down(read: Callable[[], Awaitable[int]]) -> int | None:
+async def _unless_down(read: Callable[[], Awaitable[T]]) -> T | None:
     """``read()``, or None when the store does not answer: a fleet's PostgreSQL down must
     not take ``gw status`` with it, when status is where an operator looks (the problem
     is in ``store.problem``)."""
