@@ -159,7 +159,7 @@ def _load(request: _Request) -> _Reply:
         source=loaded.source,
         exists=loaded.exists,
         text=loaded.text,
-        hash=config_hash(config),
+        hash=config_hash(config, request.overrides),
         redacted=redacted_json(config),
         head=encode(head),
         chunks=chunks,

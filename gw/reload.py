@@ -242,10 +242,10 @@ class Reloader:
             )
             await self._check_outside(config)
             await asyncio.to_thread(replace_file, self._path, content)
-            # Hashed here, not taken from the row: this gateway's overrides (GW_*, flags)
-            # are part of its hash, and the watch compares against it when it sees the
-            # file just written (equal: nothing to apply, nothing recorded).
-            snapshot = self._compile(config, stored.revision, str(self._path), config_hash(config))
+            # Hashed here as the watch hashes the file just written (equal: nothing to
+            # apply, nothing recorded); the paths this gateway overrides are left out.
+            digest = config_hash(config, self._overrides)
+            snapshot = self._compile(config, stored.revision, str(self._path), digest)
         except Exception as error:  # noqa: BLE001 -- any failure keeps the running snapshot
             self._failed(error)
             return None

@@ -16,7 +16,6 @@ from typing import Any
 
 from gw import __version__
 from gw.adapters.directory import AdapterDirectory
-from gw.config import compile_snapshot
 from gw.config.credentials import CredentialReport
 from gw.config.validate import config_warnings
 from gw.environment import SERVER_FILE_NAME, database_path
@@ -43,7 +42,7 @@ from gw.server.services import ServerServices
 from gw.startup.checks import check_otel, checked_start, shipped_catalog
 from gw.startup.fleet import fleet_duties
 from gw.startup.plan import ServeError, ServePlan, SnapshotHolder, SystemClock, reachable_as
-from gw.startup.reloading import build_reloader, record_start
+from gw.startup.reloading import build_reloader, start_snapshot
 from gw.startup.responses_state import responses_state
 from gw.startup.store_health import StoreHealth
 from gw.startup.telemetry import add_otel, gateway_metrics, with_request_log
@@ -192,11 +191,8 @@ async def _serve(
     authenticator = await build_authenticator(
         plan, admin_key, store, clock, on_keys_mode=lambda: server_facts(auth_mode="keys")
     )
-    revision = await record_start(plan, store, clock)
     shipped = shipped_catalog()
-    snapshots = SnapshotHolder(
-        compile_snapshot(plan.config, revision=revision, source=plan.source, shipped=shipped)
-    )
+    snapshots = SnapshotHolder(await start_snapshot(plan, store, clock, shipped))
     # What a killed run left in the usage journal goes back first (budgets read it below).
     telemetry = with_request_log(
         await journaled_telemetry(plan.home, store, gateway_name), snapshots
@@ -292,7 +288,11 @@ async def _serve(
     async def announce() -> None:
         server_facts(auth_mode=authenticator.mode)
         checked = directory.check_credentials(plan.config)
-        print(start_banner(plan, url, revision, authenticator, proxies, credentials=checked))
+        print(
+            start_banner(
+                plan, url, snapshots.current.revision, authenticator, proxies, credentials=checked
+            )
+        )
         sys.stdout.flush()
         if plan.on_listening is not None:
             plan.on_listening()

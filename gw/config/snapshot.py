@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 import msgspec
 
@@ -113,10 +114,20 @@ def provider_accounts(provider: ProviderConfig) -> tuple[ProviderAccount, ...]:
     )
 
 
-def config_hash(config: Config) -> str:
-    """A stable content hash of the resolved config (sha256 of its canonical JSON)."""
-    encoded = msgspec.json.encode(config, enc_hook=encode_unit, order="sorted")
-    return hashlib.sha256(encoded).hexdigest()
+def config_hash(config: Config, overridden: Iterable[str] = ()) -> str:
+    """A stable content hash of the resolved config (sha256 of its canonical JSON),
+    leaving out the ``overridden`` dotted paths (``server.port``: a flag or GW_* variable
+    of this process). Gateways of a fleet started from one file with their own ports
+    thus share one hash, and so one revision, rather than each start recording its own."""
+    tree = msgspec.to_builtins(config, enc_hook=encode_unit, order="sorted")
+    for dotted in overridden:
+        *parents, leaf = dotted.split(".")
+        node = tree
+        for name in parents:
+            node = node.get(name) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return hashlib.sha256(msgspec.json.encode(tree)).hexdigest()
 
 
 def compile_snapshot(

@@ -122,15 +122,23 @@ async def refresh_vault(plan: ServePlan, directory: AdapterDirectory, config: Co
     directory.use_vault(secrets)
 
 
-async def record_start(plan: ServePlan, store: StateStore, clock: SystemClock) -> int:
-    """The revision gw starts at (source ``start``), recorded with the file's text the
-    config was loaded from (None: the built-in default)."""
-    return await store.record_revision(
-        config_hash=config_hash(plan.config),
+async def start_snapshot(
+    plan: ServePlan, store: StateStore, clock: SystemClock, shipped: ShippedCatalog
+) -> Snapshot:
+    """The snapshot gw starts with: its revision (source ``start``) recorded with the file's
+    text the config was loaded from (None: the built-in default), unless the newest one
+    has the same hash. The hash leaves out what this process overrides (flags, GW_*), so
+    gateways of a fleet started from one file share one revision."""
+    digest = config_hash(plan.config, plan.overrides)
+    revision = await store.record_revision(
+        config_hash=digest,
         source="start",
         time=clock.time(),
         content=plan.config_text,
         redacted=redacted_json(plan.config),
+    )
+    return compile_snapshot(
+        plan.config, revision=revision, source=plan.source, shipped=shipped, digest=digest
     )
 
 

@@ -5,7 +5,8 @@ An admin write on the third gateway becomes the fleet's newest revision, announc
 ``gw_config`` (LISTEN/NOTIFY); the first and second serve the new route (polled, bounded)
 and write its text back to their own files. A write on the first naming the revision
 before it (If-Match) is 412. ``gw status --json`` on any gateway lists all three in its
-``fleet``, on one revision and hash; a killed gateway shows as gone once its heartbeat
+``fleet``, on one revision and hash (also right after three starts from one file, each
+gateway with a setting of its own); a killed gateway shows as gone once its heartbeat
 (``GW_FLEET_HEARTBEAT_S``, shortened here) is three intervals old, also to ``gw status``
 run where no gateway is (it reads the registry from the store).
 
@@ -49,7 +50,9 @@ def fleet(tmp_path: Path) -> Iterator[list[GwServer]]:
         for n in (1, 2, 3):
             config = tmp_path / f"gw{n}.yaml"
             config.write_text(CONFIG)
-            gateways.append(stack.enter_context(GwServer(tmp_path / f"state{n}", config, env)))
+            # A setting of its own, as each gateway of a real fleet has its --port.
+            own = env | {"GW_MAX_CONCURRENCY": str(100 + n)}
+            gateways.append(stack.enter_context(GwServer(tmp_path / f"state{n}", config, own)))
         yield gateways
 
 
@@ -61,6 +64,21 @@ def ask(gw: GwServer, model: str) -> httpx.Response:
 def status_fleet(gw: GwServer) -> list[dict[str, Any]]:
     fleet: list[dict[str, Any]] = gw.cli_json("status")["fleet"]
     return fleet
+
+
+def test_one_file_started_on_three_gateways_is_one_revision(fleet: list[GwServer]) -> None:
+    """Each gateway's own overrides (flags, GW_*) are left out of the hash: the later starts
+    find the newest revision has their hash and record none."""
+    for gw in fleet:
+        rows = wait_until(
+            lambda gw=gw: len(rows := status_fleet(gw)) == 3 and rows,
+            lambda gw=gw: f"all three registered: {status_fleet(gw)}",
+        )
+        assert {(row["revision"], row["config_hash"]) for row in rows} == {
+            (1, rows[0]["config_hash"])
+        }, rows
+    history = fleet[0].cli_json("config", "history")
+    assert [entry["revision"] for entry in history] == [1], history
 
 
 def test_a_write_on_one_gateway_is_served_by_all(fleet: list[GwServer]) -> None:

@@ -76,6 +76,18 @@ def test_hash_is_stable_and_content_sensitive() -> None:
     assert one != config_hash(load_config("server: {port: 2}\n", "a"))
 
 
+def test_hash_leaves_out_what_this_process_overrides() -> None:
+    """Two gateways given one file and their own --port hash alike; the rest still counts."""
+    text = "server: {port: 1}\n"
+    first = load_config(text, "a", {"server.port": 8787, "state.url": "postgresql://db/gw"})
+    second = load_config(text, "a", {"server.port": 8788, "state.url": "postgresql://db/gw"})
+    overridden = ("server.port", "state.url")
+    assert config_hash(first) != config_hash(second)
+    assert config_hash(first, overridden) == config_hash(second, overridden)
+    other = load_config("server: {port: 1, max_concurrency: 9}\n", "a", {"server.port": 8787})
+    assert config_hash(other, overridden) != config_hash(first, overridden)
+
+
 @pytest.mark.parametrize(
     ("text", "seconds"), [("150ms", 0.15), ("2s", 2.0), ("10m", 600.0), ("1h", 3600.0), (3, 3.0)]
 )
