@@ -37,10 +37,12 @@ for port in "${ports[@]}"; do
   echo $! >"$state/$port/serve.pid"
 done
 for port in "${ports[@]}"; do
+  ready=""
   for _ in $(seq 1 60); do
-    curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+    curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && { ready=1; break; }
     kill -0 "$(cat "$state/$port/serve.pid")" 2>/dev/null || { echo "gw on :$port exited:"; tail -5 "$state/$port/serve.log"; exit 1; }
     sleep 0.5
   done
+  [ -n "$ready" ] || { echo "gw on :$port not ready after 30 s; see $state/$port/serve.log"; exit 1; }
   echo "gw on :$port ready (pid $(cat "$state/$port/serve.pid"), log $state/$port/serve.log)"
 done
