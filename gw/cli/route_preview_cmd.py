@@ -1,14 +1,17 @@
-"""``gw route-preview --model M [--message TEXT] [--json]``: ask the running server where a
-request would go (``POST /admin/v1/route-preview``), without calling any upstream.
+"""``gw route-preview --model M [--message TEXT] [--stream] [--tenant T] [--key ID]
+[--kind K] [--json]``: ask the running server where a request would go
+(``POST /admin/v1/route-preview``), without calling any upstream.
 
-``--json`` prints the server's answer unchanged: ``{"revision", "policy", "decision"}``,
-``decision`` as in ``gw explain --json``. The server and the admin key are found as for
-every admin call (gw/cli/admin_client.py).
+``--json`` prints the server's answer unchanged: ``{"revision", "policy", "decision",
+"rule"}``, ``decision`` as in ``gw explain --json``, ``rule`` the policy that decided and
+what it matched on. The server and the admin key are found as for every admin call
+(gw/cli/admin_client.py).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 import typer
 from rich.table import Table
@@ -21,18 +24,36 @@ from gw.cli.options import ConfigOption, JsonOption, StateDirOption, resolve_hom
 PREVIEW_PATH = "/admin/v1/route-preview"
 
 
-def route_preview_command(
+def route_preview_command(  # keyword-only: one parameter per flag, Typer passes them by name
+    *,
     model: Annotated[str, typer.Option("--model", help="A route name or provider/model.")],
     message: Annotated[
         str, typer.Option("--message", help="The user message to route (sizes the estimate).")
     ] = "hello",
+    stream: Annotated[bool, typer.Option("--stream", help="As a streamed request.")] = False,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", help="As a caller of this tenant.")
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option("--key", help="As the API key with this id (key_...); add its --tenant."),
+    ] = None,
+    kind: Annotated[
+        str,
+        typer.Option("--kind", help="chat, responses, embeddings or count_tokens."),
+    ] = "chat",
     state_dir: StateDirOption = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show which targets a request would try, in order, and why others were rejected."""
-    body = {"model": model, "messages": [{"role": "user", "content": message}]}
-    answer = admin_call_or_fail(resolve_home(state_dir), config, "POST", PREVIEW_PATH, body)
+    """Show which policy decides a request, which targets it would try, in order, and why
+    others were rejected."""
+    body = {"model": model, "messages": [{"role": "user", "content": message}], "stream": stream}
+    query = (
+        {"kind": kind} | ({"tenant": tenant} if tenant else {}) | ({"api_key": key} if key else {})
+    )
+    path = f"{PREVIEW_PATH}?{urlencode(query)}"
+    answer = admin_call_or_fail(resolve_home(state_dir), config, "POST", path, body)
     if as_json:
         typer.echo(answer.text)
         return
@@ -44,12 +65,25 @@ def route_preview_command(
         highlight=False,
         markup=False,
     )
+    stdout.print(rule_line(preview["rule"]), highlight=False, markup=False)
+    if preview["rule"]["deny"]:
+        return
     stdout.print(candidates_table(decision))
     if decision.get("degraded"):
         reasons = ", ".join(decision.get("degraded_reasons") or ()) or "no reason recorded"
         stdout.print(f"Degraded: {reasons}", highlight=False, markup=False)
     for note in decision.get("notes") or ():
         stdout.print(f"Note: {note}", highlight=False, markup=False)
+
+
+def rule_line(rule: dict[str, Any]) -> str:
+    """Which rule decided, in words: the policy, what it matched on, whether it denies."""
+    matched = ", ".join(rule["matched_on"])
+    basis = f"matched on {matched}" if matched else "no policy matched: the built-in default"
+    line = f"Rule: policy {rule['policy']} ({basis}; priority {rule['priority']})"
+    if rule["deny"]:
+        line += f"\nDenied: 403 permission_denied, {rule['deny_reason']}"
+    return line
 
 
 def candidates_table(decision: dict[str, Any]) -> Table:

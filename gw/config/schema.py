@@ -17,6 +17,9 @@ ProviderKind = Literal[
 ]  # fmt: skip
 Strategy = Literal["priority", "weighted", "lowest_cost", "lowest_latency", "highest_quality"]
 Capability = Literal["tools", "vision", "json_schema", "json_object", "reasoning", "embeddings"]
+# What a request asks for, whichever wire format it came in: chat (OpenAI chat, Anthropic
+# messages, Gemini generateContent), responses (OpenAI Responses), embeddings, count_tokens.
+RequestKind = Literal["chat", "responses", "embeddings", "count_tokens"]
 AuthMode = Literal["open", "keys"]
 AccountSelection = Literal["fill_first", "round_robin"]
 UpstreamTransport = Literal["builtin", "httpx"]  # aiohttp: refused by name (loader.py)
@@ -164,6 +167,9 @@ class PolicyMatch(ConfigStruct, frozen=True, kw_only=True):
     tenants: tuple[str, ...] | None = None
     api_keys: tuple[str, ...] | None = None
     capabilities: tuple[Capability, ...] | None = None
+    kinds: tuple[RequestKind, ...] | None = None
+    min_prompt_tokens: int | None = None  # the estimated prompt, inclusive bounds
+    max_prompt_tokens: int | None = None
 
 
 class RetryConfig(ConfigStruct, frozen=True, kw_only=True):
@@ -211,6 +217,8 @@ class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):
     timeout: TimeoutConfig = TimeoutConfig()
     hedge: HedgeConfig = HedgeConfig()
     limits: PolicyLimits = PolicyLimits()
+    deny: bool = False  # a deny rule: the requests it matches get 403 permission_denied
+    deny_reason: str | None = None
 
 
 class TenantLimits(ConfigStruct, frozen=True, kw_only=True):

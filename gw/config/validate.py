@@ -254,6 +254,7 @@ def _policy_problems(policies: Iterable[PolicyConfig]) -> Iterator[Problem]:
                     f"{here}.fallback.on_error_codes[{position}]",
                     f"unknown error code {code!r}; known codes: {known}",
                 )
+        yield from _match_problems(here, policy)
         if policy.hedge.after is not None and policy.hedge.after.seconds <= 0:
             yield f"{here}.hedge.after", "must be longer than 0s (omit it to turn hedging off)"
         limits = policy.limits
@@ -272,6 +273,17 @@ def _policy_problems(policies: Iterable[PolicyConfig]) -> Iterator[Problem]:
         ):
             if span.seconds <= 0:
                 yield f"{here}.timeout.{field}", "must be longer than 0s"
+
+
+def _match_problems(here: str, policy: PolicyConfig) -> Iterator[Problem]:
+    low, high = policy.match.min_prompt_tokens, policy.match.max_prompt_tokens
+    for field, bound in (("min_prompt_tokens", low), ("max_prompt_tokens", high)):
+        if bound is not None and bound < 0:
+            yield f"{here}.match.{field}", "must not be negative"
+    if low is not None and high is not None and low > high:
+        yield f"{here}.match.max_prompt_tokens", f"must be at least min_prompt_tokens ({low})"
+    if policy.deny_reason is not None and not policy.deny:
+        yield f"{here}.deny_reason", "is only for a deny rule; add `deny: true` or remove it"
 
 
 def _tenant_problems(config: Config) -> Iterator[Problem]:

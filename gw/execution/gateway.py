@@ -47,7 +47,8 @@ from gw.routing.decision import RouteDecision, TargetRef
 from gw.routing.estimate import estimate_embedding_tokens
 from gw.routing.health import TargetVerdict, VerdictStatus
 from gw.routing.hints import RoutingHints
-from gw.routing.router import decide, no_candidate_error
+from gw.routing.policy import kind_of_endpoint
+from gw.routing.router import decide, denied_error, governing_policy, no_candidate_error
 
 T = TypeVar("T")
 LEASE_GRACE_S = 60.0  # a lease outlives its request's timeout.total by at most this much
@@ -124,6 +125,18 @@ class Gateway:
         """Record a request refused before routing (bad body, auth, ...) and return its error."""
         trace = self._record(ctx, requested_model=requested_model, stream=stream, error=error)
         return RequestFailedError(error, trace)
+
+    def refuse_if_denied(self, ctx: RequestContext, request: ChatRequest) -> None:
+        """A request answered without routing (count_tokens) still honours deny rules."""
+        policy = governing_policy(
+            request,
+            ctx.snapshot,
+            kind=kind_of_endpoint(ctx.endpoint),
+            tenant=ctx.tenant,
+            api_key_id=ctx.key_id,
+        )
+        if policy is not None and policy.deny:
+            raise denied_error(policy)
 
     async def complete(
         self,
@@ -249,11 +262,14 @@ class Gateway:
                 latency_ms=None
                 if self._latency is None
                 else self._latency.view(streaming=_streams(request)),
+                kind=kind_of_endpoint(ctx.endpoint),
             )
         except GatewayError as error:
             raise self.reject(
                 ctx, error, requested_model=request.model, stream=_streams(request)
             ) from None
+        if policy.deny:
+            raise self._failed(ctx, request, decision, denied_error(policy), [])
         if ctx.pin is not None and decision.chain:
             decision = self._pinned(ctx, request, decision, ctx.pin)
         if ctx.tenant is not None and decision.chain:

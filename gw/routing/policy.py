@@ -10,12 +10,17 @@ omitted field matches everything.
   caller passes both as ``provider/model`` and as the bare model name.
 - ``streaming``: equal to whether the request streams.
 - ``capabilities``: matches when the request needs every listed capability.
+- ``kinds``: the request's kind is listed (``chat``, ``responses``, ``embeddings``,
+  ``count_tokens``; ``kind_of_endpoint``).
+- ``min_prompt_tokens`` / ``max_prompt_tokens``: the estimated prompt lies within them.
 
-Among matching policies the most specific wins. Each set field adds to the specificity:
-2 when none of its patterns holds a glob character (``*``, ``?`` or ``[``), 1 otherwise;
-``streaming`` and ``capabilities`` are exact and always add 2. So ``routes: ["chat"]`` (2)
-beats ``routes: ["*"]`` (1), and ``{routes: ["chat"], tenants: ["team-*"]}`` (3) beats
-both. Ties go to the higher ``priority``, then to the policy written first in the file.
+Among matching policies the most specific wins, ranked by field kind: one that sets
+``api_keys`` beats any that does not, then ``tenants``, then the model (``routes`` and
+``models``), ``capabilities``, ``streaming``, ``kinds``, and last the prompt size. Within a
+kind an exact pattern (no ``*``, ``?`` or ``[``) beats a glob, and for the model, setting
+both ``routes`` and ``models`` beats setting one. So ``{api_keys: [key_1]}`` beats
+``{routes: [chat], streaming: true}``, and ``routes: ["chat"]`` beats ``routes: ["*"]``.
+Ties go to the higher ``priority``, then to the policy written first in the file.
 
 No match gives ``DEFAULT_POLICY``, a policy named ``default`` with the built-in settings.
 
@@ -30,14 +35,44 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
+from typing import Final
 
-from gw.config.schema import Capability, PolicyConfig, PolicyMatch
+from gw.config.schema import Capability, PolicyConfig, PolicyMatch, RequestKind
 
 DEFAULT_POLICY = PolicyConfig(name="default")
 
 _GLOB_CHARACTERS = frozenset("*?[")
 _EXACT = 2
 _GLOB = 1
+_SET = 1  # a field with no glob form: set or not
+
+# The trace's endpoint names (gw/server/inference/) by the kind a policy matches on.
+_ENDPOINT_KINDS: Final[dict[str, RequestKind]] = {
+    "responses": "responses",
+    "embeddings": "embeddings",
+    "gemini.embedContent": "embeddings",
+    "gemini.batchEmbedContents": "embeddings",
+    "messages.count_tokens": "count_tokens",
+    "gemini.countTokens": "count_tokens",
+}
+
+# The field kinds in rank order, as ``specificity`` weighs them (for explain and docs).
+SPECIFICITY_ORDER: Final = (
+    "api_keys",
+    "tenants",
+    "model",
+    "capabilities",
+    "streaming",
+    "kinds",
+    "prompt_tokens",
+)
+
+Specificity = tuple[int, int, int, int, int, int, int]
+
+
+def kind_of_endpoint(endpoint: str) -> RequestKind:
+    """The kind of a request to ``endpoint``: every other endpoint is a chat."""
+    return _ENDPOINT_KINDS.get(endpoint, "chat")
 
 
 def resolve_policy(
@@ -49,6 +84,8 @@ def resolve_policy(
     tenant: str | None,
     api_key_id: str | None,
     capabilities: frozenset[Capability],
+    kind: RequestKind = "chat",
+    prompt_tokens: int = 0,
 ) -> PolicyConfig:
     """The policy that governs a request with these attributes (see the module docstring)."""
     return first_matching(
@@ -57,6 +94,8 @@ def resolve_policy(
         tenant=tenant,
         api_key_id=api_key_id,
         capabilities=capabilities,
+        kind=kind,
+        prompt_tokens=prompt_tokens,
     )
 
 
@@ -65,7 +104,7 @@ def route_policies(
 ) -> tuple[PolicyConfig, ...]:
     """The policies whose ``routes`` and ``models`` match, best first for ``first_matching``."""
     applicable = [
-        (-specificity(policy.match), -policy.priority, index, policy)
+        (tuple(-weight for weight in specificity(policy.match)), -policy.priority, index, policy)
         for index, policy in enumerate(policies)
         if _matches_route(policy.match, route=route, models=models)
     ]
@@ -81,6 +120,8 @@ def first_matching(
     tenant: str | None,
     api_key_id: str | None,
     capabilities: frozenset[Capability],
+    kind: RequestKind = "chat",
+    prompt_tokens: int = 0,
 ) -> PolicyConfig:
     """The first of ``ordered`` (from ``route_policies``) that the request matches."""
     for policy in ordered:
@@ -90,6 +131,8 @@ def first_matching(
             tenant=tenant,
             api_key_id=api_key_id,
             capabilities=capabilities,
+            kind=kind,
+            prompt_tokens=prompt_tokens,
         ):
             return policy
     return DEFAULT_POLICY
@@ -104,7 +147,9 @@ def match_specificity(
     tenant: str | None,
     api_key_id: str | None,
     capabilities: frozenset[Capability],
-) -> int | None:
+    kind: RequestKind = "chat",
+    prompt_tokens: int = 0,
+) -> Specificity | None:
     """How specific ``match`` is for this request, or ``None`` when it does not match."""
     if not _matches_route(match, route=route, models=models):
         return None
@@ -114,22 +159,31 @@ def match_specificity(
         tenant=tenant,
         api_key_id=api_key_id,
         capabilities=capabilities,
+        kind=kind,
+        prompt_tokens=prompt_tokens,
     ):
         return None
     return specificity(match)
 
 
-def specificity(match: PolicyMatch) -> int:
-    """The specificity ``match`` has whenever it matches: the sum of its set fields' weights."""
-    weight = 0
-    for patterns in (match.routes, match.models, match.tenants, match.api_keys):
-        if patterns is not None:
-            weight += _pattern_weight(patterns)
-    if match.streaming is not None:
-        weight += _EXACT
-    if match.capabilities is not None:
-        weight += _EXACT
-    return weight
+def specificity(match: PolicyMatch) -> Specificity:
+    """The specificity ``match`` has whenever it matches: one weight per field kind, in
+    ``SPECIFICITY_ORDER``, compared left to right."""
+    return (
+        _pattern_weight(match.api_keys),
+        _pattern_weight(match.tenants),
+        _pattern_weight(match.routes) + _pattern_weight(match.models),
+        _SET if match.capabilities is not None else 0,
+        _SET if match.streaming is not None else 0,
+        _SET if match.kinds is not None else 0,
+        _SET if match.min_prompt_tokens is not None or match.max_prompt_tokens is not None else 0,
+    )
+
+
+def matched_fields(match: PolicyMatch) -> tuple[str, ...]:
+    """The fields ``match`` sets, in rank order: what a request matched it on."""
+    weights = specificity(match)
+    return tuple(name for name, weight in zip(SPECIFICITY_ORDER, weights, strict=True) if weight)
 
 
 def _matches_route(match: PolicyMatch, *, route: str, models: Sequence[str]) -> bool:
@@ -138,17 +192,25 @@ def _matches_route(match: PolicyMatch, *, route: str, models: Sequence[str]) -> 
     return match.models is None or _any_glob(match.models, models)
 
 
-def _matches_request(
+def _matches_request(  # noqa: PLR0911 -- one early exit per field
     match: PolicyMatch,
     *,
     streaming: bool,
     tenant: str | None,
     api_key_id: str | None,
     capabilities: frozenset[Capability],
+    kind: RequestKind,
+    prompt_tokens: int,
 ) -> bool:
     if match.streaming is not None and match.streaming != streaming:
         return False
     if match.capabilities is not None and not capabilities.issuperset(match.capabilities):
+        return False
+    if match.kinds is not None and kind not in match.kinds:
+        return False
+    if match.min_prompt_tokens is not None and prompt_tokens < match.min_prompt_tokens:
+        return False
+    if match.max_prompt_tokens is not None and prompt_tokens > match.max_prompt_tokens:
         return False
     if match.tenants is not None and (tenant is None or not _any_glob(match.tenants, (tenant,))):
         return False
@@ -161,7 +223,9 @@ def _any_glob(patterns: Sequence[str], values: Sequence[str]) -> bool:
     return any(fnmatchcase(value, pattern) for pattern in patterns for value in values)
 
 
-def _pattern_weight(patterns: Sequence[str]) -> int:
+def _pattern_weight(patterns: Sequence[str] | None) -> int:
+    if patterns is None:
+        return 0
     if any(_GLOB_CHARACTERS.intersection(pattern) for pattern in patterns):
         return _GLOB
     return _EXACT

@@ -12,7 +12,7 @@ The steps, each recorded in the decision so ``gw explain`` can replay the reason
    (``plan.route_plan``, computed once per route and snapshot);
 2. pick the governing policy (``policy.first_matching`` among the plan's policies, the
    same choice as ``policy.resolve_policy``) and the strategy (the policy's, else the
-   route's);
+   route's); a deny rule ends here, with no chain;
 3. settle max output tokens: never invented, clamped to the policy ceiling with a note;
 4. screen the targets (``filters.screen_targets``), relaxing the cost ceiling if it alone
    would leave nothing;
@@ -29,14 +29,16 @@ from collections.abc import Mapping
 
 import msgspec
 
-from gw.config.schema import PolicyConfig, Strategy
+from gw.config.schema import PolicyConfig, RequestKind, Strategy
 from gw.config.snapshot import Snapshot
 from gw.errors import (
     ContextLengthExceededError,
     GatewayError,
     InvalidRequestError,
+    ModelNotFoundError,
     NativeFeatureUnsupportedError,
     NoRouteError,
+    PermissionDeniedError,
 )
 from gw.ir.embeddings import EmbeddingRequest
 from gw.ir.request import ChatRequest
@@ -46,7 +48,7 @@ from gw.routing.filters import format_usd, screen_targets
 from gw.routing.health import HealthView
 from gw.routing.hints import RoutingHints
 from gw.routing.needs import EMBEDDING_NEEDS, required_capabilities, required_native_format
-from gw.routing.plan import PlannedTarget, route_plan
+from gw.routing.plan import PlannedTarget, RoutePlan, route_plan
 from gw.routing.policy import first_matching
 from gw.routing.strategies import Ranking, rank
 
@@ -61,13 +63,16 @@ def decide(
     latency_ms: Mapping[str, float] | None = None,
     hints: RoutingHints | None = None,
     health: HealthView | None = None,
+    kind: RequestKind | None = None,
 ) -> tuple[RouteDecision, PolicyConfig]:
     """Route ``request`` against ``snapshot``; raises ``ModelNotFoundError`` for an unknown model.
 
     ``request_id`` seeds the weighted strategy, so the same id always gets the same
     order. ``latency_ms`` is the observed latency per ``provider/model``, if any.
     ``hints`` (request headers) narrow the decision; each one used is noted. ``health``
-    holds a verdict for each target that is not healthy (gw/routing/health.py).
+    holds a verdict for each target that is not healthy (gw/routing/health.py). ``kind``
+    is what policies match on (``kind_of_endpoint``); None: chat, or embeddings for an
+    ``EmbeddingRequest``. A deny rule's decision has no chain and says why in its notes.
     """
     # What routing reads of the request, whichever endpoint it came to (kept in locals:
     # this runs on every chat request).
@@ -81,6 +86,7 @@ def decide(
         needs, streaming, max_tokens = EMBEDDING_NEEDS, False, 0
         input_tokens, window_tokens = embedding_token_estimates(request)
         native_tools = ()
+        kind = kind or "embeddings"
     plan = route_plan(snapshot, request.model)
     route = plan.route
     policy = first_matching(
@@ -89,7 +95,11 @@ def decide(
         tenant=tenant,
         api_key_id=api_key_id,
         capabilities=needs,
+        kind=kind or "chat",
+        prompt_tokens=input_tokens,
     )
+    if policy.deny:
+        return denied_decision(plan, policy, input_tokens), policy
     strategy = policy.strategy or route.strategy
     max_cost = policy.limits.max_cost_per_request_usd
     targets = plan.targets
@@ -145,6 +155,55 @@ def decide(
         notes=hint_notes + clamp_notes + screening.notes + ranking.notes,
     )
     return decision, policy
+
+
+def governing_policy(
+    request: ChatRequest,
+    snapshot: Snapshot,
+    *,
+    kind: RequestKind,
+    tenant: str | None,
+    api_key_id: str | None,
+) -> PolicyConfig | None:
+    """The policy a request that is never routed (count_tokens) falls under, for its deny
+    rules; None when its model names no route or target (gw estimates tokens anyway)."""
+    try:
+        plan = route_plan(snapshot, request.model)
+    except ModelNotFoundError:
+        return None
+    return first_matching(
+        plan.policies,
+        streaming=request.stream,
+        tenant=tenant,
+        api_key_id=api_key_id,
+        capabilities=required_capabilities(request),
+        kind=kind,
+        prompt_tokens=estimate_input_tokens(request),
+    )
+
+
+def denied_decision(plan: RoutePlan, policy: PolicyConfig, input_tokens: int) -> RouteDecision:
+    """A deny rule's decision: nothing to try, and the rule's reason in the notes."""
+    return RouteDecision(
+        route=plan.route.name,
+        direct=plan.direct,
+        policy=policy.name,
+        strategy=policy.strategy or plan.route.strategy,
+        chain=(),
+        candidates=(),
+        estimated_input_tokens=input_tokens,
+        max_output_tokens=None,
+        notes=(f"denied by policy {policy.name}: {deny_reason(policy)}",),
+    )
+
+
+def denied_error(policy: PolicyConfig) -> PermissionDeniedError:
+    """What the client of a deny rule's request is told: the rule's reason, and its name."""
+    return PermissionDeniedError(f"{deny_reason(policy)} (policy {policy.name!r})")
+
+
+def deny_reason(policy: PolicyConfig) -> str:
+    return policy.deny_reason or f"requests matching policy {policy.name!r} are denied"
 
 
 def apply_hints(

@@ -117,7 +117,13 @@ DOCUMENT: dict[str, Any] = {
         "/admin/v1/traces/{request_id}": {"get": _op("One trace, as gw explain --json", "admin")},
         "/admin/v1/route-preview": {
             "post": _op(
-                "Route a chat request without calling upstream", "admin", requestBody=_JSON_BODY
+                "Route a chat request without calling upstream",
+                "admin",
+                requestBody=_JSON_BODY,
+                parameters=[
+                    {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+                    for name in ("tenant", "api_key", "kind")
+                ],
             )
         },
         "/admin/v1/dashboard/login-link": {

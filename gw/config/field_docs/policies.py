@@ -3,7 +3,7 @@ tenants (allowed routes, limits, budgets)."""
 
 from __future__ import annotations
 
-from gw.config.field_docs.rules import ERROR_CODES, NAME, Field, Section, section
+from gw.config.field_docs.rules import ERROR_CODES, NAME, PRINTABLE, Field, Section, section
 from gw.config.schema import (
     FallbackConfig,
     HedgeConfig,
@@ -19,9 +19,10 @@ from gw.config.schema import (
 
 POLICY_SECTIONS: dict[type, Section] = {
     PolicyConfig: section(
-        "How requests are run. A request gets the most specific matching policy (exact names "
-        "count more than globs, more fields more than fewer), then the higher `priority`, then "
-        "the earlier in the file.",
+        "How requests are run, or refused (`deny`). A request gets the most specific matching "
+        "policy, ranked by field kind: `api_keys`, then `tenants`, then the model (`routes`, "
+        "`models`), `capabilities`, `streaming`, `kinds`, the prompt size; within a kind exact "
+        "names beat globs. Then the higher `priority`, then the earlier in the file.",
         name=Field("The policy's name, shown in traces and `gw explain`.", text=NAME),
         match=Field("Which requests the policy applies to."),
         priority=Field("Breaks ties between equally specific matches: higher wins."),
@@ -31,6 +32,15 @@ POLICY_SECTIONS: dict[type, Section] = {
         timeout=Field("Time limits."),
         hedge=Field("Racing the rest of the chain when the first target is slow."),
         limits=Field("Ceilings per request."),
+        deny=Field(
+            "`true`: a deny rule; the requests it governs get 403 `permission_denied` with "
+            "`deny_reason`, before any upstream call."
+        ),
+        deny_reason=Field(
+            "What a denied client is told (the policy's name follows); `null`: a generic "
+            "sentence naming the policy.",
+            text=PRINTABLE,
+        ),
     ),
     PolicyMatch: section(
         "What a policy applies to; an omitted field matches everything. Globs use `*`.",
@@ -40,6 +50,13 @@ POLICY_SECTIONS: dict[type, Section] = {
         tenants=Field("Tenant names of the caller's API key."),
         api_keys=Field("API key ids (`key_...`, as `gw keys list` shows)."),
         capabilities=Field("The request needs all of these."),
+        kinds=Field(
+            "Request kinds: `chat` (OpenAI chat, Anthropic messages, Gemini generateContent), "
+            "`responses`, `embeddings`, `count_tokens` (Anthropic and Gemini token counts, "
+            "which only deny rules affect)."
+        ),
+        min_prompt_tokens=Field("The estimated prompt has at least this many tokens.", minimum=0),
+        max_prompt_tokens=Field("The estimated prompt has at most this many tokens.", minimum=0),
     ),
     RetryConfig: section(
         "Retries of one target on a retryable error (`upstream_error`, `upstream_timeout`, "

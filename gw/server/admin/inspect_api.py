@@ -5,26 +5,33 @@ each in the shape ``gw explain --json`` prints (gw/cli/explain_view.py).
 ``GET /admin/v1/traces/{id}``: one trace (an id or a unique prefix of one); 404
 ``endpoint_not_found`` when there is none.
 
-``POST /admin/v1/route-preview``: the body is an OpenAI chat request; the answer is what
-routing would decide for it now, without calling any upstream::
+``POST /admin/v1/route-preview[?tenant=T&api_key=KEY_ID&kind=K]``: the body is an OpenAI
+chat request; the answer is what routing would decide for it now, for a caller of that
+tenant and key id and a request of that kind (default ``chat``), without calling any
+upstream::
 
-    {"revision": 3, "policy": "default", "decision": {...as in gw explain --json...}}
+    {"revision": 3, "policy": "default", "decision": {...as in gw explain --json...},
+     "rule": {"policy", "matched_on": [...], "priority", "deny", "deny_reason"}}
 
-An unknown model is 404 ``model_not_found``, as on /v1/chat/completions.
+``rule`` says which rule decided: the governing policy, the fields it matched on in rank
+order (gw/routing/policy.py; empty for the built-in default) and whether it denies. An
+unknown model is 404 ``model_not_found``, as on /v1/chat/completions.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, get_args, runtime_checkable
 
 from litestar import Response, get, post
 from litestar.handlers import HTTPRouteHandler
 
 from gw.codecs.openai_chat import decode_chat_request
+from gw.config.schema import RequestKind
 from gw.errors import EndpointNotFoundError, GatewayError, InvalidRequestError
 from gw.execution.gateway import RequestFailedError
 from gw.record import TraceRecord
-from gw.routing.router import decide
+from gw.routing.policy import matched_fields
+from gw.routing.router import decide, deny_reason
 from gw.server.admin.config_api import AdminApi
 from gw.server.body import read_body
 from gw.server.responses import openai_error_response
@@ -32,6 +39,7 @@ from gw.server.services import HttpRequest, ServerServices
 from gw.telemetry.explain import decision_json, explain_json
 
 DEFAULT_LIMIT = 20
+REQUEST_KINDS: tuple[str, ...] = get_args(RequestKind)
 MAX_LIMIT = 1000
 
 
@@ -56,6 +64,15 @@ def parse_limit(value: str | None) -> int:
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidRequestError(f"limit must be 1..{MAX_LIMIT}, not {value!r}", param="limit")
     return limit
+
+
+def parse_kind(value: str | None) -> RequestKind:
+    if not value:
+        return "chat"
+    if value not in REQUEST_KINDS:
+        choices = ", ".join(REQUEST_KINDS)
+        raise InvalidRequestError(f"kind must be one of {choices}, not {value!r}", param="kind")
+    return cast("RequestKind", value)
 
 
 def inspect_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
@@ -100,6 +117,8 @@ def inspect_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
             return openai_error_response(refused.error, refused.trace)
         snapshot = ctx.snapshot
         try:
+            query = request.query_params
+            kind = parse_kind(query.get("kind"))
             body = await read_body(request, snapshot.config.server.max_body_bytes.bytes)
             chat = decode_chat_request(body)
             # The same health view a real request would see; nothing is claimed or called.
@@ -107,10 +126,13 @@ def inspect_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
                 chat,
                 snapshot,
                 request_id=ctx.request_id,
+                tenant=query.get("tenant") or None,
+                api_key_id=query.get("api_key") or None,
                 health=services.gateway._health_view(snapshot),
                 latency_ms=None
                 if services.latency is None
                 else services.latency.view(streaming=chat.stream),
+                kind=kind,
             )
         except GatewayError as error:
             return api.fail(ctx, error)
@@ -118,6 +140,13 @@ def inspect_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
             "revision": snapshot.revision,
             "policy": policy.name,
             "decision": decision_json(decision),
+            "rule": {
+                "policy": policy.name,
+                "matched_on": list(matched_fields(policy.match)),
+                "priority": policy.priority,
+                "deny": policy.deny,
+                "deny_reason": deny_reason(policy) if policy.deny else None,
+            },
         }
         return api.answer(ctx, body_out)
 

@@ -162,6 +162,7 @@ async def _count_tokens(
     ctx = services.begin(request, count.endpoint)
     try:
         ctx, chat = await read_chat(services, count, ctx, request)
+        services.gateway.refuse_if_denied(ctx, chat)
     except GatewayError as error:
         failed = services.gateway.reject(ctx, error, requested_model=model, stream=False)
         return gemini_error_response(failed.error, failed.trace)

@@ -94,6 +94,7 @@ def message_handlers(services: ServerServices, endpoint: Endpoint) -> list[HTTPR
         ctx = services.begin(request, count.endpoint)
         try:
             ctx, chat = await read_chat(services, count, ctx, request)
+            services.gateway.refuse_if_denied(ctx, chat)
         except GatewayError as error:
             failed = services.gateway.reject(ctx, error, stream=False)
             return anthropic_error_response(failed.error, failed.trace)

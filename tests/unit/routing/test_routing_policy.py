@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from gw.config import compile_snapshot, load_config
-from gw.config.schema import Capability, PolicyConfig
-from gw.routing.policy import DEFAULT_POLICY, match_specificity, resolve_policy
+from gw.config.schema import Capability, PolicyConfig, RequestKind
+from gw.routing.policy import (
+    DEFAULT_POLICY,
+    kind_of_endpoint,
+    match_specificity,
+    matched_fields,
+    resolve_policy,
+)
 
 PROVIDERS = """
 providers:
@@ -29,6 +35,8 @@ def resolve(
     tenant: str | None = None,
     api_key_id: str | None = None,
     capabilities: frozenset[Capability] = frozenset(),
+    kind: RequestKind = "chat",
+    prompt_tokens: int = 0,
 ) -> str:
     return resolve_policy(
         found,
@@ -38,6 +46,8 @@ def resolve(
         tenant=tenant,
         api_key_id=api_key_id,
         capabilities=capabilities,
+        kind=kind,
+        prompt_tokens=prompt_tokens,
     ).name
 
 
@@ -132,7 +142,7 @@ def test_globs_are_case_sensitive() -> None:
     assert resolve(found) == "default"
 
 
-def test_specificity_counts_exact_fields_double() -> None:
+def test_specificity_is_one_weight_per_field_kind_in_rank_order() -> None:
     (policy,) = policies(
         "  - {name: p, match: {routes: [chat], tenants: ['t?'], streaming: false}}\n"
     )
@@ -145,4 +155,63 @@ def test_specificity_counts_exact_fields_double() -> None:
         api_key_id=None,
         capabilities=frozenset(),
     )
-    assert specificity == 2 + 1 + 2
+    # api_keys, tenants (a glob), model (an exact route), capabilities, streaming, kinds, size
+    assert specificity == (0, 1, 2, 0, 1, 0, 0)
+    assert matched_fields(policy.match) == ("tenants", "model", "streaming")
+
+
+def test_an_api_key_policy_beats_route_and_streaming() -> None:
+    found = policies(
+        "  - {name: chat-streams, match: {routes: [chat], streaming: true}, priority: 99}\n"
+        "  - {name: one-key, match: {api_keys: [key_1]}}\n"
+    )
+    assert resolve(found, streaming=True, api_key_id="key_1") == "one-key"
+    assert resolve(found, streaming=True, api_key_id="key_2") == "chat-streams"
+
+
+def test_field_kinds_rank_key_tenant_model_capability_streaming_kind_size() -> None:
+    ranked = [
+        "{api_keys: ['key_*']}",
+        "{tenants: ['team-*']}",
+        "{models: ['gpt-*']}",
+        "{capabilities: [tools]}",
+        "{streaming: true}",
+        "{kinds: [chat]}",
+        "{min_prompt_tokens: 0}",
+    ]
+    lines = "".join(
+        f"  - {{name: p{n}, match: {match}}}\n" for n, match in reversed(list(enumerate(ranked)))
+    )
+    found = policies(lines)
+    needs: frozenset[Capability] = frozenset({"tools"})
+    everything = {"streaming": True, "tenant": "team-a", "capabilities": needs}
+    assert resolve(found, api_key_id="key_1", **everything) == "p0"  # type: ignore[arg-type]
+    assert resolve(found, **everything) == "p1"  # type: ignore[arg-type]
+    assert resolve(found, streaming=True, capabilities=needs) == "p2"
+    assert resolve(found, models=("x",), streaming=True, capabilities=needs) == "p3"
+    assert resolve(found, models=("x",), streaming=True) == "p4"
+    assert resolve(found, models=("x",)) == "p5"
+    assert resolve(found, models=("x",), kind="embeddings") == "p6"
+
+
+def test_kinds_and_prompt_size_match() -> None:
+    found = policies(
+        "  - {name: embeddings, match: {kinds: [embeddings, count_tokens]}}\n"
+        "  - {name: long, match: {min_prompt_tokens: 1000, max_prompt_tokens: 5000}}\n"
+    )
+    assert resolve(found, kind="embeddings") == "embeddings"
+    assert resolve(found, kind="count_tokens", prompt_tokens=2000) == "embeddings"
+    assert resolve(found, kind="responses", prompt_tokens=1000) == "long"
+    assert resolve(found, prompt_tokens=5000) == "long"
+    assert resolve(found, prompt_tokens=999) == "default"
+    assert resolve(found, prompt_tokens=5001) == "default"
+
+
+def test_endpoints_name_their_kind() -> None:
+    assert kind_of_endpoint("chat.completions") == "chat"
+    assert kind_of_endpoint("messages") == "chat"
+    assert kind_of_endpoint("gemini.streamGenerateContent") == "chat"
+    assert kind_of_endpoint("responses") == "responses"
+    assert kind_of_endpoint("gemini.batchEmbedContents") == "embeddings"
+    assert kind_of_endpoint("messages.count_tokens") == "count_tokens"
+    assert kind_of_endpoint("gemini.countTokens") == "count_tokens"

@@ -19,7 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gw.config import Snapshot, compile_snapshot, load_config
-from gw.config.schema import Capability, ModelEntry, PolicyConfig, PolicyMatch, RouteConfig
+from gw.config.schema import (
+    Capability,
+    ModelEntry,
+    PolicyConfig,
+    PolicyMatch,
+    RequestKind,
+    RouteConfig,
+)
 from gw.ir import (
     AssistantMessage,
     ChatRequest,
@@ -51,9 +58,11 @@ def reference_decide(
     tenant: str | None,
     api_key_id: str | None,
     latency_ms: Mapping[str, float] | None,
+    kind: RequestKind,
 ) -> tuple[RouteDecision, PolicyConfig]:
     route = snapshot.resolve_model(request.model)
     needs = required_capabilities(request)
+    input_tokens = _estimate(request)
     policy = _policy(
         snapshot.policies,
         route,
@@ -61,10 +70,25 @@ def reference_decide(
         tenant=tenant,
         api_key_id=api_key_id,
         needs=needs,
+        kind=kind,
+        prompt_tokens=input_tokens,
     )
     strategy = policy.strategy or route.strategy
+    if policy.deny:
+        reason = policy.deny_reason or f"requests matching policy {policy.name!r} are denied"
+        denied = RouteDecision(
+            route=route.name,
+            direct="/" in route.name,
+            policy=policy.name,
+            strategy=strategy,
+            chain=(),
+            candidates=(),
+            estimated_input_tokens=input_tokens,
+            max_output_tokens=None,
+            notes=(f"denied by policy {policy.name}: {reason}",),
+        )
+        return denied, policy
     max_output, clamp_notes = clamp_max_tokens(request.max_tokens, policy.limits.max_output_tokens)
-    input_tokens = _estimate(request)
     ceiling = policy.limits.max_cost_per_request_usd
     notes: list[str] = list(clamp_notes)
     candidates = []
@@ -145,9 +169,11 @@ def _policy(
     tenant: str | None,
     api_key_id: str | None,
     needs: frozenset[Capability],
+    kind: RequestKind,
+    prompt_tokens: int,
 ) -> PolicyConfig:
     models = [f"{t.provider}/{t.model}" for t in route.targets] + [t.model for t in route.targets]
-    best: tuple[int, int, int] | None = None
+    best: tuple[tuple[int, ...], int, int] | None = None
     chosen = DEFAULT_POLICY
     for index, policy in enumerate(policies):
         specificity = _specificity(
@@ -158,9 +184,11 @@ def _policy(
             tenant=tenant,
             api_key_id=api_key_id,
             needs=needs,
+            kind=kind,
+            prompt_tokens=prompt_tokens,
         )
         if specificity is not None:
-            key = (-specificity, -policy.priority, index)
+            key = (tuple(-w for w in specificity), -policy.priority, index)
             if best is None or key < best:
                 best, chosen = key, policy
     return chosen
@@ -175,29 +203,44 @@ def _specificity(
     tenant: str | None,
     api_key_id: str | None,
     needs: frozenset[Capability],
-) -> int | None:
-    total = 0
+    kind: RequestKind,
+    prompt_tokens: int,
+) -> tuple[int, ...] | None:
+    """Weights by field kind, compared left to right: API key, tenant, model (routes plus
+    models), capabilities, streaming, kinds, prompt size; exact 2, glob 1, set 1."""
+    weights: dict[str, int] = {}
     globbed = [
-        (match.routes, [route]),
-        (match.models, models),
-        (match.tenants, [] if tenant is None else [tenant]),
-        (match.api_keys, [] if api_key_id is None else [api_key_id]),
+        ("api_keys", match.api_keys, [] if api_key_id is None else [api_key_id]),
+        ("tenants", match.tenants, [] if tenant is None else [tenant]),
+        ("model", match.routes, [route]),
+        ("model", match.models, models),
     ]
-    for patterns, values in globbed:
+    for kind_of_field, patterns, values in globbed:
         if patterns is None:
             continue
         if not any(fnmatchcase(v, p) for p in patterns for v in values):
             return None
-        total += 1 if any(ch in p for p in patterns for ch in "*?[") else 2
-    if match.streaming is not None:
-        if match.streaming != streaming:
-            return None
-        total += 2
+        weight = 1 if any(ch in p for p in patterns for ch in "*?[") else 2
+        weights[kind_of_field] = weights.get(kind_of_field, 0) + weight
     if match.capabilities is not None:
         if not set(match.capabilities) <= needs:
             return None
-        total += 2
-    return total
+        weights["capabilities"] = 1
+    if match.streaming is not None:
+        if match.streaming != streaming:
+            return None
+        weights["streaming"] = 1
+    if match.kinds is not None:
+        if kind not in match.kinds:
+            return None
+        weights["kinds"] = 1
+    low, high = match.min_prompt_tokens, match.max_prompt_tokens
+    if low is not None or high is not None:
+        if (low is not None and prompt_tokens < low) or (high is not None and prompt_tokens > high):
+            return None
+        weights["size"] = 1
+    order = ("api_keys", "tenants", "model", "capabilities", "streaming", "kinds", "size")
+    return tuple(weights.get(name, 0) for name in order)
 
 
 def _estimate(request: ChatRequest) -> int:
@@ -366,12 +409,16 @@ policy_matches = st.fixed_dictionaries(
         "api_keys": st.lists(st.sampled_from(["k1", "k?", "*"]), max_size=2),
         "streaming": st.booleans(),
         "capabilities": st.lists(st.sampled_from(CAPABILITIES), unique=True, max_size=2),
+        "kinds": st.lists(st.sampled_from(["chat", "responses"]), unique=True, max_size=2),
+        "min_prompt_tokens": st.sampled_from([0, 100, 1000]),
+        "max_prompt_tokens": st.sampled_from([1000, 1500, 10000]),
     },
 )
 policy_bodies = st.fixed_dictionaries(
     {
         "match": st.just({}) | policy_matches,
         "priority": st.integers(0, 2),
+        "deny": st.sampled_from([False, False, False, True]),  # mostly routed
         "limits": st.fixed_dictionaries(
             {},
             optional={
@@ -463,13 +510,15 @@ latencies = st.none() | st.dictionaries(
     st.text(min_size=1, max_size=10),
     st.tuples(_optional(st.sampled_from(["t1", "t2"])), _optional(st.sampled_from(["k1", "k22"]))),
     latencies,
+    st.sampled_from(["chat", "responses"]),
 )
-def test_decide_equals_the_reference(
+def test_decide_equals_the_reference(  # noqa: PLR0917 -- hypothesis passes them by position
     snap: Snapshot,
     batch: list[ChatRequest],
     request_id: str,
     caller: tuple[str | None, str | None],
     latency: dict[str, float] | None,
+    kind: RequestKind,
 ) -> None:
     tenant, api_key_id = caller
     # Several requests on one snapshot: later ones reuse the plans earlier ones cached.
@@ -481,6 +530,7 @@ def test_decide_equals_the_reference(
             tenant=tenant,
             api_key_id=api_key_id,
             latency_ms=latency,
+            kind=kind,
         )
         want = reference_decide(
             request,
@@ -489,6 +539,7 @@ def test_decide_equals_the_reference(
             tenant=tenant,
             api_key_id=api_key_id,
             latency_ms=latency,
+            kind=kind,
         )
         assert got == want
 
