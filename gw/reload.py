@@ -45,7 +45,7 @@ from gw.errors import (
     PreconditionFailedError,
 )
 from gw.file_watch import FileWatch
-from gw.store.revisions import RevisionMovedError, StoredRevision
+from gw.store.revisions import Audit, RevisionMovedError, StoredRevision
 from gw.upstream_http.tls import tls_file_problems
 
 log = logging.getLogger("gw.reload")
@@ -63,6 +63,7 @@ class AppliedConfig(msgspec.Struct, frozen=True, kw_only=True):
     # In a fleet, an edit's: the revision it was made from; recorded only while that is
     # still the newest (else ``RevisionMovedError``).
     parent: int | None = None
+    audit: Audit | None = None
 
 
 class ReloadStatus(msgspec.Struct, kw_only=True):
@@ -135,11 +136,15 @@ class Reloader:
             return await self._reload(source)
 
     async def edit(
-        self, change: Callable[[str | None], str], source: RevisionSource = "admin"
+        self,
+        change: Callable[[str | None], str],
+        source: RevisionSource = "admin",
+        audit: Audit | None = None,
     ) -> Snapshot | None:
         """Under the reload lock: read the file (None when it is gone), ``change`` its text
         (it may raise to refuse), check the result as a reload would (``ConfigError``, the
-        file untouched), write it atomically and apply it. Returns as ``reload``."""
+        file untouched), write it atomically and apply it, recording ``audit`` with the
+        revision. Returns as ``reload``."""
         async with self._lock:
             parent = None
             if self._fleet_newest is not None:
@@ -162,7 +167,7 @@ class Reloader:
             await self._check_outside(config)
             await asyncio.to_thread(replace_file, self._path, new_text)
             try:
-                return await self._reload(source, parent)
+                return await self._reload(source, parent, audit)
             except RevisionMovedError as moved:
                 # Another gateway recorded a revision after the catch-up: this edit is
                 # based on a stale one. The file goes back; the fleet's revision follows.
@@ -261,7 +266,9 @@ class Reloader:
         self.status.error = self.status.error_at = None
         self.status.reloads += 1
 
-    async def _reload(self, source: RevisionSource, parent: int | None = None) -> Snapshot | None:
+    async def _reload(
+        self, source: RevisionSource, parent: int | None = None, audit: Audit | None = None
+    ) -> Snapshot | None:
         try:
             child = await self._read()
             loaded, digest = child.loaded, child.hash
@@ -284,6 +291,7 @@ class Reloader:
                 text=loaded.text,
                 redacted=child.redacted,
                 parent=parent,
+                audit=audit,
             )
             revision = await self._record_revision(applied)
         except RevisionMovedError:

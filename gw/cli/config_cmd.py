@@ -179,7 +179,8 @@ def history_command(
     state_dir: StateDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List applied config revisions, newest first, with who made each (its source)."""
+    """List applied config revisions, newest first: how each was made (its source), and
+    for an admin write who made it and why."""
     home = resolve_home(state_dir)
     empty: list[RevisionRow] = []
     rows = read_store(home, lambda store: store.list_revisions(limit=limit), empty)
@@ -192,11 +193,15 @@ def history_command(
         )
         return
     table = Table(title="Config revisions", title_justify="left")
-    for column in ("revision", "time", "source", "hash"):
+    for column in ("revision", "time", "source", "hash", "by", "reason"):
         table.add_column(column, justify="right" if column == "revision" else "left")
     for row in rows:
         when = datetime.datetime.fromtimestamp(row.time).astimezone().isoformat(timespec="seconds")
-        table.add_row(Text(str(row.revision)), Text(when), Text(row.source), Text(row.hash[:12]))
+        table.add_row(
+            *(Text(cell) for cell in (str(row.revision), when, row.source, row.hash[:12])),
+            Text(row.actor or "-"),
+            Text(row.reason or "-"),
+        )
     stdout.print(table)
 
 

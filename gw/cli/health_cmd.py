@@ -57,6 +57,10 @@ def health_command(
     stdout.print(f"gw at {url}, config revision {report.revision}", highlight=False)
     stdout.print(targets_table(report))
     stdout.print(locks_table(report, url))
+    if report.switches:
+        stdout.print(Text("Switches in force (gw switch list):", style="yellow"))
+        for line in report.switches:
+            stdout.print(Text(f"  {line}"))
     if report.credentials is not None and (unusable := report.credentials.warnings()):
         stdout.print(Text("What cannot work (gw's environment and vault):", style="yellow"))
         for line in unusable:
@@ -75,6 +79,8 @@ def targets_table(report: HealthReport) -> Table:
     unusable = set(report.credentials.unusable) if report.credentials is not None else set()
     for target in report.targets:
         reason = target.reason
+        if target.switched is not None:
+            reason = f"{target.switched}; {reason}"
         if target.provider in unusable:
             reason = f"no usable credentials (below); {reason}"
         # Text cells: names and reasons are shown verbatim, never parsed as Rich markup.

@@ -36,6 +36,7 @@ LAZY_SUB_APPS = {
     "vault": ("gw.cli.vault_cmd", "vault_app"),
     "keys": ("gw.cli.keys_cmd", "keys_app"),
     "state": ("gw.cli.state_cmd", "state_app"),
+    "switch": ("gw.cli.switch_cmd", "switch_app"),
 }
 
 

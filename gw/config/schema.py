@@ -346,6 +346,25 @@ class ResponsesConfig(ConfigStruct, frozen=True, kw_only=True):
     background: BackgroundConfig = BackgroundConfig()
 
 
+SwitchState = Literal["disabled", "breaker_open", "breaker_closed"]
+
+
+class SwitchConfig(ConfigStruct, frozen=True, kw_only=True):
+    """An operator's kill switch. Its subject is one of: ``provider``; ``route``; ``target``
+    (``provider/model``, in every route); ``route`` and ``target`` (in that route only).
+    ``disabled`` takes the subject out of service; ``breaker_open`` / ``breaker_closed``
+    (a ``target`` alone) force its circuit breaker. ``reason``, ``by`` and ``at`` say why,
+    who and when (``gw switch`` fills them in)."""
+
+    provider: str | None = None
+    route: str | None = None
+    target: str | None = None
+    state: SwitchState = "disabled"
+    reason: str | None = None
+    by: str | None = None
+    at: str | None = None
+
+
 class Config(ConfigStruct, frozen=True, kw_only=True):
     server: ServerConfig = ServerConfig()
     auth: AuthConfig = AuthConfig()
@@ -358,3 +377,4 @@ class Config(ConfigStruct, frozen=True, kw_only=True):
     state: StateConfig = StateConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     responses: ResponsesConfig = ResponsesConfig()
+    switches: tuple[SwitchConfig, ...] = ()

@@ -17,6 +17,7 @@ from gw.config.schema import (
     TargetConfig,
     TenantConfig,
 )
+from gw.config.switches import NO_SWITCHES, Switchboard, compile_switches
 from gw.config.units import encode_unit
 from gw.errors import ModelNotFoundError, client_value
 
@@ -51,6 +52,7 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     routes: dict[str, RouteConfig]
     policies: tuple[PolicyConfig, ...]
     tenants: dict[str, TenantConfig]
+    switches: Switchboard = NO_SWITCHES
     # What routing derives from this snapshot once per client model name instead of once
     # per request (``gw.routing.plan``), filled on first use. Safe although it is filled
     # after compile: the rest of the snapshot never changes, each value is a pure function
@@ -157,4 +159,5 @@ def compile_snapshot(
         routes={route.name: route for route in config.routes},
         policies=config.policies,
         tenants={tenant.name: tenant for tenant in config.tenants},
+        switches=compile_switches(config.switches),
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from ruamel.yaml import YAML
@@ -129,6 +129,29 @@ def delete_item(text: str, section: Section, name: str) -> str | None:
         key_line = document.lc.key(section)[0]
         lines[key_line] = _EMPTY_LIST.sub(r"\1 []\2", lines[key_line], count=1)
     return "".join([*lines[:start], *lines[end:]])
+
+
+def replace_list(text: str, section: str, items: Sequence[Mapping[str, Any]]) -> str:
+    """``text`` with the list ``section`` replaced by ``items`` (the key removed when they
+    are none); the rest of the document keeps its comments and order. For a list whose
+    items have no names to edit one by one (``switches``)."""
+    yaml, document = _load(text)
+    if items:
+        document[section] = _plain(items)
+    elif section in document:
+        del document[section]
+    return _dump(yaml, document)
+
+
+def section_items(text: str, section: str) -> list[dict[str, Any]]:
+    """The mappings of the list ``section``, as plain data, in file order."""
+    _, document = _load(text)
+    items = document.get(section)
+    if items is None:
+        return []
+    if not isinstance(items, CommentedSeq):
+        raise YamlEditError(f"{section} must be a list")
+    return [dict(_plain(item)) for item in items if isinstance(item, Mapping)]
 
 
 def item_names(text: str, section: Section) -> list[str]:

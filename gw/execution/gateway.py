@@ -354,12 +354,14 @@ class Gateway:
 
     def _health_view(self, snapshot: Snapshot) -> dict[str, TargetVerdict]:
         """A verdict for each target that is not healthy (breaker, or every account
-        locked); empty (and free) when all are fine."""
+        locked); empty (and free) when all are fine. A breaker an operator forced closed
+        (gw/config/switches.py) gives no verdict: the target is tried as if healthy."""
         now = self._clock.monotonic()
         view: dict[str, TargetVerdict] = {}
         if self._health is not None:
             flagged = self._health.flagged(now=now)
-            view = {key: _verdict(health) for key, health in flagged.items()}
+            closed = snapshot.switches.breakers_closed
+            view = {key: _verdict(health) for key, health in flagged.items() if key not in closed}
         if self._accounts is not None:
             for key, reason in self._accounts.fully_locked(snapshot.accounts, now=now).items():
                 view[key] = TargetVerdict(status="unhealthy", reason=reason)

@@ -15,6 +15,7 @@ RejectReason = Literal[
     "zero_weight",  # weighted strategy and weight 0
     "unhealthy",  # its circuit breaker is open (see gw/routing/health.py)
     "native_tools",  # the request has provider-side tools only another kind of provider runs
+    "switched_off",  # an operator's switch (gw/config/switches.py): never relaxed
 ]
 
 

@@ -111,6 +111,8 @@ def screen_targets(
                 )
         if native is not None and planned.native_format != native:
             reason, detail = "native_tools", native_tools_detail(native_tools)
+        if planned.switched_off is not None:
+            reason, detail = "switched_off", planned.switched_off
         if health:
             verdict = health.get(planned.key)
             if verdict is not None:

@@ -27,6 +27,8 @@ class PlannedTarget(msgspec.Struct, frozen=True, kw_only=True):
     key: str  # provider/model, how views such as latency and quality name a target
     # The format of the native tools its provider's kind takes (None: none).
     native_format: NativeFormat | None = None
+    # Why an operator's switch forbids calling it (gw/config/switches.py); None: it may.
+    switched_off: str | None = None
 
 
 class RoutePlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -68,6 +70,9 @@ def build_plan(route: RouteConfig, snapshot: Snapshot) -> RoutePlan:
             entry=snapshot.catalog.get((target.provider, target.model)),
             key=f"{target.provider}/{target.model}",
             native_format=_native_format(snapshot, target.provider),
+            switched_off=snapshot.switches.target_off(
+                route.name, target.provider, f"{target.provider}/{target.model}"
+            ),
         )
         for target in route.targets
     )

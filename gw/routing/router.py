@@ -89,6 +89,8 @@ def decide(
         kind = kind or "embeddings"
     plan = route_plan(snapshot, request.model)
     route = plan.route
+    if snapshot.switches.routes_off:
+        refuse_switched_off_route(snapshot, route.name)
     policy = first_matching(
         plan.policies,
         streaming=streaming,
@@ -155,6 +157,13 @@ def decide(
         notes=hint_notes + clamp_notes + screening.notes + ranking.notes,
     )
     return decision, policy
+
+
+def refuse_switched_off_route(snapshot: Snapshot, route: str) -> None:
+    """503 ``no_route`` for a route an operator switched off, saying who, when and why."""
+    why = snapshot.switches.routes_off.get(route)
+    if why is not None:
+        raise NoRouteError(f"{why}; `gw switch list` shows the switches, `gw switch on` ends one")
 
 
 def governing_policy(

@@ -126,6 +126,15 @@ DOCUMENT: dict[str, Any] = {
                 ],
             )
         },
+        "/admin/v1/switches": {
+            "get": _op("Kill switches in force", "admin"),
+            "post": _op(
+                "Set or end a kill switch (a config revision)",
+                "admin",
+                parameters=_IF_MATCH,
+                requestBody={"required": True, **_JSON_BODY},
+            ),
+        },
         "/admin/v1/dashboard/login-link": {
             "post": _op("A one-time login link for the dashboard (60 s)", "admin")
         },

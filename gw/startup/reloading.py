@@ -59,6 +59,8 @@ def build_reloader(
             content=applied.text,
             redacted=applied.redacted,
             parent=applied.parent,
+            actor=applied.audit.actor if applied.audit else None,
+            reason=applied.audit.reason if applied.audit else None,
         )
 
     def compile_config(config: Config, revision: int, source: str, digest: str) -> Snapshot:

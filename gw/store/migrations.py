@@ -111,6 +111,11 @@ _V10_GATEWAY: Final = (
     "ALTER TABLE runs ADD COLUMN gateway TEXT",
 )
 
+_V12_AUDIT: Final = (
+    "ALTER TABLE config_revisions ADD COLUMN actor TEXT",
+    "ALTER TABLE config_revisions ADD COLUMN reason TEXT",
+)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
         version=1,
@@ -362,6 +367,15 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         # is None), so this version changes nothing there.
         statements=(),
         postgres=(GATEWAYS_TABLE,),
+    ),
+    Migration(
+        version=12,
+        description="config revisions say who made them and why",
+        # The audit of an admin write (a kill switch above all): the caller's key id
+        # (``admin``, ``key_...``, ``local`` in open mode) and the reason it gave. Rows
+        # written before, and revisions made by a file edit or a start, stay NULL.
+        statements=_V12_AUDIT,
+        postgres=_V12_AUDIT,
     ),
 )
 

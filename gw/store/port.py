@@ -180,6 +180,8 @@ class StateStore(Protocol):
         content: str | None = None,
         redacted: str | None = None,
         parent: int | None = None,
+        actor: str | None = None,
+        reason: str | None = None,
     ) -> int: ...
 
     async def list_revisions(self, *, limit: int | None = None) -> list[RevisionRow]: ...

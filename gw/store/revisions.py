@@ -4,8 +4,9 @@ connection and lock (``SqliteStore.revisions``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from typing import Any, Final
 
 import aiosqlite
 import msgspec
@@ -13,13 +14,24 @@ import msgspec
 Transaction = Callable[[], AbstractAsyncContextManager[None]]
 
 
-class RevisionRow(msgspec.Struct, frozen=True, kw_only=True):
-    """One applied config revision; ``gw config history --json`` prints these fields."""
+class RevisionRow(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One applied config revision; ``gw config history --json`` prints these fields, the
+    audit (``actor``, ``reason``) only where there is one: an admin write's."""
 
     revision: int
     time: float
     source: str
     hash: str
+    actor: str | None = None  # who made an admin write: a key id, "admin" or "local"
+    reason: str | None = None  # the reason it gave
+
+
+class Audit(msgspec.Struct, frozen=True, kw_only=True):
+    """Who made an admin write (a key id, ``admin``, or ``local`` in open mode), and why:
+    recorded with the revision it makes."""
+
+    actor: str | None = None
+    reason: str | None = None
 
 
 class StoredRevision(RevisionRow, frozen=True, kw_only=True):
@@ -27,6 +39,36 @@ class StoredRevision(RevisionRow, frozen=True, kw_only=True):
 
     content: str | None  # the config file's text as applied; None: built-in default
     redacted: str | None  # the resolved config, redacted, as JSON
+
+
+# Both engines' reads; "?" placeholders, as each store's SQL helpers take them.
+LIST_REVISIONS: Final = (
+    "SELECT revision, time, source, hash, actor, reason FROM config_revisions"
+    " ORDER BY revision DESC LIMIT ?"
+)
+GET_REVISION: Final = (
+    "SELECT revision, time, source, hash, actor, reason, content, redacted"
+    " FROM config_revisions WHERE revision = ?"
+)
+
+
+def revision_row(row: Sequence[Any]) -> RevisionRow:
+    """A row of ``LIST_REVISIONS`` (either engine)."""
+    number, time, source, digest, actor, reason = row[:6]
+    return RevisionRow(
+        revision=int(number),
+        time=float(time),
+        source=str(source),
+        hash=str(digest),
+        actor=actor,
+        reason=reason,
+    )
+
+
+def stored_revision(row: Sequence[Any]) -> StoredRevision:
+    """A row of ``GET_REVISION`` (either engine)."""
+    head = revision_row(row)
+    return StoredRevision(**msgspec.structs.asdict(head), content=row[6], redacted=row[7])
 
 
 class RevisionMovedError(Exception):
@@ -62,6 +104,8 @@ class ConfigRevisions:
         content: str | None = None,
         redacted: str | None = None,
         parent: int | None = None,
+        actor: str | None = None,
+        reason: str | None = None,
     ) -> int:
         """Record an applied config and return its revision number.
 
@@ -75,6 +119,7 @@ class ConfigRevisions:
         ``parent``: the revision this config was edited from; ``RevisionMovedError`` (and
         nothing recorded) when the newest is another, which another gateway of a fleet
         recorded meanwhile (an If-Match that held when the edit began no longer does).
+        ``actor`` and ``reason``: who made an admin write and why (the audit).
         """
         async with self._transaction():
             rows = await self._conn().execute_fetchall(
@@ -91,41 +136,23 @@ class ConfigRevisions:
                 return int(latest[0])
             revision = (int(latest[0]) if latest is not None else 0) + 1
             await self._conn().execute(
-                "INSERT INTO config_revisions (revision, time, source, hash, content, redacted)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (revision, time, source, config_hash, content, redacted),
+                "INSERT INTO config_revisions (revision, time, source, hash, content, redacted,"
+                " actor, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (revision, time, source, config_hash, content, redacted, actor, reason),
             )
         return revision
 
     async def list(self, *, limit: int | None = None) -> list[RevisionRow]:
         """Applied config revisions, newest first."""
-        sql = "SELECT revision, time, source, hash FROM config_revisions ORDER BY revision DESC"
         async with self._lock:
             rows = await self._conn().execute_fetchall(
-                sql + " LIMIT ?", (-1 if limit is None else limit,)
+                LIST_REVISIONS, (-1 if limit is None else limit,)
             )
-        return [
-            RevisionRow(revision=int(r[0]), time=float(r[1]), source=str(r[2]), hash=str(r[3]))
-            for r in rows
-        ]
+        return [revision_row(row) for row in rows]
 
     async def get(self, revision: int) -> StoredRevision | None:
         """One revision with its stored file text and redacted config; None when unknown."""
         async with self._lock:
-            rows = await self._conn().execute_fetchall(
-                "SELECT revision, time, source, hash, content, redacted FROM config_revisions"
-                " WHERE revision = ?",
-                (revision,),
-            )
+            rows = await self._conn().execute_fetchall(GET_REVISION, (revision,))
         row = next(iter(rows), None)
-        if row is None:
-            return None
-        number, time, source, digest, content, redacted = row
-        return StoredRevision(
-            revision=int(number),
-            time=float(time),
-            source=str(source),
-            hash=str(digest),
-            content=content,
-            redacted=redacted,
-        )
+        return None if row is None else stored_revision(row)

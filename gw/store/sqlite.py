@@ -214,6 +214,8 @@ class SqliteStore:
         content: str | None = None,
         redacted: str | None = None,
         parent: int | None = None,
+        actor: str | None = None,
+        reason: str | None = None,
     ) -> int:
         """``ConfigRevisions.record``."""
         return await self.revisions().record(
@@ -223,6 +225,8 @@ class SqliteStore:
             content=content,
             redacted=redacted,
             parent=parent,
+            actor=actor,
+            reason=reason,
         )
 
     async def list_revisions(self, *, limit: int | None = None) -> list[RevisionRow]:

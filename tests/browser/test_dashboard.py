@@ -253,3 +253,29 @@ def test_keys_mode_logs_in_through_a_one_time_link(
     expect(page.get_by_test_id("login-needed")).to_be_visible()
     errors = [e for e in errors if "401" not in e]  # the logged-out page's refused reads
     assert errors == []
+
+
+def test_switches_show_in_health_and_explain(
+    browser: Browser, tmp_path: Path, upstreams: tuple[FakeOpenAI, FakeOpenAI], artifacts: Path
+) -> None:
+    primary, backup = upstreams
+    config = tmp_path / "gw.yaml"
+    config.write_text(OPEN_CONFIG.format(primary=primary.base_url, backup=backup.base_url))
+    with GwServer(tmp_path / "state", config) as server:
+        server.cli("switch", "off", "provider", "primary", "--reason", "incident 42")
+        served = chat(server, "chat")
+        server.wait_for_trace(served)
+        dashboard = json.loads(server.cli("dashboard", "--json").stdout)["url"]
+        page = browser().new_page()
+        errors = watch_console(page)
+        page.goto(f"{dashboard}#/requests/{served}")
+        switched = page.get_by_test_id("candidate-status").filter(has_text="rejected: switched_off")
+        expect(switched).to_have_count(1)
+        expect(page.get_by_test_id("decision")).to_contain_text("incident 42")
+        page.get_by_role("link", name="Health").click()
+        expect(page.get_by_test_id("switches")).to_contain_text("provider primary switched off")
+        row = page.locator('[data-testid="health-row"][data-target="primary/gpt-a"]')
+        expect(row.get_by_test_id("switched")).to_have_count(1)
+        expect(row).to_contain_text("incident 42")
+        shot(page, artifacts, "open-health-switches")
+        assert errors == []

@@ -71,7 +71,7 @@ def test_history_diff_rollback_and_status_follow_every_revision(tmp_path: Path) 
         assert ask(server) == (200, "2", "mock/second-model")
         history = server.cli_json("config", "history")
         assert [(r["revision"], r["source"]) for r in history] == [(2, "file"), (1, "start")]
-        assert set(history[0]) == {"revision", "time", "source", "hash"}
+        assert set(history[0]) == {"revision", "time", "source", "hash"}  # no audit: a file edit
         assert history[0]["hash"] != history[1]["hash"]
 
         diff = server.cli("config", "diff", "1", "2").stdout

@@ -3,7 +3,14 @@ responses."""
 
 from __future__ import annotations
 
-from gw.config.field_docs.rules import HTTP_URL, SECRET_REFERENCE, Field, Section, section
+from gw.config.field_docs.rules import (
+    HTTP_URL,
+    PRINTABLE,
+    SECRET_REFERENCE,
+    Field,
+    Section,
+    section,
+)
 from gw.config.schema import (
     AuthConfig,
     BackgroundConfig,
@@ -15,6 +22,7 @@ from gw.config.schema import (
     RetryBudgetConfig,
     ServerConfig,
     StateConfig,
+    SwitchConfig,
     TelemetryConfig,
 )
 from gw.config.validate import MAX_DASHBOARD_LINK_TTL_S
@@ -46,6 +54,28 @@ GATEWAY_SECTIONS: dict[type, Section] = {
         state=Field("What the state database (`gw.db`) keeps, and for how long."),
         telemetry=Field("Metrics, request logs and OpenTelemetry export (never content)."),
         responses=Field("The Responses API's stateful parts."),
+        switches=Field(
+            "Kill switches: providers, routes or targets taken out of service, and breakers "
+            "forced open or closed (`gw switch` writes them; docs/guides/switches.md)."
+        ),
+    ),
+    SwitchConfig: section(
+        "One kill switch. Its subject is `provider`; `route`; `target` (in every route); or "
+        "`route` and `target` (in that route only). A switched-off route answers 503 "
+        "`no_route`; a switched-off target, one of a switched-off provider, or one whose "
+        "breaker is forced open is never called (`gw explain`: rejected `switched_off`), "
+        "and the request goes on to the route's other targets.",
+        provider=Field("A provider's name: all its targets."),
+        route=Field("A route's name: the whole route, or with `target`, that target in it."),
+        target=Field("A target as `provider/model`."),
+        state=Field(
+            "`disabled`: out of service; `breaker_open` / `breaker_closed` (with `target` "
+            "alone): its circuit breaker forced open (never called) or closed (tried as if "
+            "healthy)."
+        ),
+        reason=Field("Why, as clients and `gw explain` are told it.", text=PRINTABLE),
+        by=Field("Who set it (`gw switch` fills in the caller's key id).", text=PRINTABLE),
+        at=Field("When it was set (ISO 8601, UTC; filled in by `gw switch`).", text=PRINTABLE),
     ),
     ServerConfig: section(
         "How gw listens, admits requests and reaches upstreams.",

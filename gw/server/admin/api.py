@@ -58,6 +58,7 @@ from litestar.handlers import HTTPRouteHandler
 from gw.config.credentials import CredentialReport
 from gw.config.schema import Config
 from gw.config.snapshot import Snapshot
+from gw.config.switches import switch_sentence
 from gw.errors import ConflictError, GatewayError, InvalidRequestError, PermissionDeniedError
 from gw.execution.accounts import AccountBook, AccountLock
 from gw.execution.health import BreakerState, HealthBook, HealthStatus, TargetHealth
@@ -109,6 +110,9 @@ class TargetView(msgspec.Struct, frozen=True, kw_only=True):
     trial_in_flight: bool
     latency: LatencyView | None
     last_probe_ok: bool | None
+    # An operator's switch on it, its provider or its breaker (gw/config/switches.py),
+    # in words; a target switched off in only some routes names them.
+    switched: str | None = None
 
 
 class LockView(msgspec.Struct, frozen=True, kw_only=True):
@@ -132,6 +136,7 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
     # Providers without usable credentials, and the routes that fall through because of
     # it (gw/config/credentials.py); None from a gateway that does not check.
     credentials: CredentialReport | None = None
+    switches: tuple[str, ...] = ()  # every switch in force, in words
 
 
 def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
@@ -308,13 +313,44 @@ def health_report(
         )
         for key, names in routes.items()
     )
+    if snapshot.config.switches:
+        targets = tuple(
+            msgspec.structs.replace(view, switched=target_switched(snapshot, view))
+            for view in targets
+        )
     return HealthReport(
         now=round(now.wall, 3),
         revision=snapshot.revision,
         targets=targets,
         accounts=account_views(snapshot, locks, now),
         credentials=credentials(snapshot.config) if credentials is not None else None,
+        switches=tuple(switch_sentence(switch) for switch in snapshot.config.switches),
     )
+
+
+def target_switched(snapshot: Snapshot, view: TargetView) -> str | None:
+    """What switches say of one target: off everywhere, off in some routes, or its
+    breaker forced (closed shows here too, since health no longer decides for it)."""
+    board = snapshot.switches
+    key = f"{view.provider}/{view.model}"
+    off = (
+        board.providers_off.get(view.provider)
+        or board.targets_off.get(key)
+        or board.breakers_open.get(key)
+    )
+    if off is not None:
+        return off
+    in_routes = [board.route_targets_off[(route, key)] for route in view.routes
+                 if (route, key) in board.route_targets_off]  # fmt: skip
+    if in_routes:
+        return "; ".join(in_routes)
+    if key in board.breakers_closed:
+        return next(
+            switch_sentence(switch)
+            for switch in snapshot.config.switches
+            if switch.target == key and switch.state == "breaker_closed"
+        )
+    return None
 
 
 def target_routes(snapshot: Snapshot, known: Iterable[str]) -> dict[str, tuple[str, ...]]:

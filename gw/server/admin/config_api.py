@@ -21,7 +21,9 @@ Writes (the body is one route or policy in the config's YAML shape, as JSON)::
 A write edits the config file in place (gw/config/yaml_edit.py keeps its comments and
 order), validates the whole new text first (400 ``invalid_request`` naming the field and
 reason, the file untouched), replaces the file atomically, then reloads it as revision
-source ``admin`` (``Reloader.edit``). Writes and reloads are serialized; an
+source ``admin`` (``Reloader.edit``), with its audit: the caller's key id (``local`` in
+open mode) and the reason in an ``X-Gw-Reason`` header, if any (``gw config history``
+shows both). Writes and reloads are serialized; an
 ``If-Match: <revision>`` header, checked under the same lock, makes a write conditional:
 412 ``precondition_failed`` when the running revision is another. With no config file
 (the built-in default) a write is 409 ``conflict``: ``gw init`` writes one.
@@ -58,11 +60,14 @@ from gw.server.auth import require_scope
 from gw.server.body import read_body
 from gw.server.responses import JSON, gw_headers, openai_error_response
 from gw.server.services import ConfigReloads, HttpRequest, ServerServices
+from gw.store.revisions import Audit
 
 if TYPE_CHECKING:  # yaml_edit imports ruamel.yaml: loaded with the first write, not at start
     from gw.config.yaml_edit import Section
 
 MAX_ITEM_BYTES = 1024 * 1024
+REASON_HEADER = "x-gw-reason"  # why an admin write was made: recorded with its revision
+LOCAL_ACTOR = "local"  # the actor of an admin write in open mode (no key)
 SECTIONS: tuple[Section, ...] = ("routes", "policies")
 _SINGULAR = {"routes": "route", "policies": "policy"}
 
@@ -82,7 +87,8 @@ class AdminApi:
             require_scope(principal, "admin")
         except GatewayError as error:
             raise self.services.gateway.reject(ctx, error, stream=False) from None
-        return ctx
+        # Who called: traced, and the actor of the revision a write makes.
+        return msgspec.structs.replace(ctx, key_id=principal.key_id, tenant=principal.tenant)
 
     def fail(self, ctx: RequestContext, error: GatewayError) -> Response[bytes]:
         failed = self.services.gateway.reject(ctx, error, stream=False)
@@ -109,12 +115,13 @@ class ConfigWriter:
 
     async def write(
         self,
-        section: Section,
+        section: str,
         if_match: int | None,
         change: Change,
+        audit: Audit | None = None,
     ) -> tuple[int, bool]:
         """Apply ``change(text) -> (new text, flag)`` to the file; the revision now
-        running and ``flag``."""
+        running and ``flag``. ``audit`` is recorded with the revision."""
         reloader = self._reloader()
         path = reloader.status.path
         flags: list[bool] = []
@@ -138,7 +145,7 @@ class ConfigWriter:
             return new_text
 
         try:
-            await reloader.edit(edit, "admin")
+            await reloader.edit(edit, "admin", audit)
         except ConfigError as error:
             field = error.path or section
             raise InvalidRequestError(f"{field}: {error.reason}", param=field) from None
@@ -156,6 +163,21 @@ class ConfigWriter:
                 "to edit; run `gw init` to write one, then retry"
             )
         return reloader
+
+
+MAX_REASON_CHARS = 500
+
+
+def audit_of(ctx: RequestContext, reason: str | None) -> Audit:
+    """The audit of a write by ``ctx``'s caller: its key id (``local`` in open mode)."""
+    if reason is not None:
+        reason = reason.strip()
+        if len(reason) > MAX_REASON_CHARS or not reason.isprintable():
+            raise InvalidRequestError(
+                f"a reason is one line of at most {MAX_REASON_CHARS} printable characters",
+                param="reason",
+            )
+    return Audit(actor=ctx.key_id or LOCAL_ACTOR, reason=reason or None)
 
 
 def parse_if_match(value: str | None) -> int | None:
@@ -323,8 +345,9 @@ def _write_handlers(
             if_match = parse_if_match(request.headers.get("if-match"))
             item = decode_item(await read_body(request, MAX_ITEM_BYTES), section, name)
 
+            audit = audit_of(ctx, request.headers.get(REASON_HEADER))
             revision, created = await writer.write(
-                section, if_match, upsert_change(section, item, guarded=guarded)
+                section, if_match, upsert_change(section, item, guarded=guarded), audit
             )
         except GatewayError as error:
             return api.fail(ctx, error)
@@ -350,7 +373,8 @@ def _write_handlers(
         try:
             if_match = parse_if_match(request.headers.get("if-match"))
 
-            revision, _ = await writer.write(section, if_match, delete_change(section, name))
+            audit = audit_of(ctx, request.headers.get(REASON_HEADER))
+            revision, _ = await writer.write(section, if_match, delete_change(section, name), audit)
         except GatewayError as error:
             return api.fail(ctx, error)
         return api.answer(

@@ -13,7 +13,15 @@ from typing import Final
 
 from gw.store.postgres.database import Database
 from gw.store.postgres.sql import numbered
-from gw.store.revisions import RevisionRow, StoredRevision, check_parent
+from gw.store.revisions import (
+    GET_REVISION,
+    LIST_REVISIONS,
+    RevisionRow,
+    StoredRevision,
+    check_parent,
+    revision_row,
+    stored_revision,
+)
 
 REVISIONS_LOCK: Final = 0x67770001  # pg_advisory_xact_lock key: "gw", revisions
 CONFIG_CHANNEL: Final = "gw_config"  # NOTIFY payload: the new revision's number
@@ -32,6 +40,8 @@ class Revisions:
         content: str | None = None,
         redacted: str | None = None,
         parent: int | None = None,
+        actor: str | None = None,
+        reason: str | None = None,
     ) -> int:
         """As ``ConfigRevisions.record``."""
         async with self._db.transaction() as conn:
@@ -56,7 +66,7 @@ class Revisions:
             await conn.execute(
                 numbered(
                     "INSERT INTO config_revisions (revision, time, source, hash, content,"
-                    " redacted) VALUES (?, ?, ?, ?, ?, ?)"
+                    " redacted, actor, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                 ),
                 revision,
                 time,
@@ -64,36 +74,17 @@ class Revisions:
                 config_hash,
                 content,
                 redacted,
+                actor,
+                reason,
             )
             # Delivered at commit, so a listener that hears it can read the row.
             await conn.execute("SELECT pg_notify($1, $2)", CONFIG_CHANNEL, str(revision))
         return revision
 
     async def list(self, *, limit: int | None = None) -> list[RevisionRow]:
-        rows = await self._db.fetch(
-            "SELECT revision, time, source, hash FROM config_revisions"
-            " ORDER BY revision DESC LIMIT ?",
-            limit,
-        )
-        return [
-            RevisionRow(revision=int(r[0]), time=float(r[1]), source=str(r[2]), hash=str(r[3]))
-            for r in rows
-        ]
+        rows = await self._db.fetch(LIST_REVISIONS, limit)
+        return [revision_row(row) for row in rows]
 
     async def get(self, revision: int) -> StoredRevision | None:
-        row = await self._db.fetchrow(
-            "SELECT revision, time, source, hash, content, redacted FROM config_revisions"
-            " WHERE revision = ?",
-            revision,
-        )
-        if row is None:
-            return None
-        number, time, source, digest, content, redacted = row
-        return StoredRevision(
-            revision=int(number),
-            time=float(time),
-            source=str(source),
-            hash=str(digest),
-            content=content,
-            redacted=redacted,
-        )
+        row = await self._db.fetchrow(GET_REVISION, revision)
+        return None if row is None else stored_revision(row)

@@ -163,6 +163,8 @@ class PostgresStore:
         content: str | None = None,
         redacted: str | None = None,
         parent: int | None = None,
+        actor: str | None = None,
+        reason: str | None = None,
     ) -> int:
         return await self._revisions.record(
             config_hash=config_hash,
@@ -171,6 +173,8 @@ class PostgresStore:
             content=content,
             redacted=redacted,
             parent=parent,
+            actor=actor,
+            reason=reason,
         )
 
     async def list_revisions(self, *, limit: int | None = None) -> list[RevisionRow]:

@@ -35,6 +35,23 @@ def test_revisions_grow_by_one_per_distinct_config(target: Target) -> None:
     run(target, body)
 
 
+def test_a_revision_keeps_who_made_it_and_why(target: Target) -> None:
+    async def body(store: StateStore) -> None:
+        await store.record_revision(config_hash="a", source="start", time=1.0)
+        await store.record_revision(
+            config_hash="b", source="admin", time=2.0, content="x: 1\n", actor="key_1",
+            reason="incident 42",
+        )  # fmt: skip
+        newest, oldest = await store.list_revisions()
+        assert (newest.actor, newest.reason) == ("key_1", "incident 42")
+        assert (oldest.actor, oldest.reason) == (None, None)
+        stored = await store.get_revision(2)
+        assert stored is not None
+        assert (stored.actor, stored.reason, stored.content) == ("key_1", "incident 42", "x: 1\n")
+
+    run(target, body)
+
+
 def test_revisions_recorded_at_once_stay_one_sequence(target: Target) -> None:
     """Gateways starting together (here: tasks on one store) never share a number."""
 

@@ -25,7 +25,13 @@ function targetRow(target) {
     h("td", { class: "num" }, target.cooldown_remaining_s === null ? "–" : fmt.duration(target.cooldown_remaining_s)),
     h("td", { class: "nowrap" }, latency),
     h("td", null, probe),
-    h("td", { class: "reason" }, target.reason || "–"),
+    h(
+      "td",
+      { class: "reason" },
+      target.switched ? h("span", { class: "tag", "data-testid": "switched" }, "switch") : null,
+      target.switched ? `${target.switched}; ` : null,
+      target.reason || "–",
+    ),
   );
 }
 
@@ -33,12 +39,14 @@ export function healthView() {
   const overview = h("div", { class: "tiles" });
   const targets = h("div", { class: "table-wrap" });
   const locks = h("div", { class: "table-wrap" });
+  const switches = h("div", { "data-testid": "switches" });
   const stamp = h("span", { class: "muted" });
   const root = h(
     "section",
     { class: "view", "data-testid": "view-health" },
     h("div", { class: "view-head" }, h("h1", null, "Provider health"), stamp),
     overview,
+    switches,
     h("h2", null, "Targets"),
     targets,
     h("h2", null, "Account locks"),
@@ -58,6 +66,12 @@ export function healthView() {
         ["unhealthy", count("status", "unhealthy"), count("status", "unhealthy") ? "bad" : ""],
         ["breakers open", count("breaker", "open"), count("breaker", "open") ? "bad" : ""],
       ].map(([label, value, tone]) => h("div", { class: `tile ${tone}`, "data-testid": `tile-${label.replace(" ", "-")}` }, h("div", { class: "tile-value" }, String(value)), h("div", { class: "tile-label" }, label))),
+    );
+    replace(
+      switches,
+      (report.switches || []).length
+        ? [h("h2", null, "Switches in force"), h("ul", { class: "switches" }, report.switches.map((line) => h("li", null, line)))]
+        : [],
     );
     replace(
       targets,
