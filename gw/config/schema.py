@@ -205,6 +205,8 @@ class HedgeConfig(ConfigStruct, frozen=True, kw_only=True):
 class PolicyLimits(ConfigStruct, frozen=True, kw_only=True):
     max_output_tokens: int | None = None
     max_cost_per_request_usd: float | None = None
+    # A target with no catalog price under the cost ceiling: left out, or allowed.
+    unpriced: Literal["exclude", "allow"] = "exclude"
 
 
 class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):

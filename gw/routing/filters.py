@@ -64,6 +64,7 @@ def screen_targets(
     health: HealthView | None = None,
     priority_ranks: Sequence[int] | None = None,
     native_tools: tuple[NativeBlock, ...] = (),
+    unpriced_allowed: bool = False,
 ) -> Screening:
     """Run every filter over ``targets``; when nothing is left, relax health first, then
     the cost ceiling (invariant 11).
@@ -73,6 +74,9 @@ def screen_targets(
     as score, which is the priority strategy's ranking when every target is kept (the
     router checks; otherwise ranking overwrites both). ``native_tools``: the provider-side
     tools the request needs (one client's, so of one format); empty when none is needed.
+    Under a cost ceiling a target with no catalog price cannot be held to it: it is
+    rejected (``cost_ceiling``, relaxable like any), unless ``unpriced_allowed`` (the
+    policy's ``limits.unpriced: allow``), which keeps it with a note.
     """
     window_input = input_tokens if window_tokens is None else window_tokens
     # What a passing target must satisfy, worked out once (this loop runs per request).
@@ -89,6 +93,7 @@ def screen_targets(
         if entry is None:
             notes.append(f"no catalog entry for {planned.key}; capabilities and price unknown")
             cost = None
+            reason, detail = _unpriced_rule(planned.key, max_cost_usd, unpriced_allowed, notes)
         else:
             # projected_cost_usd, inlined; the same expression, so the same float.
             cost = (
@@ -138,6 +143,21 @@ def screen_targets(
     if not kept and max_cost_usd is not None:
         return _relax_cost_ceiling(rejected, notes, max_cost_usd)
     return Screening(kept=tuple(kept), rejected=tuple(rejected), notes=tuple(notes))
+
+
+def _unpriced_rule(
+    key: str, max_cost_usd: float | None, allowed: bool, notes: list[str]
+) -> tuple[RejectReason, str] | tuple[None, None]:
+    """A target with no price under a cost ceiling: rejected, or kept with a note."""
+    if max_cost_usd is None:
+        return _KEPT
+    if allowed:
+        notes.append(f"{key} has no price: allowed by limits.unpriced: allow")
+        return _KEPT
+    return "cost_ceiling", (
+        f"no known price, so the {format_usd(max_cost_usd)} ceiling cannot hold it; price it "
+        "under models, or set the policy's limits.unpriced: allow"
+    )
 
 
 def native_tools_detail(tools: tuple[NativeBlock, ...]) -> str:

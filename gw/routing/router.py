@@ -123,6 +123,7 @@ def decide(
         health=health,
         priority_ranks=plan.priority_ranks if by_priority else None,
         native_tools=native_tools,
+        unpriced_allowed=policy.limits.unpriced == "allow",
     )
     kept_all = len(screening.kept) == len(targets) and not screening.degraded_reasons
     if by_priority and kept_all:  # every target passed as it is: the plan's chain

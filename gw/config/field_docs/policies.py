@@ -111,6 +111,11 @@ POLICY_SECTIONS: dict[type, Section] = {
             "marked `degraded`, when that would leave none).",
             minimum=0,
         ),
+        unpriced=Field(
+            "A target with no catalog price under `max_cost_per_request_usd`: `exclude` it "
+            "(rejected `cost_ceiling`, like a target above the ceiling) or `allow` it (kept, "
+            "with a note in the decision)."
+        ),
     ),
     TenantConfig: section(
         "A team or app: API keys belong to one (`gw keys create --tenant NAME`).",

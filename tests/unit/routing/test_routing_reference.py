@@ -94,13 +94,19 @@ def reference_decide(
     candidates = []
     for target in route.targets:
         entry = snapshot.catalog.get((target.provider, target.model))
-        if entry is None:
-            notes.append(
-                f"no catalog entry for {target.provider}/{target.model}; "
-                "capabilities and price unknown"
-            )
         cost = None
         reason = detail = None
+        if entry is None:
+            key = f"{target.provider}/{target.model}"
+            notes.append(f"no catalog entry for {key}; capabilities and price unknown")
+            if ceiling is not None and policy.limits.unpriced == "allow":
+                notes.append(f"{key} has no price: allowed by limits.unpriced: allow")
+            elif ceiling is not None:
+                reason = "cost_ceiling"
+                detail = (
+                    f"no known price, so the {format_usd(ceiling)} ceiling cannot hold it; "
+                    "price it under models, or set the policy's limits.unpriced: allow"
+                )
         if entry is not None:
             output = 1024 if max_output is None else max_output
             cost = input_tokens * entry.input_per_mtok / 1e6 + output * entry.output_per_mtok / 1e6
@@ -424,6 +430,7 @@ policy_bodies = st.fixed_dictionaries(
             optional={
                 "max_output_tokens": st.integers(1, 3000),
                 "max_cost_per_request_usd": st.sampled_from([0.0, 0.0001, 0.01, 1.0]),
+                "unpriced": st.sampled_from(["exclude", "allow"]),
             },
         ),
     },

@@ -147,6 +147,29 @@ def test_cost_ceiling_rejects_expensive_targets() -> None:
     assert decision.degraded is False
 
 
+@pytest.mark.parametrize("unpriced", ["exclude", "allow"])
+def test_a_cost_ceiling_meets_an_unpriced_target_with_its_stated_rule(unpriced: str) -> None:
+    snap = snapshot(
+        "routes:\n  - name: chat\n    targets:\n"
+        "      - {provider: openai, model: unknown-model}\n"
+        "      - {provider: openai, model: mini, priority: 2}\n"
+        "policies:\n  - {name: capped, limits: {max_cost_per_request_usd: 0.01, "
+        f"unpriced: {unpriced}}}}}\n"
+    )
+    decision = route(ask(), snap)
+    unknown = by_key(decision)["openai/unknown-model"]
+    if unpriced == "exclude":
+        assert chain(decision) == ["openai/mini"]
+        assert unknown.rejected == "cost_ceiling"
+        assert unknown.detail is not None
+        assert unknown.detail.startswith("no known price, so the $0.01 ceiling cannot hold it")
+    else:
+        assert chain(decision) == ["openai/unknown-model", "openai/mini"]
+        assert "openai/unknown-model has no price: allowed by limits.unpriced: allow" in (
+            decision.notes
+        )
+
+
 def test_projected_cost_assumes_1024_output_tokens_without_max_tokens() -> None:
     decision = route(ask())
     mini = by_key(decision)["openai/mini"]
