@@ -26,7 +26,6 @@ from gw.execution.gateway import Gateway
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
 from gw.execution.local_limits import LocalLimits
-from gw.execution.periods import period_label
 from gw.execution.probes import Prober
 from gw.fleet.breaker_mirror import BreakerMirror, MirrorCounts
 from gw.fleet.gateway_id import gateway_id
@@ -143,9 +142,7 @@ async def seeded_limiter(
     """Tenant limits (the fleet's in Redis when ``state.redis_url`` is set, see
     ``shared_limits``), with today's and this month's spend read back from the ledger."""
     limits, wall = shared or LocalLimits(), clock.time()
-    await limits.seed(
-        await store.tenant_spend(period_label("day", wall), period_label("month", wall))
-    )
+    await limits.seed(await store.budget_spend(wall))
     return limits
 
 

@@ -230,8 +230,22 @@ class TenantLimits(ConfigStruct, frozen=True, kw_only=True):
 
 
 class TenantBudget(ConfigStruct, frozen=True, kw_only=True):
+    """USD per UTC day, ISO week and month, and in total (never reset)."""
+
     daily_usd: float | None = None
+    weekly_usd: float | None = None
     monthly_usd: float | None = None
+    total_usd: float | None = None
+
+
+class GlobalLimits(ConfigStruct, frozen=True, kw_only=True):
+    """Limits on every routed request, whoever sends it, in every auth mode (open
+    included), besides each tenant's."""
+
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    max_concurrency: int | None = None
+    budget: TenantBudget = TenantBudget()
 
 
 class TenantConfig(ConfigStruct, frozen=True, kw_only=True):
@@ -375,6 +389,7 @@ class Config(ConfigStruct, frozen=True, kw_only=True):
     routes: tuple[RouteConfig, ...] = ()
     policies: tuple[PolicyConfig, ...] = ()
     tenants: tuple[TenantConfig, ...] = ()
+    limits: GlobalLimits = GlobalLimits()
     health: HealthConfig = HealthConfig()
     state: StateConfig = StateConfig()
     telemetry: TelemetryConfig = TelemetryConfig()

@@ -12,12 +12,15 @@ from gw.config.catalog import prices
 from gw.config.schema import (
     BackgroundConfig,
     Config,
+    GlobalLimits,
     HealthConfig,
     OtlpConfig,
     PolicyConfig,
     ProviderConfig,
     StateConfig,
     SwitchConfig,
+    TenantBudget,
+    TenantLimits,
 )
 from gw.config.state_url import redis_url_problem, state_url_problem
 from gw.config.upstream_host import HostFormError, HostKind, classify_host, refusal
@@ -336,22 +339,32 @@ def _tenant_problems(config: Config) -> Iterator[Problem]:
     routes = {route.name for route in config.routes}
     for index, tenant in enumerate(config.tenants):
         here = f"tenants[{index}]"
+        if tenant.name.startswith("@"):
+            yield f"{here}.name", "must not start with @ (gw's own limits are counted as @gw)"
         for position, name in enumerate(tenant.allowed_routes or ()):
             if name not in routes and "*" not in name:
                 yield f"{here}.allowed_routes[{position}]", f"unknown route {name!r}"
-        # A limit of 0 would refuse every request (a rate of 0 as a 400 that no wait cures);
-        # a budget of 0 stops all spend, which is a meaning.
-        limits, budget = tenant.limits, tenant.budget
-        for field, count in (
-            ("requests_per_minute", limits.requests_per_minute),
-            ("tokens_per_minute", limits.tokens_per_minute),
-            ("max_concurrency", limits.max_concurrency),
-        ):
-            if count is not None and count < 1:
-                yield f"{here}.limits.{field}", "must be at least 1 (null: no limit)"
-        for field, usd in (("daily_usd", budget.daily_usd), ("monthly_usd", budget.monthly_usd)):
-            if usd is not None and usd < 0:
-                yield f"{here}.budget.{field}", "must not be negative (null: no budget)"
+        yield from _limit_problems(f"{here}.limits", tenant.limits, f"{here}.budget", tenant.budget)
+    limits = config.limits
+    yield from _limit_problems("limits", limits, "limits.budget", limits.budget)
+
+
+def _limit_problems(
+    here: str, limits: TenantLimits | GlobalLimits, at: str, budget: TenantBudget
+) -> Iterator[Problem]:
+    # A limit of 0 would refuse every request (a rate of 0 as a 400 that no wait cures);
+    # a budget of 0 stops all spend, which is a meaning.
+    for field, count in (
+        ("requests_per_minute", limits.requests_per_minute),
+        ("tokens_per_minute", limits.tokens_per_minute),
+        ("max_concurrency", limits.max_concurrency),
+    ):
+        if count is not None and count < 1:
+            yield f"{here}.{field}", "must be at least 1 (null: no limit)"
+    for field in ("daily_usd", "weekly_usd", "monthly_usd", "total_usd"):
+        usd = getattr(budget, field)
+        if usd is not None and usd < 0:
+            yield f"{at}.{field}", "must not be negative (null: no budget)"
 
 
 def _server_problems(config: Config) -> Iterator[Problem]:

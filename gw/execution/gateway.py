@@ -26,7 +26,7 @@ from gw.execution.health import HealthBook, TargetHealth
 from gw.execution.latency import LatencyBook
 from gw.execution.open_stream import OpenStream
 from gw.execution.stream_session import StreamSession
-from gw.execution.tenant_admission import admit_tenant
+from gw.execution.tenant_admission import admit_request, limited, ticket_ids
 from gw.execution.usage_estimate import (
     cut_short_usage,
     estimate_output_tokens,
@@ -272,7 +272,7 @@ class Gateway:
             raise self._failed(ctx, request, decision, denied_error(policy), [])
         if ctx.pin is not None and decision.chain:
             decision = self._pinned(ctx, request, decision, ctx.pin)
-        if ctx.tenant is not None and decision.chain:
+        if decision.chain and limited(ctx.snapshot, ctx.tenant):
             # Before any trial is claimed: a refused request must not hold a breaker's trial.
             try:
                 decision = await self._admit(ctx, decision, policy.timeout.total.seconds)
@@ -333,10 +333,10 @@ class Gateway:
     async def _admit(
         self, ctx: RequestContext, decision: RouteDecision, total_timeout: float
     ) -> RouteDecision:
-        """The tenant's routes and limits, before any upstream call; what the limits noted
-        (a decision taken in a fallback) joins the decision's notes, for ``gw explain``."""
-        assert ctx.tenant is not None  # noqa: S101 - the caller checks
-        grant = await admit_tenant(
+        """The tenant's routes and the limits (its own, the global ones), before any
+        upstream call; what the limits noted (a decision taken in a fallback) joins the
+        decision's notes, for ``gw explain``."""
+        grant = await admit_request(
             ctx.snapshot,
             ctx.tenant,
             decision,
@@ -465,7 +465,8 @@ class Gateway:
         )
         if self._limits is not None:
             tokens = usage.input_tokens + usage.output_tokens if usage else 0
-            self._limits.settle(ctx.request_id, tokens=tokens, cost_usd=trace.cost_usd)
+            for ticket in ticket_ids(ctx.request_id):
+                self._limits.settle(ticket, tokens=tokens, cost_usd=trace.cost_usd)
         self._traces.submit(trace)
         if self._usage is not None:
             row = usage_row(trace)

@@ -8,9 +8,10 @@ Per tenant (``tenants[].limits`` and ``tenants[].budget``):
   tokens (estimated input + its max output, or ``PROJECTED_OUTPUT_TOKENS`` when it sets
   none) and settles to the actual count when it ends.
 - ``max_concurrency``: requests in flight; over -> 429 ``concurrency_limited``.
-- ``daily_usd`` / ``monthly_usd``: settled spend plus what requests in flight have
-  reserved (an upper bound on their cost, gw/execution/budget_reserve.py) must stay
-  within the budget, else 402 ``budget_exceeded``. Settling replaces the reservation with
+- ``daily_usd`` / ``weekly_usd`` / ``monthly_usd`` / ``total_usd``: settled spend plus
+  what requests in flight have reserved (an upper bound on their cost,
+  gw/execution/budget_reserve.py) must stay within the budget, else 402
+  ``budget_exceeded``. Settling replaces the reservation with
   the actual cost. Requests racing for the last cents therefore cannot overspend by more
   than the amount by which the actual costs of the requests in flight exceed their
   reservations (the bound and when it can be passed are stated there). A tenant with a
@@ -18,9 +19,13 @@ Per tenant (``tenants[].limits`` and ``tenants[].budget``):
   not counted: an attempt cut off by a timeout, or the losing lane of a hedge, may still
   be billed by the provider.
 
+The top-level ``limits:`` are counted the same way, as a subject named ``GLOBAL_SUBJECT``
+that every routed request is charged to, whoever sends it.
+
 All checks run before anything is taken, so a refused request holds nothing. Periods are
-UTC days and months, labelled by ``period_label`` (invariant 10); the spend of the current
-periods is seeded from the usage ledger at start-up (``seed``).
+UTC days, ISO weeks and months, and the total, labelled by ``period_label`` (invariant
+10); the spend of the current periods is seeded from the usage ledger at start-up
+(``seed``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from gw.config.schema import TenantConfig
+from gw.config.schema import GlobalLimits, TenantConfig
+from gw.config.schema import TenantLimits as TenantLimitsConfig
 from gw.errors import (
     BudgetExceededError,
     ConcurrencyLimitedError,
@@ -165,7 +171,39 @@ class TenantLimiter:
             )
 
 
-_NAMES: Mapping[Period, str] = {"day": "daily", "month": "monthly"}
+_NAMES: Mapping[Period, str] = {
+    "day": "daily",
+    "week": "weekly",
+    "month": "monthly",
+    "total": "total",
+}
+GLOBAL_SUBJECT = "@gw"
+"""The limits of ``limits:`` (every request) are counted as a tenant of this name, which
+no configured tenant may take (names starting with ``@`` are refused at load)."""
+
+
+def global_subject(limits: GlobalLimits) -> TenantConfig | None:
+    """``limits:`` as the subject the limiters count, or None when it sets nothing."""
+    if limits == GlobalLimits():
+        return None
+    return TenantConfig(
+        name=GLOBAL_SUBJECT,
+        limits=TenantLimitsConfig(
+            requests_per_minute=limits.requests_per_minute,
+            tokens_per_minute=limits.tokens_per_minute,
+            max_concurrency=limits.max_concurrency,
+        ),
+        budget=limits.budget,
+    )
+
+
+def _who(subject: str) -> str:
+    return "gw (limits: every request counts)" if subject == GLOBAL_SUBJECT else f"tenant {subject}"
+
+
+def _section(subject: str) -> str:
+    """Where the subject's limits are set in the config."""
+    return "limits" if subject == GLOBAL_SUBJECT else "tenants[]"
 
 
 # The checks and their refusals, shared with the fleet's limits in Redis (gw/fleet/) so
@@ -178,7 +216,7 @@ def over_budget(spent: float, reserved: float, cost_usd: float, budget: float) -
 
 def concurrency_error(tenant: str, in_flight: int, limit: int) -> ConcurrencyLimitedError:
     return ConcurrencyLimitedError(
-        f"tenant {tenant} already has {in_flight} requests in flight "
+        f"{_who(tenant)} already has {in_flight} requests in flight "
         f"(limits.max_concurrency {limit}); retry when one ends"
     )
 
@@ -194,34 +232,40 @@ def budget_error(
     cost_usd: float,
 ) -> BudgetExceededError:
     detail = f"; ${reserved:.6f} is reserved by requests in flight" if reserved else ""
+    when = "all time" if period == "total" else label[2:]
+    fix = f"raise {_section(tenant)}.budget"
+    if period != "total":  # a total never resets
+        fix += f" or wait for the next {period}"
     return BudgetExceededError(
-        f"tenant {tenant} has spent ${spent:.6f} of its {_NAMES[period]} budget of "
-        f"${budget:.2f} ({label[2:]}){detail}, and this request may cost up to "
-        f"${cost_usd:.6f}; raise tenants[].budget or wait for the next {period}"
+        f"{_who(tenant)} has spent ${spent:.6f} of its {_NAMES[period]} budget of "
+        f"${budget:.2f} ({when}){detail}, and this request may cost up to "
+        f"${cost_usd:.6f}; {fix}"
     )
 
 
 def too_large_error(tenant: str, field: str, size: float, amount: int) -> InvalidRequestError:
     """A request that can never pass: a 400, which clients do not retry."""
     return InvalidRequestError(
-        f"this request may use {amount} tokens, more than tenant {tenant}'s whole "
-        f"limits.{field} ({size:.0f}); lower max_tokens or raise the limit"
+        f"this request may use {amount} tokens, more than the whole limits.{field} "
+        f"({size:.0f}) of {_who(tenant)}; lower max_tokens or raise the limit"
     )
 
 
 def rate_error(tenant: str, field: str, size: float, wait: float) -> RateLimitedError:
     return RateLimitedError(
-        f"tenant {tenant} is over limits.{field} ({size:.0f}); retry in {wait:.1f}s",
+        f"{_who(tenant)} is over limits.{field} ({size:.0f}); retry in {wait:.1f}s",
         retry_after=max(1.0, round(wait, 1)),
     )
 
 
 def budgets_for(tenant: TenantConfig, wall: float) -> list[tuple[Period, str, float]]:
-    """The tenant's budgets at ``wall``: (period, label, USD), day before month."""
+    """The tenant's budgets at ``wall``: (period, label, USD), the shortest period first."""
     budget = tenant.budget
     periods: list[tuple[Period, float | None]] = [
         ("day", budget.daily_usd),
+        ("week", budget.weekly_usd),
         ("month", budget.monthly_usd),
+        ("total", budget.total_usd),
     ]
     return [(p, period_label(p, wall), usd) for p, usd in periods if usd is not None]
 

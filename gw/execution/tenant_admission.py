@@ -1,23 +1,38 @@
-"""A tenant's admission of one routed request, before any upstream call: the routes it may
-use, and what its limits and budgets are charged up front (gw/execution/limits.py settles
-the real figures once the request ends)."""
+"""The admission of one routed request by its limits, before any upstream call: the
+routes its tenant may use, and what the global limits (``limits:``) and its tenant's are
+charged up front (gw/execution/limits.py settles the real figures once the request ends).
+"""
 
 from __future__ import annotations
 
+import functools
 from fnmatch import fnmatchcase
 
+from gw.config.schema import GlobalLimits, TenantConfig
 from gw.config.snapshot import Snapshot
-from gw.errors import PermissionDeniedError
+from gw.errors import GatewayError, PermissionDeniedError
 from gw.execution.budget_reserve import reserved_cost_usd
+from gw.execution.limits import GLOBAL_SUBJECT, global_subject
 from gw.execution.local_limits import ADMITTED
 from gw.ports import Clock, LimitGrant, TenantLimits
 from gw.routing.decision import RouteDecision
 from gw.routing.filters import PROJECTED_OUTPUT_TOKENS
 
 
-async def admit_tenant(
+def ticket_ids(request_id: str) -> tuple[str, str]:
+    """The ids a request's shares are held under: its tenant's, then the global one's.
+    Settling both is always right: an id with no share settles nothing."""
+    return request_id, request_id + GLOBAL_SUBJECT
+
+
+def limited(snapshot: Snapshot, tenant: str | None) -> bool:
+    """Whether a request of ``tenant`` (None: no key, e.g. open mode) has limits to pass."""
+    return tenant is not None or _global(snapshot.config.limits) is not None
+
+
+async def admit_request(
     snapshot: Snapshot,
-    tenant_name: str,
+    tenant_name: str | None,
     decision: RouteDecision,
     *,
     limits: TenantLimits | None,
@@ -25,13 +40,64 @@ async def admit_tenant(
     clock: Clock,
     lease_ttl: float = 660.0,
 ) -> LimitGrant:
-    """Raise ``PermissionDeniedError`` (or the limiter's error) if the tenant may not send
-    this request now; otherwise its reservation is taken under ``request_id``, held at most
-    ``lease_ttl`` seconds should this process die before settling it."""
-    tenant = snapshot.tenants.get(tenant_name)
+    """Raise ``PermissionDeniedError`` (or a limiter's error) if the request may not be
+    sent now; otherwise its share of its tenant's limits and of the global ones is taken
+    (under ``ticket_ids``), each held at most ``lease_ttl`` seconds should this process
+    die before settling it. A refusal by one releases what the other took, except a
+    request counted by a requests-per-minute limit, which stays counted."""
+    tenant_ticket, global_ticket = ticket_ids(request_id)
+    subjects: list[tuple[TenantConfig, str]] = []
+    if tenant_name is not None:
+        subjects.append((_tenant(snapshot, tenant_name, decision), tenant_ticket))
+    everyone = _global(snapshot.config.limits)
+    if everyone is not None:
+        subjects.append((everyone, global_ticket))
+    for subject, _ in subjects:
+        if _has_budget(subject):
+            _refuse_unpriced(subject.name, decision)
+    if limits is None or not subjects:
+        return ADMITTED
+    tokens, cost = _projected_tokens(decision), reserved_cost_usd(snapshot, decision)
+    held: list[str] = []
+    notes: list[str] = []
+    for subject, ticket in subjects:
+        try:
+            grant = await limits.admit(
+                subject,
+                ticket,
+                tokens=tokens,
+                cost_usd=cost,
+                lease_ttl=lease_ttl,
+                now=clock.monotonic(),
+                wall=clock.time(),
+            )
+        except GatewayError:
+            for taken in held:
+                limits.settle(taken, tokens=0, cost_usd=None)
+            raise
+        held.append(ticket)
+        notes.extend(grant.notes)
+    return LimitGrant(notes=tuple(notes)) if notes else ADMITTED
+
+
+def _has_budget(subject: TenantConfig) -> bool:
+    budget = subject.budget
+    return any(
+        usd is not None
+        for usd in (budget.daily_usd, budget.weekly_usd, budget.monthly_usd, budget.total_usd)
+    )
+
+
+@functools.lru_cache(maxsize=8)  # one per config revision's limits: read by every request
+def _global(limits: GlobalLimits) -> TenantConfig | None:
+    return global_subject(limits)
+
+
+def _tenant(snapshot: Snapshot, name: str, decision: RouteDecision) -> TenantConfig:
+    tenant = snapshot.tenants.get(name)
     if tenant is None:
         raise PermissionDeniedError(
-            f"the key's tenant {tenant_name!r} is not in the config; add it under tenants"
+            f"the key's tenant {name!r} is not in the config; add it under tenants"
         )
     allowed = tenant.allowed_routes
     if allowed is not None and not any(fnmatchcase(decision.route, p) for p in allowed):
@@ -39,28 +105,16 @@ async def admit_tenant(
             f"tenant {tenant.name} may not use {decision.route!r}; its allowed_routes: "
             + ", ".join(allowed)
         )
-    if tenant.budget.daily_usd is not None or tenant.budget.monthly_usd is not None:
-        _refuse_unpriced(tenant.name, decision)
-    if limits is None:
-        return ADMITTED
-    return await limits.admit(
-        tenant,
-        request_id,
-        tokens=_projected_tokens(decision),
-        cost_usd=reserved_cost_usd(snapshot, decision),
-        lease_ttl=lease_ttl,
-        now=clock.monotonic(),
-        wall=clock.time(),
-    )
+    return tenant
 
 
 def _projected_tokens(decision: RouteDecision) -> int:
-    """What a tenant's tokens-per-minute is charged up front: input plus max output."""
+    """What a tokens-per-minute limit is charged up front: input plus max output."""
     output = decision.max_output_tokens
     return decision.estimated_input_tokens + (PROJECTED_OUTPUT_TOKENS if output is None else output)
 
 
-def _refuse_unpriced(tenant: str, decision: RouteDecision) -> None:
+def _refuse_unpriced(subject: str, decision: RouteDecision) -> None:
     """A budget cannot guard a target whose price gw does not know: refuse it up front."""
     keys = {target.key for target in decision.chain}
     unpriced = sorted(
@@ -69,7 +123,12 @@ def _refuse_unpriced(tenant: str, decision: RouteDecision) -> None:
         if f"{c.provider}/{c.model}" in keys and c.estimated_cost_usd is None
     )
     if unpriced:
+        who = (
+            "gw has a budget (limits.budget)"
+            if subject == GLOBAL_SUBJECT
+            else f"tenant {subject} has a budget"
+        )
         raise PermissionDeniedError(
-            f"tenant {tenant} has a budget, and gw knows no price for {', '.join(unpriced)}; "
+            f"{who}, and gw knows no price for {', '.join(unpriced)}; "
             "add its prices under models (input_per_mtok, output_per_mtok) to use it"
         )

@@ -50,7 +50,7 @@ log = logging.getLogger("gw.fleet")
 KEY_PREFIX: Final = "gw:v1:"  # the layout's version: a new layout gets a new prefix
 POOL_SIZE: Final = 16  # one round trip per admission and settle: a few sockets suffice
 SOCKET_TIMEOUT_S: Final = 2.0
-BUDGET_TTL_S: Final = 40 * 86_400  # a month's counter outlives its month
+BUDGET_TTL_S: Final = 400 * 86_400  # outlives its period; a total is refreshed by each settle
 DEFAULT_FAILURE: Final = RedisFailureConfig()
 
 

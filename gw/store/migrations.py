@@ -312,7 +312,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             # One row per group: NULL (no tenant, key, provider or model) is a group of its
             # own, spelled x'' in the index (a BLOB never equals the TEXT names stored).
             f"CREATE UNIQUE INDEX usage_rollup_group ON usage_rollup ({_V8_GROUP})",
-            # For the budgets seeded at start (``SqliteStore.tenant_spend``).
+            # For the budgets seeded at start (``SqliteStore.budget_spend``).
             "CREATE INDEX usage_rollup_day ON usage_rollup (period, day, tenant)",
             "CREATE INDEX usage_rollup_month ON usage_rollup (period, month, tenant)",
             # Kept in the transaction that writes the row: on INSERT only (a row ``INSERT

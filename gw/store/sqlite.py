@@ -64,7 +64,13 @@ from gw.store.trace_rows import (
 )
 from gw.store.usage import DELETE_USAGE_BEFORE, INSERT_USAGE, UsageGroup, UsageTotals
 from gw.store.usage_recovery import UsageRecovery
-from gw.store.usage_rollup import TENANT_SPEND, hour_start, rollup_report
+from gw.store.usage_rollup import (
+    BUDGET_SPEND,
+    budget_rows,
+    budget_spend_params,
+    hour_start,
+    rollup_report,
+)
 
 logger = logging.getLogger("gw.store")
 
@@ -304,14 +310,13 @@ class SqliteStore:
         async with self._lock:
             await self._conn.execute_fetchall("SELECT 1")
 
-    async def tenant_spend(self, day: str, month: str) -> list[tuple[str, str, float]]:
-        """(tenant, period label, USD) settled in the ``day`` and ``month`` periods (their
-        labels), to seed the tenant budgets at start-up; from the rollup, which keeps the
-        sums of rows retention deleted."""
+    async def budget_spend(self, wall: float) -> list[tuple[str, str, float]]:
+        """(subject, period label, USD) settled in the day, week and month holding ``wall``
+        and in total, per tenant and for the global limits, to seed the budgets at
+        start-up; from the rollup, which keeps the sums of rows retention deleted."""
         async with self._lock:
-            rows = await self._conn.execute_fetchall(TENANT_SPEND, (day, month))
-        labels = {"day": day, "month": month}
-        return [(tenant, labels[period], usd or 0.0) for tenant, period, usd in rows]
+            rows = await self._conn.execute_fetchall(BUDGET_SPEND, budget_spend_params(wall))
+        return budget_rows(rows, wall)
 
     # -- retention (gw/telemetry/pruner.py) -----------------------------------------------
     # Strategy: the size of the traces is an estimate, the ``size`` column (body bytes,

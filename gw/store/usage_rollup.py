@@ -18,10 +18,13 @@ first partial hour, the report counts from the next whole hour.
 from __future__ import annotations
 
 import math
-from typing import Final
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
 
 import aiosqlite
 
+from gw.execution.limits import GLOBAL_SUBJECT
+from gw.execution.periods import PERIODS, period_label, week_start
 from gw.store.usage import (
     ROW_MEASURES,
     ROWS_ONLY,
@@ -35,6 +38,7 @@ from gw.store.usage import (
 
 HOUR: Final = 3600
 DAY: Final = 86_400
+WEEK: Final = 7 * DAY
 ROLLUP_MEASURES: Final = (
     "requests",
     "errors",
@@ -49,14 +53,44 @@ ROLLUP_MEASURES: Final = (
 )
 """The rollup's columns for the measures of ``UsageTotals``, in its field order."""
 
-TENANT_SPEND: Final = """
-SELECT tenant, 'day', TOTAL(cost_usd) FROM usage_rollup
-WHERE period = 'day' AND day = ? AND tenant IS NOT NULL GROUP BY tenant
-UNION ALL
-SELECT tenant, 'month', TOTAL(cost_usd) FROM usage_rollup
-WHERE period = 'day' AND month = ? AND tenant IS NOT NULL GROUP BY tenant
-"""
-"""USD per tenant in a day and a month (their labels), for the budgets seeded at start."""
+
+def budget_spend_sql(total: str) -> str:
+    """USD per tenant (NULL: none) in the day, ISO week, month and in total, for the budgets
+    seeded at start; parameters: the day's label, the week's first and next week's first
+    second, the month's label. ``total``: the engine's NULL-safe sum of ``cost_usd``."""
+    where = {
+        "day": "AND day = ?",
+        "week": "AND period_start >= ? AND period_start < ?",
+        "month": "AND month = ?",
+        "total": "",
+    }
+    return "\nUNION ALL\n".join(
+        f"SELECT tenant, '{period}', {total} FROM usage_rollup"  # noqa: S608 - fixed parts
+        f" WHERE period = 'day' {clause} GROUP BY tenant"
+        for period, clause in where.items()
+    )
+
+
+def budget_spend_params(wall: float) -> tuple[str, int, int, str]:
+    start = week_start(wall)
+    return period_label("day", wall), start, start + WEEK, period_label("month", wall)
+
+
+def budget_rows(rows: Iterable[Sequence[Any]], wall: float) -> list[tuple[str, str, float]]:
+    """(subject, period label, USD) from ``budget_spend_sql``'s rows: each tenant's, and
+    the global limits' (``GLOBAL_SUBJECT``), which count every row."""
+    labels: dict[str, str] = {period: period_label(period, wall) for period in PERIODS}
+    spend: list[tuple[str, str, float]] = []
+    everyone: dict[str, float] = {}
+    for tenant, period, usd in rows:
+        amount = float(usd or 0.0)
+        if tenant is not None:
+            spend.append((str(tenant), labels[period], amount))
+        everyone[period] = everyone.get(period, 0.0) + amount
+    return spend + [(GLOBAL_SUBJECT, labels[p], usd) for p, usd in everyone.items()]
+
+
+BUDGET_SPEND: Final = budget_spend_sql("TOTAL(cost_usd)")
 
 
 def period_start(moment: float, seconds: int) -> int:

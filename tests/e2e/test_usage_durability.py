@@ -154,8 +154,9 @@ def kill_mid_load(server: GwServer, stream: bool) -> list[str]:
             with lock:
                 answered.append(request_id)
                 if len(answered) == KILL_AFTER:
-                    process.send_signal(signal.SIGKILL)
+                    # Set first: a client whose request the kill cuts must see it is set.
                     killed.set()
+                    process.send_signal(signal.SIGKILL)
 
     with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
         for done in [pool.submit(client, worker) for worker in range(CLIENTS)]:

@@ -50,6 +50,10 @@ GATEWAY_SECTIONS: dict[type, Section] = {
             "Teams or apps that API keys belong to (`gw keys create --tenant NAME`), with "
             "their allowed routes, rate limits and budgets."
         ),
+        limits=Field(
+            "Rate limits, concurrency and budgets on every request, in every auth mode, "
+            "besides each tenant's."
+        ),
         health=Field("Per-target health, circuit breakers, account locks and retry budgets."),
         state=Field("What the state database (`gw.db`) keeps, and for how long."),
         telemetry=Field("Metrics, request logs and OpenTelemetry export (never content)."),

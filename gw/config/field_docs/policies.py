@@ -6,6 +6,7 @@ from __future__ import annotations
 from gw.config.field_docs.rules import ERROR_CODES, NAME, PRINTABLE, Field, Section, section
 from gw.config.schema import (
     FallbackConfig,
+    GlobalLimits,
     HedgeConfig,
     PolicyConfig,
     PolicyLimits,
@@ -142,9 +143,30 @@ POLICY_SECTIONS: dict[type, Section] = {
     ),
     TenantBudget: section(
         "Spend plus what requests in flight have reserved must stay within the budget, else "
-        "402 `budget_exceeded` before any upstream call. A tenant with a budget may not use a "
-        "target without a catalog price. `null`: no budget.",
+        "402 `budget_exceeded` before any upstream call. A tenant (or gw, for `limits.budget`) "
+        "with a budget may not use a target without a catalog price. `null`: no budget.",
         daily_usd=Field("USD per UTC day; `0` stops all spend.", minimum=0),
+        weekly_usd=Field("USD per ISO week (Monday to Sunday, UTC).", minimum=0),
         monthly_usd=Field("USD per UTC month; `0` stops all spend.", minimum=0),
+        total_usd=Field("USD in all, never reset (raise it to spend more).", minimum=0),
+    ),
+    GlobalLimits: section(
+        "Limits on every routed request, whoever sends it and in every auth mode (open "
+        "included), counted besides each tenant's: one budget and one rate for the whole "
+        "gateway (or fleet, with `state.redis_url`). A request refused by either holds "
+        "nothing of the other, except that it stays counted by a requests-per-minute limit "
+        "it passed.",
+        requests_per_minute=Field(
+            "Requests a minute, all callers together; over it: 429 `rate_limited`.", minimum=1
+        ),
+        tokens_per_minute=Field(
+            "Tokens a minute, all callers together, charged as a tenant's are.", minimum=1
+        ),
+        max_concurrency=Field(
+            "Routed requests in flight; over it: 429 `concurrency_limited` (the admission cap, "
+            "`server.max_concurrency`, queues instead).",
+            minimum=1,
+        ),
+        budget=Field("USD per day, week, month or in total, for all spend together."),
     ),
 }

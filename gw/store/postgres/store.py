@@ -210,8 +210,8 @@ class PostgresStore:
     ) -> list[UsageTotals]:
         return await self._usage.report(by, since, tenant)
 
-    async def tenant_spend(self, day: str, month: str) -> list[tuple[str, str, float]]:
-        return await self._usage.tenant_spend(day, month)
+    async def budget_spend(self, wall: float) -> list[tuple[str, str, float]]:
+        return await self._usage.budget_spend(wall)
 
     # -- retention ------------------------------------------------------------------------
 

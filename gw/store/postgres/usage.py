@@ -35,7 +35,16 @@ from gw.store.usage import (
     totals_from_row,
 )
 from gw.store.usage_recovery import CHUNK, RecoveredRows
-from gw.store.usage_rollup import DAY, HOUR, ROLLUP_MEASURES, hour_start, next_start
+from gw.store.usage_rollup import (
+    DAY,
+    HOUR,
+    ROLLUP_MEASURES,
+    budget_rows,
+    budget_spend_params,
+    budget_spend_sql,
+    hour_start,
+    next_start,
+)
 
 _FIELDS: Final = UsageRow.__struct_fields__
 INSERT_USAGE: Final = (
@@ -55,13 +64,7 @@ ROW_MEASURES: Final = (
     "recovered::int",
 )
 """As gw.store.usage.ROW_MEASURES, in PostgreSQL's words."""
-TENANT_SPEND: Final = """
-SELECT tenant, 'day', coalesce(sum(cost_usd), 0.0) FROM usage_rollup
-WHERE period = 'day' AND day = ? AND tenant IS NOT NULL GROUP BY tenant
-UNION ALL
-SELECT tenant, 'month', coalesce(sum(cost_usd), 0.0) FROM usage_rollup
-WHERE period = 'day' AND month = ? AND tenant IS NOT NULL GROUP BY tenant
-"""
+BUDGET_SPEND: Final = budget_spend_sql("coalesce(sum(cost_usd), 0.0)")
 DELETE_BEFORE: Final = """
 DELETE FROM usage WHERE request_id IN
     (SELECT request_id FROM usage WHERE time < ? ORDER BY time LIMIT ?)
@@ -93,10 +96,9 @@ class Usage:
         sql, params = report_query(by, since, tenant)
         return [totals_from_row(by, tuple(row)) for row in await self._db.fetch(sql, *params)]
 
-    async def tenant_spend(self, day: str, month: str) -> list[tuple[str, str, float]]:
-        labels = {"day": day, "month": month}
-        rows = await self._db.fetch(TENANT_SPEND, day, month)
-        return [(str(t), labels[str(period)], float(usd or 0.0)) for t, period, usd in rows]
+    async def budget_spend(self, wall: float) -> list[tuple[str, str, float]]:
+        rows = await self._db.fetch(BUDGET_SPEND, *budget_spend_params(wall))
+        return budget_rows(rows, wall)
 
     async def delete_before(self, cutoff: float, *, limit: int) -> int:
         """Whole UTC hours before the one holding ``cutoff`` (see SqliteStore)."""

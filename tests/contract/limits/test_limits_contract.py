@@ -159,6 +159,33 @@ def test_budgets_count_seeded_and_settled_spend_and_reservations(make_limits: Ma
     run(make_limits, scenario)
 
 
+def test_weekly_and_total_budgets_span_their_periods(make_limits: MakeLimits) -> None:
+    """DAY is a Monday: its ISO week runs six more days; a total never resets."""
+    weekly = TenantConfig(name="w", budget=TenantBudget(weekly_usd=1.0))
+    total = TenantConfig(name="@gw", budget=TenantBudget(total_usd=1.0))
+
+    async def scenario(limits: Limits) -> None:
+        await limits.seed([("@gw", "t:all", 0.1)])
+        for config in (weekly, total):
+            await admit(limits, config, f"{config.name}-1", cost_usd=0.5)
+            await settle(limits, f"{config.name}-1", tokens=1, cost_usd=0.5)
+        # Six days later: the same week for one, all time for the other.
+        await admit(limits, weekly, "w-2", cost_usd=0.5, wall=DAY + 6 * 86_400)
+        with pytest.raises(BudgetExceededError, match=r"weekly budget of \$1\.00 \(2025-W49\)"):
+            await admit(limits, weekly, "w-3", cost_usd=0.5, wall=DAY + 6 * 86_400)
+        await admit(limits, weekly, "w-4", cost_usd=0.5, wall=DAY + 7 * 86_400)  # a new week
+        with pytest.raises(BudgetExceededError) as refused:
+            await admit(limits, total, "@gw-2", cost_usd=0.5, wall=DAY + 400 * 86_400)
+        assert "gw (limits: every request counts) has spent $0.600000 of its total" in (
+            refused.value.message
+        )
+        assert "(all time)" in refused.value.message
+        assert "raise limits.budget;" not in refused.value.message
+        assert refused.value.message.endswith("raise limits.budget")
+
+    run(make_limits, scenario)
+
+
 def test_racing_requests_cannot_reserve_past_the_budget(make_limits: MakeLimits) -> None:
     config = TenantConfig(name="t", budget=TenantBudget(daily_usd=1.0))
 

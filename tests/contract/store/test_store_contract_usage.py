@@ -118,18 +118,27 @@ def test_since_and_tenant_filters_read_partial_hours_from_the_rows(target: Targe
     assert team_a == expected("model", [r for r in ROWS if r.tenant == "team-a"])
 
 
-def test_tenant_spend_sums_the_day_and_the_month(target: Target) -> None:
+def test_budget_spend_sums_each_period_per_tenant_and_for_everyone(target: Target) -> None:
+    """Seen from MAR_15, a Sunday: MAR_16 is the next day, ISO week, not the next month."""
+
     async def body(store: StateStore) -> list[tuple[str, str, float]]:
         await store.write_usage(ROWS)
-        return await store.tenant_spend(period_label("day", MAR_15), period_label("month", MAR_15))
+        return await store.budget_spend(MAR_15)
 
-    spend = sorted(run(target, body))
-    day, month = period_label("day", MAR_15), period_label("month", MAR_15)
-    assert [(t, p) for t, p, _ in spend] == [
-        ("team-a", day), ("team-a", month), ("team-b", month)
-    ]  # fmt: skip
-    assert spend[0][2] == pytest.approx(0.0001 + 0.002 + 0.0001)
-    assert spend[2][2] == pytest.approx(0.0001)
+    spend = {(subject, label): usd for subject, label, usd in run(target, body)}
+    day, week = period_label("day", MAR_15), period_label("week", MAR_15)
+    month, total = period_label("month", MAR_15), period_label("total", MAR_15)
+    team_a = 0.0001 + 0.002 + 0.0001
+    wanted = {
+        **{("team-a", label): team_a for label in (day, week, month, total)},
+        ("team-b", month): 0.0001,
+        ("team-b", total): 0.0001,
+        **{("@gw", label): team_a for label in (day, week)},
+        **{("@gw", label): team_a + 0.0001 for label in (month, total)},
+    }
+    assert spend.keys() == wanted.keys()
+    for key, usd in wanted.items():
+        assert spend[key] == pytest.approx(usd), key
 
 
 def test_retention_deletes_whole_old_hours_and_the_reports_keep_their_sums(

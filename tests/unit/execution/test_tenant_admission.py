@@ -1,5 +1,5 @@
-"""admit_tenant(): a tenant's routes, its unpriced targets under a budget, and what its
-limits are charged up front."""
+"""admit_request(): a tenant's routes, unpriced targets under a budget, what the limits
+are charged up front, and the global limits beside the tenant's."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from gw.config import Snapshot, compile_snapshot, load_config
-from gw.errors import BudgetExceededError, PermissionDeniedError
+from gw.errors import BudgetExceededError, ConcurrencyLimitedError, PermissionDeniedError
 from gw.execution.limits import TenantLimiter
 from gw.execution.local_limits import LocalLimits
-from gw.execution.tenant_admission import admit_tenant
+from gw.execution.tenant_admission import admit_request, ticket_ids
 from gw.ir import ChatRequest, TextPart, UserMessage
 from gw.routing import RouteDecision, decide
 
@@ -59,7 +59,7 @@ def routed(snap: Snapshot, route: str, tenant: str, max_tokens: int | None = 10)
 def admit(snap: Snapshot, tenant: str, route: str, limits: LocalLimits | None = None) -> None:
     decision = routed(snap, route, tenant)
     asyncio.run(
-        admit_tenant(snap, tenant, decision, limits=limits, request_id="r1", clock=FixedClock())
+        admit_request(snap, tenant, decision, limits=limits, request_id="r1", clock=FixedClock())
     )
 
 
@@ -105,7 +105,7 @@ class RecordingLimiter(TenantLimiter):
 def charge(snap: Snapshot, decision: RouteDecision, limiter: TenantLimiter) -> None:
     limits = LocalLimits(limiter)
     asyncio.run(
-        admit_tenant(
+        admit_request(
             snap, "open-team", decision, limits=limits, request_id="r1", clock=FixedClock()
         )
     )
@@ -147,3 +147,47 @@ routes:
 tenants:
   - {name: open-team}
 """
+
+
+GLOBAL = CHAIN.replace(
+    "tenants:", "limits: {max_concurrency: 1, budget: {weekly_usd: 5.0}}\ntenants:"
+)
+
+
+def test_global_limits_count_every_request_with_or_without_a_tenant() -> None:
+    snap = compile_snapshot(load_config(GLOBAL, "gw.yaml"), revision=1, source="t")
+    limits = LocalLimits()
+    decision = routed(snap, "chain", "open-team")
+
+    def admit_as(tenant: str | None, request_id: str) -> None:
+        asyncio.run(
+            admit_request(
+                snap, tenant, decision, limits=limits, request_id=request_id, clock=FixedClock()
+            )
+        )
+
+    admit_as(None, "r1")  # open mode: no tenant, the global limits still count
+    with pytest.raises(ConcurrencyLimitedError, match=r"gw \(limits: every request counts\)"):
+        admit_as("open-team", "r2")
+    # The refusal released the tenant's share it had taken: its ticket is gone.
+    assert asyncio.run(limits.in_flight("open-team")) == 0
+    for ticket in ticket_ids("r1"):
+        limits.settle(ticket, tokens=0, cost_usd=0.001)
+    admit_as("open-team", "r3")
+    assert asyncio.run(limits.in_flight("open-team")) == 1
+    assert asyncio.run(limits.in_flight("@gw")) == 1
+
+
+def test_a_global_budget_refuses_an_unpriced_target_naming_limits() -> None:
+    snap = compile_snapshot(
+        load_config(CONFIG + "limits: {budget: {total_usd: 10}}\n", "gw.yaml"),
+        revision=1,
+        source="t",
+    )
+    decision = routed(snap, "chat-local", "open-team")
+    with pytest.raises(PermissionDeniedError, match=r"gw has a budget \(limits.budget\)"):
+        asyncio.run(
+            admit_request(
+                snap, None, decision, limits=LocalLimits(), request_id="r1", clock=FixedClock()
+            )
+        )

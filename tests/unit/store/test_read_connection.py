@@ -58,7 +58,7 @@ def test_the_request_path_goes_on_while_an_admin_read_holds_its_connection(tmp_p
                     store.write_traces([trace("t1")]),
                     store.find_key_by_digest("0" * 64),
                     store.count_active_keys(now=0.0),
-                    store.tenant_spend("d:1970-01-01", "m:1970-01"),
+                    store.budget_spend(0.0),
                     store.request_path_traces().get_trace("t0"),  # previous_response_id
                 )
                 await asyncio.wait_for(writes, GUARD_S)

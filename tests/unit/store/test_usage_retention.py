@@ -52,17 +52,16 @@ def test_old_rows_go_and_every_report_and_budget_stays(tmp_path: Path) -> None:
     # Periods reaching into the deleted past start on an hour (documented: a since inside
     # a deleted hour counts from the next whole one); later ones anywhere.
     sinces: list[float | None] = [None, START, START + 5 * HOUR, cutoff_hour, NOW - DAY + 77.5]
-    day, month = rows[0].day, rows[0].month
 
     async def body(store: SqliteStore) -> tuple[Reports, Reports, PruneReport, PruneReport]:
         await store.write_usage(rows)
         before = await every_report(store, sinces)
-        spend = await store.tenant_spend(day, month)
+        spend = await store.budget_spend(NOW)
         pruner = TracePruner(store, lambda: settings, FixedClock(), asyncio.sleep, batch_size=100)
         first = await pruner.prune()
         again = await pruner.prune()
         after = await every_report(store, sinces)
-        assert await store.tenant_spend(day, month) == spend
+        assert await store.budget_spend(NOW) == spend
         # The rows left answer exactly as the rollup does where they are all still there.
         await compare_kept_period(store)
         return before, after, first, again

@@ -197,13 +197,15 @@ def test_budgets_are_seeded_from_the_rollup(tmp_path: Path) -> None:
 
     async def body(store: SqliteStore) -> None:
         await store.write_usage(rows)
-        spend = {
-            (tenant, label): usd for tenant, label, usd in await store.tenant_spend(day, month)
-        }
+        wall = rows[0].time
+        assert (day, month) == (period_label("day", wall), period_label("month", wall))
+        spend = {(tenant, label): usd for tenant, label, usd in await store.budget_spend(wall)}
         for tenant in TENANTS[:-1]:
             for label, mine in ((day, [r for r in rows if r.day == day]), (month, rows)):
                 expected = sum(r.cost_usd or 0.0 for r in mine if r.tenant == tenant)
                 assert spend[(tenant, label)] == pytest.approx(expected, abs=1e-9)
         assert all(tenant is not None for tenant, _ in spend)
+        everyone = sum(r.cost_usd or 0.0 for r in rows)
+        assert spend[("@gw", period_label("total", wall))] == pytest.approx(everyone, abs=1e-9)
 
     run_with_store(tmp_path / "gw.db", body)
