@@ -111,6 +111,31 @@ _V10_GATEWAY: Final = (
     "ALTER TABLE runs ADD COLUMN gateway TEXT",
 )
 
+
+def _v12_idempotency(real: str, blob: str) -> tuple[str, ...]:
+    """Version 12's statements in an engine's types (never edit: released SQL)."""
+    return (
+        f"""
+        CREATE TABLE idempotency_keys (
+            scope TEXT NOT NULL,
+            key_digest TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            request_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            created_at {real} NOT NULL,
+            expires_at {real} NOT NULL,
+            status INTEGER,
+            route TEXT,
+            media_type TEXT,
+            answer {blob},
+            size INTEGER NOT NULL,
+            PRIMARY KEY (scope, key_digest)
+        )
+        """,
+        "CREATE INDEX idempotency_keys_expires ON idempotency_keys (expires_at)",
+    )
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
         version=1,
@@ -362,6 +387,14 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         # is None), so this version changes nothing there.
         statements=(),
         postgres=(GATEWAYS_TABLE,),
+    ),
+    Migration(
+        version=12,
+        description="answers held for Idempotency-Key retries",
+        # gw/store/idempotency_keys.py: one row per key of one caller, pending while its
+        # request runs, then the sealed answer for the window; nothing in the clear.
+        statements=_v12_idempotency("REAL", "BLOB"),
+        postgres=_v12_idempotency("double precision", "bytea"),
     ),
 )
 
