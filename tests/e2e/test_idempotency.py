@@ -32,7 +32,7 @@ ANSWER = "an idempotent answer about eleven copper kettles"
 ADMIN = "gw-idempotency-admin-4d2b8f6a0c1e3b5d7f9a"
 CONFIG = """
 auth: {{mode: keys, admin_key: env:IDEM_ADMIN}}
-server: {{idempotency_ttl: {ttl}}}
+server: {{idempotency_ttl: {ttl}, idempotency_max_answer_bytes: {largest}}}
 providers:
   - {{name: up, kind: openai_compatible, base_url: "{up}"}}
 models:
@@ -58,9 +58,9 @@ class Setup:
         return openai.OpenAI(base_url=self.gw.base_url, api_key=key or self.key_a, max_retries=0)
 
 
-def server(tmp: Path, upstream: FakeOpenAI, ttl: str) -> GwServer:
+def server(tmp: Path, upstream: FakeOpenAI, ttl: str, largest: str = "1MiB") -> GwServer:
     config = tmp / "gw.yaml"
-    config.write_text(CONFIG.format(up=upstream.base_url, ttl=ttl))
+    config.write_text(CONFIG.format(up=upstream.base_url, ttl=ttl, largest=largest))
     return GwServer(tmp / "state", config, env={"IDEM_ADMIN": ADMIN})
 
 
@@ -269,6 +269,23 @@ def test_the_window_ends(tmp_path: Path) -> None:
         assert upstream.count == 2
 
 
+def test_an_answer_over_the_bound_is_sent_not_held(tmp_path: Path) -> None:
+    with FakeOpenAI() as upstream:
+        upstream.default = Behavior(text=ANSWER)
+        with server(tmp_path, upstream, "5m", largest="64B") as gw:
+            body = {"model": "chat", "messages": MESSAGES}
+            auth = {"authorization": f"Bearer {ADMIN}", **new_key()}
+            with httpx.Client(base_url=gw.url, timeout=30) as http:
+                answers = [
+                    http.post("/v1/chat/completions", json=body, headers=auth) for _ in range(2)
+                ]
+            assert [a.status_code for a in answers] == [200, 200]
+            assert ANSWER in answers[0].text
+            assert "x-gw-idempotent-replay" not in answers[1].headers
+            assert "server.idempotency_max_answer_bytes" in gw.log()
+        assert upstream.count == 2
+
+
 def test_a_fleet_replays_across_gateways(tmp_path: Path) -> None:
     env = {
         "IDEM_ADMIN": ADMIN,
@@ -278,7 +295,7 @@ def test_a_fleet_replays_across_gateways(tmp_path: Path) -> None:
     with FakeOpenAI() as upstream, fresh_database() as database:
         upstream.default = Behavior(text=ANSWER)
         config = tmp_path / "gw.yaml"
-        config.write_text(CONFIG.format(up=upstream.base_url, ttl="5m"))
+        config.write_text(CONFIG.format(up=upstream.base_url, ttl="5m", largest="1MiB"))
         env["GW_STATE_URL"] = database
         with running_fleet(tmp_path, config, 2, env=env) as fleet:
             clients = [
