@@ -19,8 +19,10 @@ target, and who is to ``blame``. The server renders errors from these attributes
     │   ├── MethodNotAllowedError          method_not_allowed          405
     │   ├── RequestTimeoutError            request_timeout             408
     │   ├── ConflictError                  conflict                    409  (admin writes)
+    │   ├── IdempotencyKeyInUseError       idempotency_key_in_use      409
     │   ├── PreconditionFailedError        precondition_failed         412  (admin writes)
     │   ├── RequestTooLargeError           request_too_large           413
+    │   ├── IdempotencyKeyReusedError      idempotency_key_reused      422
     │   ├── RateLimitedError               rate_limited                429  (also upstream)
     │   ├── ConcurrencyLimitedError        concurrency_limited         429
     │   └── ClientAbortedError             client_aborted              499  (traced only)
@@ -179,6 +181,24 @@ class RequestTooLargeError(ClientError):
     status = 413
 
 
+class IdempotencyKeyInUseError(ClientError):
+    """A request with the same ``Idempotency-Key`` (same caller) is still being answered
+    (draft-ietf-httpapi-idempotency-key-header: 409 for a concurrent retry). Retrying
+    later gets the stored answer."""
+
+    code = "idempotency_key_in_use"
+    status = 409
+    retryable = True
+
+
+class IdempotencyKeyReusedError(ClientError):
+    """The ``Idempotency-Key`` was used by the same caller, within the window, for a
+    request with another body or endpoint (the draft's 422)."""
+
+    code = "idempotency_key_reused"
+    status = 422
+
+
 class RateLimitedError(ClientError):
     code = "rate_limited"
     status = 429
@@ -258,6 +278,8 @@ ALL_ERRORS: tuple[type[GatewayError], ...] = (
     MethodNotAllowedError,
     RequestTimeoutError,
     RequestTooLargeError,
+    IdempotencyKeyInUseError,
+    IdempotencyKeyReusedError,
     RateLimitedError,
     ConcurrencyLimitedError,
     ClientAbortedError,

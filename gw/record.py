@@ -131,6 +131,9 @@ class TraceRecord(RecordStruct, frozen=True, kw_only=True):
     # The gateway that served the request (gw/fleet/gateway_id.py); None in traces written
     # before gw recorded it.
     gateway: str | None = None
+    # An Idempotency-Key retry answered with a stored answer (gw/server/inference/
+    # idempotency.py): the request id that answered first. No upstream call, no usage.
+    replay_of: str | None = None
 
     @property
     def route_header(self) -> str:

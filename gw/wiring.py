@@ -35,6 +35,7 @@ from gw.server.admin.status import RequestCounts, ServerFacts
 from gw.server.admission import Admission
 from gw.server.app import build_app
 from gw.server.auth import Authenticator, AuthMode, resolve_mode
+from gw.server.inference.idempotency import Idempotency
 from gw.server.key_cache import KeyCache
 from gw.server.runtime.server import GracefulServer, uvicorn_config
 from gw.server.services import ServerServices
@@ -56,6 +57,7 @@ from gw.upstream_http.env_proxy import describe_proxies, public_proxies
 from gw.upstream_http.reply_budget import ReplyBudget
 from gw.upstream_http.upstream_client import build_transport
 from gw.vault import VAULT_FILE_NAME
+from gw.vault.content_seal import ContentSeal
 
 
 def auth_mode_for(plan: ServePlan, *, keys_exist: bool) -> AuthMode:
@@ -172,6 +174,13 @@ async def serve(plan: ServePlan) -> None:
     await _serve(plan, vault, admin_key, proxies)
 
 
+def _idempotency(
+    plan: ServePlan, store: StateStore, gateway: Gateway, clock: SystemClock
+) -> tuple[ContentSeal, Idempotency]:
+    seal = ContentSeal(plan.home, plan.environ)
+    return seal, Idempotency(store.idempotency_keys(), seal, gateway, clock)
+
+
 async def _serve(
     plan: ServePlan,
     vault: Mapping[str, str] | None,
@@ -243,8 +252,11 @@ async def _serve(
         gateway=gateway_name,
     )
     # What previous_response_id follows, and the background Responses jobs.
+    # One seal for all content gw holds (background jobs, Idempotency-Key answers): the
+    # vault identity is found, or made, once.
+    seal, idempotency = _idempotency(plan, store, gateway, clock)
     links, background = responses_state(
-        plan, store, gateway, telemetry=telemetry, snapshots=snapshots, clock=clock
+        plan, store, gateway, seal=seal, telemetry=telemetry, snapshots=snapshots, clock=clock
     )
     services = ServerServices(
         gateway=gateway,
@@ -273,6 +285,7 @@ async def _serve(
         background=background,
         response_links=links,
         credentials=directory.check_credentials,
+        idempotency=idempotency,
     )
     services.metrics = gateway_metrics(  # GET /metrics
         telemetry,
@@ -307,6 +320,7 @@ async def _serve(
             store_health.stop(),
             authenticator.stop(),
             background.worker.stop(server_config.drain_timeout.seconds),
+            idempotency.aclose(),  # keys let go by the last requests, before the store
         )
         await telemetry.stop()  # every queued trace and usage row is written
         await transport.close()

@@ -14,6 +14,8 @@
       "requested_model": "chat",          // what the client put in "model"
       "stream": false,
       "background": false,                // run as a background Responses job
+      "replay_of": null,                  // an Idempotency-Key retry answered with this
+                                          //   request's stored answer (no upstream call)
       "status": 200,
       "error": null,                      // or {"code": "upstream_error", "message": "..."}
       "revision": 3,
@@ -268,6 +270,8 @@ def _endpoint(trace: TraceRecord) -> str:
         shown.append("stream")
     if trace.background:
         shown.append("background job")
+    if trace.replay_of is not None:
+        shown.append(f"Idempotency-Key replay of {trace.replay_of}: no upstream call")
     return trace.endpoint + (f"  ({', '.join(shown)})" if shown else "")
 
 

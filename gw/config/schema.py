@@ -47,6 +47,11 @@ class ServerConfig(ConfigStruct, frozen=True, kw_only=True):
     upstream_buffer_budget: ByteSize = ByteSize(256 * 1024 * 1024)
     upstream_max_connections: int = 512  # open upstream connections, all hosts together
     upstream_max_connections_per_host: int | None = None  # None: only the total
+    # Idempotency-Key (gw/server/inference/idempotency.py): how long an answer is held for
+    # a retry, how large one may be, and how much all of them may take together.
+    idempotency_ttl: Duration = Duration(300.0)
+    idempotency_max_answer_bytes: ByteSize = ByteSize(1024 * 1024)
+    idempotency_max_bytes: ByteSize = ByteSize(64 * 1024 * 1024)
 
 
 class AuthConfig(ConfigStruct, frozen=True, kw_only=True):

@@ -17,6 +17,7 @@ from gw.config.schema import (
     OtlpConfig,
     PolicyConfig,
     ProviderConfig,
+    ServerConfig,
     StateConfig,
     SwitchConfig,
     TenantBudget,
@@ -31,6 +32,7 @@ Problem = tuple[str, str]  # (field path, reason)
 SECRET_SCHEMES = ("env:", "vault:")
 MIN_PROBE_INTERVAL_S = 0.1
 MAX_DASHBOARD_LINK_TTL_S = 3600.0  # a login link is for the next minute, not for later
+MAX_IDEMPOTENCY_TTL_S = 86400.0  # a retry comes within minutes; a day bounds what is held
 NEEDS_BASE_URL = frozenset({"openai_compatible", "azure_openai"})
 
 
@@ -390,8 +392,21 @@ def _server_problems(config: Config) -> Iterator[Problem]:
             "server.upstream_buffer_budget",
             "must be at least server.max_upstream_body_bytes (one whole answer must fit)",
         )
+    yield from _idempotency_problems(server)
     if not 0 < config.auth.dashboard_link_ttl.seconds <= MAX_DASHBOARD_LINK_TTL_S:
         yield "auth.dashboard_link_ttl", "must be longer than 0s and at most 1h"
+
+
+def _idempotency_problems(server: ServerConfig) -> Iterator[Problem]:
+    if not 0 < server.idempotency_ttl.seconds <= MAX_IDEMPOTENCY_TTL_S:
+        yield "server.idempotency_ttl", "must be longer than 0s and at most 24h"
+    if server.idempotency_max_answer_bytes.bytes < 1:
+        yield "server.idempotency_max_answer_bytes", "must be at least 1B"
+    if server.idempotency_max_bytes.bytes < server.idempotency_max_answer_bytes.bytes:
+        yield (
+            "server.idempotency_max_bytes",
+            "must be at least server.idempotency_max_answer_bytes (one answer must fit)",
+        )
 
 
 def _health_problems(health: HealthConfig) -> Iterator[Problem]:

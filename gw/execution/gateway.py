@@ -126,6 +126,12 @@ class Gateway:
         trace = self._record(ctx, requested_model=requested_model, stream=stream, error=error)
         return RequestFailedError(error, trace)
 
+    def replayed(self, ctx: RequestContext, *, requested_model: str, replay_of: str) -> TraceRecord:
+        """Record a retry answered with the answer ``replay_of`` gave (an Idempotency-Key
+        replay): no routing, no upstream call, no usage or cost, so nothing is counted
+        twice (the request that answered first carries them)."""
+        return self._record(ctx, requested_model=requested_model, stream=False, replay_of=replay_of)
+
     def refuse_if_denied(self, ctx: RequestContext, request: ChatRequest) -> None:
         """A request answered without routing (count_tokens) still honours deny rules."""
         policy = governing_policy(
@@ -429,6 +435,7 @@ class Gateway:
         error: GatewayError | None = None,
         committed: bool = False,
         ttft_ms: float | None = None,
+        replay_of: str | None = None,
     ) -> TraceRecord:
         attempts = attempts or []
         if target is None and attempts:
@@ -462,6 +469,7 @@ class Gateway:
             committed=committed,
             background=ctx.background,
             gateway=self._gateway,
+            replay_of=replay_of,
         )
         if self._limits is not None:
             tokens = usage.input_tokens + usage.output_tokens if usage else 0

@@ -29,6 +29,20 @@ _RESPONSE_ID = [
     {"name": "response_id", "in": "path", "required": True, "schema": {"type": "string"}}
 ]
 _IF_MATCH = [{"name": "If-Match", "in": "header", "required": False, "schema": {"type": "integer"}}]
+# Idempotency-Key (gw/server/inference/idempotency.py): non-streaming requests only.
+_IDEMPOTENT = {
+    "parameters": [
+        {
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": False,
+            "description": "A retry with the same key and body gets the held answer (409 "
+            "while the first runs, 422 with another body); not with stream or background",
+            "schema": {"type": "string", "maxLength": 257},
+        }
+    ],
+    "requestBody": _JSON_BODY,
+}
 
 
 def _op(summary: str, tag: str, **extra: Any) -> dict[str, Any]:
@@ -66,12 +80,10 @@ DOCUMENT: dict[str, Any] = {
     "info": {"title": "gw", "version": "1", "description": "A local-first LLM gateway."},
     "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
     "paths": {
-        "/v1/chat/completions": {
-            "post": _op("OpenAI Chat Completions", "data", requestBody=_JSON_BODY)
-        },
-        "/v1/embeddings": {"post": _op("OpenAI Embeddings", "data", requestBody=_JSON_BODY)},
-        "/v1/messages": {"post": _op("Anthropic Messages", "data", requestBody=_JSON_BODY)},
-        "/v1/responses": {"post": _op("OpenAI Responses", "data", requestBody=_JSON_BODY)},
+        "/v1/chat/completions": {"post": _op("OpenAI Chat Completions", "data", **_IDEMPOTENT)},
+        "/v1/embeddings": {"post": _op("OpenAI Embeddings", "data", **_IDEMPOTENT)},
+        "/v1/messages": {"post": _op("Anthropic Messages", "data", **_IDEMPOTENT)},
+        "/v1/responses": {"post": _op("OpenAI Responses", "data", **_IDEMPOTENT)},
         "/v1/responses/{response_id}": {
             "get": _op("A background response", "data", parameters=_RESPONSE_ID),
             "delete": _op("Delete a background response", "data", parameters=_RESPONSE_ID),

@@ -86,7 +86,9 @@ def gemini_error_response(error: GatewayError, trace: TraceRecord) -> Response[b
 
 def _error_response(error: GatewayError, trace: TraceRecord, body: bytes) -> Response[bytes]:
     headers = trace_headers(trace)
-    if error.status in (429, 503):  # every one says when to come back: the known wait, or 1 s
+    # Every one says when to come back: the known wait, or 1 s; so does a 409 that passes
+    # by itself (an Idempotency-Key whose first request is still being answered).
+    if error.status in (429, 503) or (error.status == 409 and error.retryable):
         wait = DEFAULT_RETRY_AFTER_S if error.retry_after is None else error.retry_after
         headers["retry-after"] = str(max(1, math.ceil(wait)))
     return Response(content=body, status_code=error.status, media_type=JSON, headers=headers)

@@ -23,6 +23,7 @@ from gw.server.admission import Admission
 from gw.server.auth import Authenticator, Principal, bearer_token, query_api_key
 from gw.server.ids import new_request_id
 from gw.server.inference.background_jobs import BackgroundJobs
+from gw.server.inference.idempotency import Idempotency
 from gw.server.inference.previous_response import ResponseLinks
 from gw.store.file_checks import StoreProblem
 from gw.store.usage import UsageReader
@@ -77,6 +78,7 @@ class ServerServices:
         background: BackgroundJobs | None = None,
         response_links: ResponseLinks | None = None,
         credentials: Callable[[Config], CredentialReport] | None = None,
+        idempotency: Idempotency | None = None,
     ) -> None:
         self.gateway = gateway
         self.snapshot = snapshot
@@ -103,6 +105,9 @@ class ServerServices:
         self.response_links = response_links
         # Which providers lack usable credentials (gw/config/credentials.py), for health.
         self.credentials = credentials
+        # Idempotency-Key claims and replays (gw/server/inference/idempotency.py); None: the
+        # header is not honoured (a server built without a store, in unit tests).
+        self.idempotency = idempotency
 
     async def authenticate(self, request: HttpRequest) -> Principal:
         """Who sent ``request``, from the address the server sees (the socket peer, or the

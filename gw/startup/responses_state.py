@@ -25,6 +25,7 @@ def responses_state(
     store: StateStore,
     gateway: Gateway,
     *,
+    seal: ContentSeal,
     telemetry: TelemetryHub,
     snapshots: SnapshotHolder,
     clock: SystemClock,
@@ -34,7 +35,6 @@ def responses_state(
     recent = RecentResponses()
     telemetry.add(recent)
     links = ResponseLinks(recent, store.request_path_traces())
-    seal = ContentSeal(plan.home, plan.environ)
     jobs = store.response_jobs()
     worker = BackgroundWorker(
         jobs, seal=seal, gateway=gateway, links=links, snapshot=snapshots.get, clock=clock

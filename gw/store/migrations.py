@@ -116,6 +116,31 @@ _V12_AUDIT: Final = (
     "ALTER TABLE config_revisions ADD COLUMN reason TEXT",
 )
 
+
+def _v13_idempotency(real: str, blob: str) -> tuple[str, ...]:
+    """Version 13's statements in an engine's types (never edit: released SQL)."""
+    return (
+        f"""
+        CREATE TABLE idempotency_keys (
+            scope TEXT NOT NULL,
+            key_digest TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            request_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            created_at {real} NOT NULL,
+            expires_at {real} NOT NULL,
+            status INTEGER,
+            route TEXT,
+            media_type TEXT,
+            answer {blob},
+            size INTEGER NOT NULL,
+            PRIMARY KEY (scope, key_digest)
+        )
+        """,
+        "CREATE INDEX idempotency_keys_expires ON idempotency_keys (expires_at)",
+    )
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
         version=1,
@@ -376,6 +401,14 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         # written before, and revisions made by a file edit or a start, stay NULL.
         statements=_V12_AUDIT,
         postgres=_V12_AUDIT,
+    ),
+    Migration(
+        version=13,
+        description="answers held for Idempotency-Key retries",
+        # gw/store/idempotency_keys.py: one row per key of one caller, pending while its
+        # request runs, then the sealed answer for the window; nothing in the clear.
+        statements=_v13_idempotency("REAL", "BLOB"),
+        postgres=_v13_idempotency("double precision", "bytea"),
     ),
 )
 

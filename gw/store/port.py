@@ -21,6 +21,7 @@ from gw.ports import UsageRow
 from gw.record import TraceRecord
 from gw.store.api_keys import ApiKey
 from gw.store.file_checks import StoreProblem
+from gw.store.idempotency_keys import HeldKey, StoredAnswer
 from gw.store.response_jobs import Job, JobStatus, SealedContent
 from gw.store.revisions import RevisionRow, StoredRevision
 from gw.store.runs import RunRow
@@ -98,6 +99,38 @@ class ResponseJobStore(Protocol):
     async def waiting(self) -> int: ...
 
 
+class IdempotencyStore(Protocol):
+    """Keys held for ``Idempotency-Key`` retries (gw/store/idempotency_keys.py documents
+    each call)."""
+
+    async def claim(
+        self,
+        scope: str,
+        key_digest: str,
+        *,
+        fingerprint: str,
+        request_id: str,
+        now: float,
+        until: float,
+    ) -> HeldKey | None: ...
+
+    async def complete(
+        self,
+        scope: str,
+        key_digest: str,
+        *,
+        request_id: str,
+        stored: StoredAnswer,
+        now: float,
+        expires_at: float,
+        max_total: int,
+    ) -> bool: ...
+
+    async def release(self, scope: str, key_digest: str, *, request_id: str) -> None: ...
+
+    async def expire(self, *, now: float) -> int: ...
+
+
 class StateStore(Protocol):
     """A state store: API keys, traces, the usage ledger and its rollup, config
     revisions, runs, background jobs, retention. Each method is documented on
@@ -160,6 +193,8 @@ class StateStore(Protocol):
     # -- what the store hands out per concept ---------------------------------------------
 
     def response_jobs(self) -> ResponseJobStore: ...
+
+    def idempotency_keys(self) -> IdempotencyStore: ...
 
     def runs(self) -> RunLog: ...
 

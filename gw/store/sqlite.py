@@ -47,6 +47,7 @@ from gw.store.file_checks import (
     shm_problem,
     space_problem,
 )
+from gw.store.idempotency_keys import IdempotencyKeys
 from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
 from gw.store.migrations import LATEST_VERSION, SCHEMA_VERSION_TABLE, StoreError, pending_migrations
 from gw.store.private_files import DIR_MODE, make_database_private
@@ -198,6 +199,10 @@ class SqliteStore:
     def response_jobs(self) -> ResponseJobs:
         """The background Responses jobs (gw/store/response_jobs.py), on this connection."""
         return ResponseJobs(lambda: self._conn, self._lock, self._transaction)
+
+    def idempotency_keys(self) -> IdempotencyKeys:
+        """Keys held for Idempotency-Key retries (gw/store/idempotency_keys.py)."""
+        return IdempotencyKeys(lambda: self._conn, self._lock, self._transaction)
 
     def runs(self) -> Runs:
         """Each run of gw serve and the traces it lost (gw/store/runs.py)."""

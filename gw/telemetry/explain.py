@@ -29,6 +29,7 @@ def explain_json(trace: TraceRecord) -> dict[str, object]:
         "requested_model": trace.requested_model,
         "stream": trace.stream,
         "background": trace.background,
+        "replay_of": trace.replay_of,
         "status": trace.status,
         "error": (
             None

@@ -25,6 +25,7 @@ import msgspec
 from .http_server import HttpRequest, Responder, ServerThread
 
 _WORD = re.compile(r"\s*\S+")
+HOLD_MAX_S = 60.0  # a held answer goes out after this, should a test forget to release it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +42,9 @@ class Faults:
     # Non-stream: abort after sending half of the body.
     drop_after_chunks: int | None = None
     malformed: bool = False  # a body, or a stream frame, that is not JSON
+    # Hold the answer (before its head) until the test sets this event: a call kept open
+    # for as long as the test needs, without a timed delay. Bounded by HOLD_MAX_S.
+    hold: threading.Event | None = None
 
 
 B = TypeVar("B", bound=Faults)  # the fake's Behavior
@@ -182,6 +186,8 @@ class ScriptedFake(ABC, Generic[B, Q]):
             serial = self._serial
         if behavior.delay_before_headers:
             await asyncio.sleep(behavior.delay_before_headers)
+        if behavior.hold is not None:
+            await asyncio.to_thread(behavior.hold.wait, HOLD_MAX_S)
         if behavior.drop_before_headers:
             responder.abort()
             return None

@@ -34,6 +34,8 @@ ERROR_TYPES: dict[str, str] = {
     "method_not_allowed": "invalid_request_error",
     # 408 is the client being slow to send; Anthropic's timeout_error is its own 504.
     "request_timeout": "invalid_request_error",
+    "idempotency_key_in_use": "invalid_request_error",
+    "idempotency_key_reused": "invalid_request_error",
     "request_too_large": "request_too_large",
     "rate_limited": "rate_limit_error",
     "concurrency_limited": "rate_limit_error",

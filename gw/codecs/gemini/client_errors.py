@@ -37,6 +37,8 @@ STATUSES: dict[str, str] = {
     "response_not_found": "NOT_FOUND",
     "method_not_allowed": "INVALID_ARGUMENT",
     "request_timeout": "DEADLINE_EXCEEDED",
+    "idempotency_key_in_use": "ABORTED",
+    "idempotency_key_reused": "INVALID_ARGUMENT",
     "request_too_large": "INVALID_ARGUMENT",
     "rate_limited": "RESOURCE_EXHAUSTED",
     "concurrency_limited": "RESOURCE_EXHAUSTED",

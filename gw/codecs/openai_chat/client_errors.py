@@ -21,6 +21,8 @@ ERROR_TYPES: dict[str, str] = {
     "response_not_found": "not_found_error",
     "method_not_allowed": "invalid_request_error",
     "request_timeout": "invalid_request_error",
+    "idempotency_key_in_use": "invalid_request_error",
+    "idempotency_key_reused": "invalid_request_error",
     "request_too_large": "invalid_request_error",
     "rate_limited": "rate_limit_error",
     "concurrency_limited": "rate_limit_error",

@@ -25,7 +25,7 @@ from gw.config.schema import (
     SwitchConfig,
     TelemetryConfig,
 )
-from gw.config.validate import MAX_DASHBOARD_LINK_TTL_S
+from gw.config.validate import MAX_DASHBOARD_LINK_TTL_S, MAX_IDEMPOTENCY_TTL_S
 
 _SERVER = "Read at start only: a change needs a restart."
 
@@ -137,6 +137,21 @@ GATEWAY_SECTIONS: dict[type, Section] = {
             "own saturation, not "
             "counted against the upstream's health). " + _SERVER,
             minimum=1,
+        ),
+        idempotency_ttl=Field(
+            "How long an answer to a request sent with an `Idempotency-Key` is held, from "
+            "its completion, so a retry with the same key gets it again without an upstream "
+            "call (see [idempotent retries](../guides/idempotency.md)). At most 24h.",
+            above=0,
+            maximum=MAX_IDEMPOTENCY_TTL_S,
+        ),
+        idempotency_max_answer_bytes=Field(
+            "Largest answer held for an `Idempotency-Key` retry; a larger one is sent but not "
+            "held, so a retry runs again."
+        ),
+        idempotency_max_bytes=Field(
+            "All answers held for `Idempotency-Key` retries together, sealed, at most; past it "
+            "a new answer is not held. At least `idempotency_max_answer_bytes`."
         ),
         upstream_max_connections_per_host=Field(
             "A cap on connections per upstream host, at most `upstream_max_connections`; "

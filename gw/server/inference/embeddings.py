@@ -19,7 +19,7 @@ from gw.errors import ClientAbortedError, GatewayError
 from gw.execution.gateway import RequestContext, RequestFailedError
 from gw.ir import EmbeddingRequest, EmbeddingResponse
 from gw.server.admission import queue_header
-from gw.server.inference.ingress import read_request
+from gw.server.inference.ingress import idempotency_claim, kept, read_request_body
 from gw.server.responses import JSON, openai_error_response, trace_headers
 from gw.server.runtime.disconnect import ClientGoneError, ClientWatch
 from gw.server.services import HttpRequest, ServerServices
@@ -44,9 +44,23 @@ async def _serve(
 ) -> Response[bytes]:
     gateway = services.gateway
     try:
-        ctx, embed = await read_request(services, ctx, request, decode_embeddings_request)
+        ctx, embed, body = await read_request_body(
+            services, ctx, request, decode_embeddings_request
+        )
+        claim = await idempotency_claim(services, ctx, request, body, embed.model)
     except GatewayError as error:
         raise gateway.reject(ctx, error, stream=False) from None
+    if isinstance(claim, Response):
+        return claim
+    if claim is None:
+        return await _admitted(services, ctx, request, embed)
+    return await kept(claim, _admitted(services, ctx, request, embed))
+
+
+async def _admitted(
+    services: ServerServices, ctx: RequestContext, request: HttpRequest, embed: EmbeddingRequest
+) -> Response[bytes]:
+    gateway = services.gateway
     try:
         queued_ms = await services.admission.acquire()
     except GatewayError as error:

@@ -16,8 +16,9 @@ from gw.codecs.gemini.client_embeddings import (
 )
 from gw.errors import ClientAbortedError, GatewayError
 from gw.execution.gateway import RequestContext, RequestFailedError
+from gw.ir import EmbeddingRequest
 from gw.server.admission import queue_header
-from gw.server.inference.ingress import read_request
+from gw.server.inference.ingress import idempotency_claim, kept, read_request_body
 from gw.server.responses import JSON, gemini_error_response, trace_headers
 from gw.server.runtime.disconnect import ClientGoneError, ClientWatch
 from gw.server.services import HttpRequest, ServerServices
@@ -40,10 +41,31 @@ async def _serve(
     gateway = services.gateway
     decode = decode_batch_embed_request if batch else decode_embed_request
     try:
-        ctx, embed = await read_request(services, ctx, request, partial(decode, model=model))
-        queued_ms = await services.admission.acquire()
+        ctx, embed, body = await read_request_body(
+            services, ctx, request, partial(decode, model=model)
+        )
+        claim = await idempotency_claim(services, ctx, request, body, model)
     except GatewayError as error:
         raise gateway.reject(ctx, error, requested_model=model, stream=False) from None
+    if isinstance(claim, Response):
+        return claim
+    answer = _admitted(services, ctx, request, embed, batch=batch)
+    return await answer if claim is None else await kept(claim, answer)
+
+
+async def _admitted(
+    services: ServerServices,
+    ctx: RequestContext,
+    request: HttpRequest,
+    embed: EmbeddingRequest,
+    *,
+    batch: bool,
+) -> Response[bytes]:
+    gateway = services.gateway
+    try:
+        queued_ms = await services.admission.acquire()
+    except GatewayError as error:
+        raise gateway.reject(ctx, error, requested_model=embed.model, stream=False) from None
     watch = ClientWatch(request)
     try:
         done = await watch.run(gateway.embed(ctx, embed))

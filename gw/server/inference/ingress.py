@@ -24,6 +24,7 @@ from gw.server.admission import queue_header
 from gw.server.auth import require_model, require_scope
 from gw.server.body import read_body
 from gw.server.inference.hints import parse_hints
+from gw.server.inference.idempotency import HEADER, Claim
 from gw.server.responses import JSON, gw_headers, trace_headers
 from gw.server.runtime.disconnect import ClientGoneError, ClientWatch
 from gw.server.runtime.sse_stream import SSEStream, StreamEncoder
@@ -98,6 +99,17 @@ async def read_request(
     decode: Callable[[bytes], DecodedT],
 ) -> tuple[RequestContext, DecodedT]:
     """``read_chat`` for any endpoint: ``decode`` turns the body into its request."""
+    ctx, decoded, _ = await read_request_body(services, ctx, request, decode)
+    return ctx, decoded
+
+
+async def read_request_body(
+    services: ServerServices,
+    ctx: RequestContext,
+    request: HttpRequest,
+    decode: Callable[[bytes], DecodedT],
+) -> tuple[RequestContext, DecodedT, bytes]:
+    """``read_request``, with the body as it came (an Idempotency-Key's fingerprint)."""
     server = ctx.snapshot.config.server
     principal = await services.authenticate(request)
     require_scope(principal, "inference")
@@ -117,7 +129,7 @@ async def read_request(
         ) from None
     decoded = decode(body)
     require_model(principal, decoded.model)
-    return ctx, decoded
+    return ctx, decoded, body
 
 
 async def _serve(
@@ -129,17 +141,83 @@ async def _serve(
 ) -> Response[Any]:
     gateway = services.gateway
     chat: ChatRequest | None = None
+    claim: Claim | None = None
     try:
-        ctx, chat = await read_chat(services, client, ctx, request)
+        headers = request.headers
+        ctx, chat, body = await read_request_body(
+            services, ctx, request, lambda body: client.decode(body, headers)
+        )
+        if HEADER in headers:  # the one lookup a request without the header pays
+            began = await idempotency_claim(
+                services, ctx, request, body, chat.model, stream=chat.stream,
+                background=_background(chat),
+            )  # fmt: skip
+            if isinstance(began, Response):
+                return began
+            claim = began
         if prepare is not None:
             prepared = await prepare(ctx, chat)
             if isinstance(prepared, Response):
                 return prepared
             ctx, chat = prepared
-        queued_ms = await services.admission.acquire()
     except GatewayError as error:
+        if claim is not None:
+            claim.abandon()
         model, stream = (chat.model, chat.stream) if chat else ("", False)
         raise gateway.reject(ctx, error, requested_model=model, stream=stream) from None
+    if claim is None:
+        return await _admitted(services, client, ctx, request, chat)
+    return await kept(claim, _admitted(services, client, ctx, request, chat))
+
+
+async def idempotency_claim(
+    services: ServerServices,
+    ctx: RequestContext,
+    request: HttpRequest,
+    body: bytes,
+    model: str,
+    *,
+    stream: bool = False,
+    background: bool = False,
+) -> Claim | Response[bytes] | None:
+    """The request's Idempotency-Key claimed (gw/server/inference/idempotency.py): None
+    without the header (one lookup: all such a request pays), or the stored answer."""
+    if services.idempotency is None or HEADER not in request.headers:
+        return None
+    return await services.idempotency.begin(
+        ctx, request, body, model=model, stream=stream, background=background
+    )
+
+
+async def kept(claim: Claim, answer: Awaitable[Response[Any]]) -> Response[Any]:
+    """``answer``, held for the key ``claim`` holds (or the key let go when it fails)."""
+    try:
+        response = await answer
+    except BaseException:
+        claim.abandon()
+        raise
+    await claim.keep(response)
+    return response
+
+
+def _background(chat: ChatRequest) -> bool:
+    """A background Responses request (gw/server/inference/responses_api.py queues it)."""
+    return chat.extensions.get("openai_responses", {}).get("background") is True
+
+
+async def _admitted(
+    services: ServerServices,
+    client: ClientFormat,
+    ctx: RequestContext,
+    request: HttpRequest,
+    chat: ChatRequest,
+) -> Response[Any]:
+    """From the admission slot to the answer, the stream or the error."""
+    gateway = services.gateway
+    try:
+        queued_ms = await services.admission.acquire()
+    except GatewayError as error:
+        raise gateway.reject(ctx, error, requested_model=chat.model, stream=chat.stream) from None
     watch = ClientWatch(request)
     session: StreamSession | None = None
     handed_over = False  # once the stream response owns the watch, the slot and the session

@@ -28,6 +28,7 @@ from gw.store.file_checks import StoreProblem
 from gw.store.migrations import StoreError, postgres_pending
 from gw.store.postgres.database import Database
 from gw.store.postgres.gateways import Gateways
+from gw.store.postgres.idempotency_keys import PgIdempotencyKeys
 from gw.store.postgres.keys import Keys
 from gw.store.postgres.response_jobs import PgResponseJobs
 from gw.store.postgres.revisions import Revisions
@@ -58,6 +59,7 @@ class PostgresStore:
         self._revisions = Revisions(db)
         self._runs = PgRuns(db, self._runner)
         self._jobs = PgResponseJobs(db, self._runner)
+        self._idempotency = PgIdempotencyKeys(db)
 
     @classmethod
     async def open(cls, url: str) -> Self:
@@ -142,6 +144,9 @@ class PostgresStore:
 
     def response_jobs(self) -> PgResponseJobs:
         return self._jobs
+
+    def idempotency_keys(self) -> PgIdempotencyKeys:
+        return self._idempotency
 
     def runs(self) -> PgRuns:
         return self._runs

@@ -152,6 +152,7 @@ EXPLAIN_KEYS = {
     "requested_model",
     "stream",
     "background",
+    "replay_of",
     "status",
     "error",
     "revision",
@@ -387,3 +388,11 @@ def test_traces_show_a_gateway_column_only_when_several_gateways_served_them() -
         "gw-a",
         None,
     ]
+
+
+def test_a_replay_names_the_request_that_answered_first() -> None:
+    replay = msgspec.structs.replace(NOT_FOUND, status=200, error_code=None, replay_of="req_first")
+    assert "Idempotency-Key replay of req_first: no upstream call" in render(
+        *explain_renderables(replay, tz=UTC)
+    )
+    assert explain_json(replay)["replay_of"] == "req_first"

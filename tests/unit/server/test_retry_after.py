@@ -1,5 +1,6 @@
 """Every 429 and 503 gw answers says when to come back (Retry-After): the wait gw knows,
-rounded up, or DEFAULT_RETRY_AFTER_S; in each client's error shape."""
+rounded up, or DEFAULT_RETRY_AFTER_S; in each client's error shape. So does the 409 of an
+Idempotency-Key whose first request is still being answered."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from gw.server.responses import (
 Render = Callable[[GatewayError, TraceRecord], Response[bytes]]
 RENDERERS = [openai_error_response, anthropic_error_response, gemini_error_response]
 WAITING = [cls for cls in ALL_ERRORS if cls.status in (429, 503)]
+PASSING_CONFLICTS = [cls for cls in ALL_ERRORS if cls.status == 409 and cls.retryable]
 
 
 def trace(status: int) -> TraceRecord:
@@ -54,8 +56,15 @@ def test_a_known_wait_is_said_rounded_up(wait: float, said: str) -> None:
         assert response.headers["retry-after"] == said
 
 
+def test_a_key_in_use_says_when_to_come_back() -> None:
+    assert [cls.code for cls in PASSING_CONFLICTS] == ["idempotency_key_in_use"]
+    for render in RENDERERS:
+        response = render(PASSING_CONFLICTS[0]("in use", retry_after=1), trace(409))
+        assert response.headers["retry-after"] == "1"
+
+
 def test_other_errors_carry_no_retry_after() -> None:
     for cls in ALL_ERRORS:
-        if cls.status not in (429, 503):
+        if cls.status not in (429, 503) and cls not in PASSING_CONFLICTS:
             response = openai_error_response(cls("no", retry_after=5.0), trace(cls.status))
             assert "retry-after" not in response.headers
