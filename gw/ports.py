@@ -186,6 +186,7 @@ class LimitGrant(msgspec.Struct, frozen=True, kw_only=True):
     into the trace and ``gw explain`` (e.g. counted in a fallback while Redis was down)."""
 
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # sent to the client too (a budget nearly spent)
 
 
 class TenantLimits(Protocol):

@@ -188,7 +188,7 @@ class Gateway:
             ctx, request, decision, log, self._engine.open_stream(plan, log)
         )
         finish = functools.partial(self.finish_stream, ctx=ctx, request=request, decision=decision)
-        return StreamSession(opened, finish)
+        return StreamSession(opened, finish, warnings=decision.warnings)
 
     async def _wait_for_usage_room(self) -> None:
         """Usage rows are never dropped: while the ledger's queue is full, a new request
@@ -354,9 +354,13 @@ class Gateway:
             # belongs to a process that died, and is released (the fleet's leases).
             lease_ttl=total_timeout + min(total_timeout, LEASE_GRACE_S),
         )
-        if not grant.notes:
+        if not grant.notes and not grant.warnings:
             return decision
-        return msgspec.structs.replace(decision, notes=(*decision.notes, *grant.notes))
+        return msgspec.structs.replace(
+            decision,
+            notes=(*decision.notes, *grant.notes, *grant.warnings),
+            warnings=(*decision.warnings, *grant.warnings),
+        )
 
     def _health_view(self, snapshot: Snapshot) -> dict[str, TargetVerdict]:
         """A verdict for each target that is not healthy (breaker, or every account

@@ -107,8 +107,9 @@ class TenantLimiter:
         cost_usd: float,
         now: float,
         wall: float,
-    ) -> None:
-        """Take the request's share of every limit, or raise without taking anything."""
+    ) -> tuple[str, ...]:
+        """Take the request's share of every limit, or raise without taking anything; the
+        warnings for budgets this request brings to ``WARN_SHARE`` or beyond."""
         state = self._tenants.setdefault(tenant.name, _TenantState())
         limits = tenant.limits
         if limits.max_concurrency is not None and state.in_flight >= limits.max_concurrency:
@@ -133,6 +134,19 @@ class TenantLimiter:
         self._tickets[request_id] = Ticket(
             tenant=tenant.name, tokens=tokens, cost_usd=cost_usd, labels=labels
         )
+        return tuple(
+            warning
+            for period, label, budget in budgets
+            if (
+                warning := budget_warning(
+                    tenant.name, period, label, budget, self._used(tenant.name, label)
+                )
+            )
+        )
+
+    def _used(self, tenant: str, label: str) -> float:
+        key = (tenant, label)
+        return self._spent.get(key, 0.0) + self._reserved.get(key, 0.0)
 
     def settle(self, request_id: str, *, tokens: int, cost_usd: float | None) -> None:
         """The request ended: its actual tokens and cost replace what it reserved."""
@@ -208,6 +222,25 @@ def _section(subject: str) -> str:
 
 # The checks and their refusals, shared with the fleet's limits in Redis (gw/fleet/) so
 # that a client reads the same error from one gateway or many.
+
+
+WARN_SHARE = 0.8
+"""A budget this much used (spent plus reserved, this request's reservation included)
+sends the client a warning with its answer (``x-gw-warning``)."""
+
+
+def budget_warning(
+    tenant: str, period: Period, label: str, budget: float, used: float
+) -> str | None:
+    """The warning for a budget at ``used`` USD (spent plus reserved), or None below
+    ``WARN_SHARE``."""
+    if budget <= 0 or used < WARN_SHARE * budget:
+        return None
+    when = "all time" if period == "total" else label[2:]
+    return (
+        f"{_who(tenant)} has used {min(used / budget, 1.0):.0%} of its {_NAMES[period]} "
+        f"budget of ${budget:.2f} ({when}), counting requests in flight"
+    )
 
 
 def over_budget(spent: float, reserved: float, cost_usd: float, budget: float) -> bool:

@@ -28,8 +28,10 @@ class LocalLimits:
         now: float,
         wall: float,
     ) -> LimitGrant:
-        self.limiter.admit(tenant, request_id, tokens=tokens, cost_usd=cost_usd, now=now, wall=wall)
-        return ADMITTED
+        warnings = self.limiter.admit(
+            tenant, request_id, tokens=tokens, cost_usd=cost_usd, now=now, wall=wall
+        )
+        return LimitGrant(warnings=warnings) if warnings else ADMITTED
 
     def settle(self, request_id: str, *, tokens: int, cost_usd: float | None) -> None:
         self.limiter.settle(request_id, tokens=tokens, cost_usd=cost_usd)

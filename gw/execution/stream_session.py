@@ -12,10 +12,17 @@ class StreamSession:
     """What the server holds of a stream: its events (pulled or pushed) and ``close``.
     ``finish`` records the trace (``Gateway.finish_stream``); it runs exactly once."""
 
-    def __init__(self, opened: OpenStream, finish: Callable[[OpenStream], object]) -> None:
+    def __init__(
+        self,
+        opened: OpenStream,
+        finish: Callable[[OpenStream], object],
+        *,
+        warnings: tuple[str, ...] = (),
+    ) -> None:
         self._opened = opened
         self._on_finish = finish
         self.target = opened.target
+        self.warnings = warnings  # the decision's, sent with the stream's head
         self.reported_model = opened.reported_model
         self._finished = False
 

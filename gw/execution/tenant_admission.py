@@ -60,6 +60,7 @@ async def admit_request(
     tokens, cost = _projected_tokens(decision), reserved_cost_usd(snapshot, decision)
     held: list[str] = []
     notes: list[str] = []
+    warnings: list[str] = []
     for subject, ticket in subjects:
         try:
             grant = await limits.admit(
@@ -77,7 +78,10 @@ async def admit_request(
             raise
         held.append(ticket)
         notes.extend(grant.notes)
-    return LimitGrant(notes=tuple(notes)) if notes else ADMITTED
+        warnings.extend(grant.warnings)
+    if not notes and not warnings:
+        return ADMITTED
+    return LimitGrant(notes=tuple(notes), warnings=tuple(warnings))
 
 
 def _has_budget(subject: TenantConfig) -> bool:

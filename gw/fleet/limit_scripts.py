@@ -24,7 +24,8 @@ from typing import Final
 #       6 USD to reserve, 7 lease ttl ms, 8 budget count, 9.. budget limits (USD),
 #       then the held value, then the budget counters' ttl (s).
 # Reply: {0, in_flight} admitted; {1, in_flight} concurrency; {2, i, spent, reserved}
-#        budget i; {3, 1|2, wait s} rpm|tpm.
+#        budget i; {3, 1|2, wait s} rpm|tpm. Admitted: {0, in flight, then each budget's
+#        USD used with this request's reservation}.
 ADMIT: Final = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -51,6 +52,7 @@ if max_conc >= 0 and in_flight >= max_conc then return {1, in_flight} end
 
 local cost = tonumber(ARGV[6])
 local n = tonumber(ARGV[8])
+local used = {}
 for i = 1, n do
   local limit = tonumber(ARGV[8 + i])
   local v = redis.call('HMGET', KEYS[4 + i], 'spent', 'reserved')
@@ -59,6 +61,7 @@ for i = 1, n do
   if spent + reserved + cost > limit or spent >= limit then
     return {2, i, tostring(spent), tostring(reserved)}
   end
+  used[i] = tostring(spent + reserved + cost)
 end
 
 local function level(key, size)
@@ -101,7 +104,7 @@ if n > 0 then
   redis.call('HSET', KEYS[2], id, ARGV[9 + n])
   redis.call('EXPIRE', KEYS[2], keep)
 end
-return {0, in_flight + 1}
+return {0, in_flight + 1, unpack(used)}
 """
 
 # KEYS: 1 leases, 2 held, 3 tpm, 4.. budget counters.

@@ -107,16 +107,17 @@ class LimitsFallback:
                 retry_after=RETRY_AFTER_S,
             )
         size = self.policy.fleet_size
-        self._local.admit(
+        warnings = self._local.admit(
             scaled(tenant, size), request_id, tokens=tokens, cost_usd=cost_usd, now=now, wall=wall
         )
         self._admitted.add(request_id)
         return LimitGrant(
+            warnings=warnings,
             notes=(
                 f"limits counted in this gateway alone: {self._where} was unreachable "
                 f"(state.redis_failure: {', '.join(f'{k} open' for k in kinds)}; each limit "
                 f"divided by fleet_size {size})",
-            )
+            ),
         )
 
     def settle(self, request_id: str, *, tokens: int, cost_usd: float | None) -> bool:

@@ -34,6 +34,7 @@ from gw.config.state_url import safe_url
 from gw.errors import GatewayError, InternalError
 from gw.execution.limits import (
     budget_error,
+    budget_warning,
     budgets_for,
     concurrency_error,
     rate_error,
@@ -217,7 +218,13 @@ class RedisLimits:
         labels = tuple(label for _, label, _ in budgets)
         tpm = tenant.limits.tokens_per_minute is not None
         self._tickets[request_id] = _Ticket(name, tokens, labels, tpm)
-        return ADMITTED
+        used = reply[2:] if isinstance(reply, list) else []
+        warnings = tuple(
+            warning
+            for (period, label, usd), spent in zip(budgets, used, strict=False)
+            if (warning := budget_warning(name, period, label, usd, float(spent)))
+        )
+        return LimitGrant(warnings=warnings) if warnings else ADMITTED
 
     def settle(self, request_id: str, *, tokens: int, cost_usd: float | None) -> None:
         if self._fallback.settle(request_id, tokens=tokens, cost_usd=cost_usd):

@@ -68,6 +68,9 @@ class RouteDecision(DecisionStruct, frozen=True, kw_only=True):
     degraded: bool = False
     degraded_reasons: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    # Non-blocking warnings the client is sent (``x-gw-warning``): a clamp applied, a
+    # budget nearly spent. Each is also among ``notes``.
+    warnings: tuple[str, ...] = ()
 
     @property
     def chosen(self) -> TargetRef | None:

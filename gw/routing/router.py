@@ -156,6 +156,7 @@ def decide(
         degraded=bool(screening.degraded_reasons),
         degraded_reasons=screening.degraded_reasons,
         notes=hint_notes + clamp_notes + screening.notes + ranking.notes,
+        warnings=clamp_notes,
     )
     return decision, policy
 

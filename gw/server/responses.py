@@ -40,8 +40,24 @@ def header_safe(value: str) -> str:
     return quote(value[:ROUTE_HEADER_MAX], safe="/:@!$&'()*+,;=-._~ ")
 
 
+WARNING_HEADER = "x-gw-warning"
+WARNING_HEADER_MAX = 1024
+
+
+def warning_headers(warnings: tuple[str, ...]) -> dict[str, str]:
+    """``x-gw-warning``: the decision's non-blocking warnings (a clamp, a budget nearly
+    spent), joined by `` | ``; none when there are none."""
+    if not warnings:
+        return {}
+    text = " | ".join(warnings)[:WARNING_HEADER_MAX]
+    return {WARNING_HEADER: quote(text, safe="/:@!$&'()*+,;=-._~ %|")}
+
+
 def trace_headers(trace: TraceRecord) -> dict[str, str]:
-    return gw_headers(trace.request_id, trace.route_header, trace.revision)
+    headers = gw_headers(trace.request_id, trace.route_header, trace.revision)
+    if trace.decision is not None and trace.decision.warnings:
+        headers |= warning_headers(trace.decision.warnings)
+    return headers
 
 
 def gw_block(error: GatewayError, trace: TraceRecord) -> dict[str, object]:

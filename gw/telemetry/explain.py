@@ -70,6 +70,7 @@ def decision_json(decision: RouteDecision) -> dict[str, object]:
         "degraded": decision.degraded,
         "degraded_reasons": list(decision.degraded_reasons),
         "notes": list(decision.notes),
+        "warnings": list(decision.warnings),
         "estimated_input_tokens": decision.estimated_input_tokens,
         "max_output_tokens": decision.max_output_tokens,
         "chain": [target.key for target in decision.chain],

@@ -12,6 +12,7 @@ ledger, so the budget still holds.
 from __future__ import annotations
 
 import concurrent.futures
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,6 +65,12 @@ def ask(client: openai.OpenAI) -> str:
     return "ok"
 
 
+def explained_warnings(explained: dict[str, object]) -> list[str]:
+    decision = explained["decision"]
+    assert isinstance(decision, dict)
+    return list(decision["warnings"])
+
+
 def spent(gw: GwServer) -> float:
     rows = gw.cli_json("usage", "--by", "model")
     return float(sum(row["cost_usd"] for row in rows))
@@ -76,7 +83,21 @@ def test_the_request_that_would_cross_a_global_budget_gets_402_before_any_call(
         client = openai.OpenAI(base_url=gw.base_url, api_key="anything", max_retries=0)
         # Each request reserves its upper bound ((2 x 5 + 64) input + 10 output tokens:
         # $0.084) and settles to what was billed ($0.021): the second leaves no room.
-        assert [ask(client) for _ in range(2)] == ["ok", "ok"]
+        first, second = (
+            client.chat.completions.with_raw_response.create(
+                model="chat", messages=[{"role": "user", "content": "hi"}], max_tokens=10
+            )
+            for _ in range(2)
+        )
+        # 76% used with the first's reservation: no warning; 95% with the second's.
+        assert "x-gw-warning" not in first.headers
+        assert re.fullmatch(
+            r"gw \(limits: every request counts\) has used 95% of its daily budget of \$0\.11 "
+            r"\(\d{4}-\d{2}-\d{2}\), counting requests in flight",
+            second.headers["x-gw-warning"],
+        )
+        warned = gw.wait_for_trace(second.headers["x-gw-request-id"])
+        assert second.headers["x-gw-warning"] in explained_warnings(warned)
         calls = upstream.count
         with pytest.raises(openai.APIStatusError) as refused:
             client.chat.completions.create(

@@ -25,7 +25,7 @@ from gw.server.auth import require_model, require_scope
 from gw.server.body import read_body
 from gw.server.inference.hints import parse_hints
 from gw.server.inference.idempotency import HEADER, Claim
-from gw.server.responses import JSON, gw_headers, trace_headers
+from gw.server.responses import JSON, gw_headers, trace_headers, warning_headers
 from gw.server.runtime.disconnect import ClientGoneError, ClientWatch
 from gw.server.runtime.sse_stream import SSEStream, StreamEncoder
 from gw.server.services import HttpRequest, ServerServices
@@ -239,6 +239,7 @@ async def _admitted(
             relay=session.relay,
             headers={
                 **gw_headers(ctx.request_id, session.target.key, ctx.snapshot.revision),
+                **warning_headers(session.warnings),
                 **queue_header(queued_ms),
                 "cache-control": "no-cache",
                 "x-accel-buffering": "no",

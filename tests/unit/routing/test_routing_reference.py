@@ -163,6 +163,7 @@ def reference_decide(
         degraded=bool(degraded),
         degraded_reasons=degraded,
         notes=(*notes, *rank_notes),
+        warnings=clamp_notes,
     )
     return decision, policy
 
