@@ -1,4 +1,5 @@
-"""The admin API for the config (``/admin/v1``, admin scope, OpenAI error shape).
+"""The admin API for the config (``/admin/v1``, OpenAI error shape): reads need the
+``admin:read`` scope, writes, reloads and rollbacks ``admin:config`` (``admin`` holds both).
 
 Reads::
 
@@ -58,6 +59,7 @@ from gw.server.auth import require_scope
 from gw.server.body import read_body
 from gw.server.responses import JSON, gw_headers, openai_error_response
 from gw.server.services import ConfigReloads, HttpRequest, ServerServices
+from gw.store.api_keys import Scope
 
 if TYPE_CHECKING:  # yaml_edit imports ruamel.yaml: loaded with the first write, not at start
     from gw.config.yaml_edit import Section
@@ -68,18 +70,20 @@ _SINGULAR = {"routes": "route", "policies": "policy"}
 
 
 class AdminApi:
-    """What every admin handler does first and last: admin scope, JSON, gw headers."""
+    """What every admin handler does first and last: an admin scope, JSON, gw headers."""
 
     def __init__(self, services: ServerServices) -> None:
         self.services = services
 
-    async def begin(self, request: HttpRequest, endpoint: str) -> RequestContext:
-        """The request's context, once the caller is known to hold the admin scope;
+    async def begin(
+        self, request: HttpRequest, endpoint: str, scope: Scope = "admin:read"
+    ) -> RequestContext:
+        """The request's context, once the caller is known to hold ``scope``;
         ``RequestFailedError`` (its trace recorded) when not."""
         ctx = self.services.begin(request, endpoint)
         try:
-            principal = await self.services.authenticate(request)
-            require_scope(principal, "admin")
+            principal = await self.services.authenticate_admin(request)
+            require_scope(principal, scope)
         except GatewayError as error:
             raise self.services.gateway.reject(ctx, error, stream=False) from None
         return ctx
@@ -260,7 +264,7 @@ def config_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     @post("/admin/v1/reload", status_code=200, include_in_schema=False)
     async def reload(request: HttpRequest) -> Response[bytes]:
         try:
-            ctx = await api.begin(request, "admin.reload")
+            ctx = await api.begin(request, "admin.reload", "admin:config")
         except RequestFailedError as refused:
             return openai_error_response(refused.error, refused.trace)
         if services.reloader is None:
@@ -316,7 +320,7 @@ def _write_handlers(
 
     async def upsert(request: HttpRequest, name: str | None, *, guarded: bool) -> Response[bytes]:
         try:
-            ctx = await api.begin(request, f"admin.{section}.write")
+            ctx = await api.begin(request, f"admin.{section}.write", "admin:config")
         except RequestFailedError as refused:
             return openai_error_response(refused.error, refused.trace)
         try:
@@ -344,7 +348,7 @@ def _write_handlers(
     )
     async def delete_one(request: HttpRequest, name: str) -> Response[bytes]:
         try:
-            ctx = await api.begin(request, f"admin.{section}.delete")
+            ctx = await api.begin(request, f"admin.{section}.delete", "admin:config")
         except RequestFailedError as refused:
             return openai_error_response(refused.error, refused.trace)
         try:
