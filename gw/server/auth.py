@@ -179,14 +179,16 @@ class Authenticator:
         if self._mode == "open" and self._open_until_keys and await self._key_exists():
             self._switch_to_keys()
         if token is None:
-            raise AuthenticationFailedError(self._admin_hint())
+            raise AuthenticationFailedError(self._admin_hint(is_local_peer(client, server_host)))
         return await self._keyed(token, client)
 
-    def _admin_hint(self) -> str:
+    def _admin_hint(self, local: bool) -> str:
+        # The path (a home directory, a user name) is told to this machine's callers only.
+        path = self._local_token_path if local else "the state directory's admin-token file"
         where = (
-            f"gw serve wrote it to {self._local_token_path} (mode 0600, a new one at every "
-            "start), and the gw CLI on this machine sends it by itself; other clients send it "
-            "as 'Authorization: Bearer <token>', and `gw dashboard` prints a login link for a "
+            f"gw serve wrote it to {path} (mode 0600, a new one at every start), and the gw "
+            "CLI on this machine sends it by itself; other clients send it as "
+            "'Authorization: Bearer <token>', and `gw dashboard` prints a login link for a "
             "browser"
         )
         if self._mode == "open":

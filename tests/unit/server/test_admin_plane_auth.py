@@ -61,6 +61,10 @@ def test_keys_mode_without_a_key_names_the_token_too() -> None:
     with pytest.raises(AuthenticationFailedError, match=r"admin key.*local admin token") as refused:
         admin(auth, {})
     assert PATH in str(refused.value)
+    # From elsewhere the path (a home directory, a user name) is not told.
+    with pytest.raises(AuthenticationFailedError, match="admin-token file") as remote:
+        asyncio.run(auth.authenticate_admin({}, "203.0.113.9", "192.0.2.1"))
+    assert PATH not in str(remote.value)
     # The local token is no inference key.
     with pytest.raises(AuthenticationFailedError):
         asyncio.run(auth.authenticate(bearer(TOKEN)))
