@@ -47,6 +47,7 @@ from gw.startup.responses_state import responses_state
 from gw.startup.store_health import StoreHealth
 from gw.startup.telemetry import add_otel, gateway_metrics, with_request_log
 from gw.startup.usage_recovery import journaled_telemetry
+from gw.store.admin_token import admin_token_path, write_admin_token
 from gw.store.open import open_store
 from gw.store.port import StateStore
 from gw.store.serve_lock import ServeLock, StateDirBusyError
@@ -92,7 +93,10 @@ async def build_authenticator(
     on_keys_mode: Callable[[], None],
 ) -> Authenticator:
     """API keys from ``store`` through the ≤1 s cache; an implicit ``open`` stays open only
-    until a key exists, then ``on_keys_mode`` runs."""
+    until a key exists, then ``on_keys_mode`` runs. Writes a new local admin token to
+    ``<state-dir>/admin-token`` (gw/store/admin_token.py) at every start, under the state
+    directory's lock: the CLI reads it, and a copy of the last one is worthless now."""
+    local_token = write_admin_token(plan.home)
     mode = auth_mode_for(plan, keys_exist=await store.count_active_keys(now=clock.time()) > 0)
     return Authenticator(
         mode,
@@ -101,6 +105,8 @@ async def build_authenticator(
         clock=clock,
         open_until_keys=mode == "open" and plan.config.auth.mode is None,
         on_keys_mode=on_keys_mode,
+        local_token=local_token,
+        local_token_path=str(admin_token_path(plan.home)),
     )
 
 
@@ -327,8 +333,11 @@ async def _serve(
         await store.close()
         # Last: while server.json names this pid, `gw state restore` refuses to replace the
         # database, and until here the queues above were still writing to it.
-        with contextlib.suppress(FileNotFoundError):
-            server_file.unlink()
+        # The admin token dies with this process; the state directory's lock (held until
+        # the process ends) means no other server wrote it since.
+        for path in (server_file, admin_token_path(plan.home)):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
     watch = WatchTask(reloader)
     app = build_app(

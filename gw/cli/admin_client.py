@@ -1,8 +1,10 @@
 """Calls from the CLI to the running server's admin API (``/admin/v1``), found through
-``<state-dir>/server.json``. In ``keys`` mode the call needs the admin key:
-``$GW_ADMIN_KEY`` when set, else the config's ``auth.admin_key`` reference resolved from
-this shell's environment, the config found as ``gw serve`` finds it (``--config``,
-``$GW_CONFIG``, ``<state-dir>/gw.yaml``).
+``<state-dir>/server.json``. The admin plane is never anonymous (gw/server/auth.py); a call
+sends, in this order: ``$GW_ADMIN_KEY`` when set (the admin key, or an API key with an
+admin scope); else the local admin token the server wrote to ``<state-dir>/admin-token``
+(gw/store/admin_token.py), in either auth mode; else, in ``keys`` mode, the config's
+``auth.admin_key`` reference resolved from this shell's environment, the config found as
+``gw serve`` finds it (``--config``, ``$GW_CONFIG``, ``<state-dir>/gw.yaml``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from gw.cli.console import fail
 from gw.cli.options import load_or_fail, resolve_config
 from gw.environment import SERVER_FILE_NAME, process_environ
 from gw.errors import GatewayError
+from gw.store.admin_token import AdminTokenError, read_admin_token
 
 if TYPE_CHECKING:  # httpx is imported when a call is made: every CLI start paid ~95 ms
     import httpx
@@ -52,11 +55,26 @@ def loopback_url(server: ServerInfo) -> str:
     return f"http://{loopback}:{server.port}"
 
 
-def admin_key(home: Path, config: Path | None, url: str) -> str | None:
-    """``$GW_ADMIN_KEY``, else the config's ``auth.admin_key`` resolved here, else None."""
+def admin_credential(
+    home: Path, config: Path | None, url: str, auth_mode: str | None
+) -> str | None:
+    """What an admin call sends (module docstring), or None when there is nothing."""
     environ = process_environ()
     if environ.get(ADMIN_KEY_ENV):
         return environ[ADMIN_KEY_ENV]
+    try:
+        token = read_admin_token(home)
+    except AdminTokenError as error:
+        fail(str(error))
+    if token is not None or auth_mode == "open":
+        return token
+    return configured_admin_key(home, config, url, environ)
+
+
+def configured_admin_key(
+    home: Path, config: Path | None, url: str, environ: Mapping[str, str]
+) -> str | None:
+    """The config's ``auth.admin_key`` resolved here, else None."""
     path, explicit = resolve_config(config, home)
     reference = load_or_fail(path, explicit=explicit).config.auth.admin_key
     if reference is None:
@@ -107,8 +125,8 @@ def http_client() -> httpx.Client:
 
 
 def admin_target(home: Path, config: Path | None) -> tuple[str, dict[str, str]]:
-    """The running server's url and the headers an admin call sends (the admin key in
-    ``keys`` mode), for a command that calls it many times; ``NoServerError`` when none."""
+    """The running server's url and the headers an admin call sends (its credential:
+    module docstring), for a command that calls it many times; ``NoServerError`` when none."""
     server = server_info(home)
     if server is None:
         raise NoServerError(
@@ -117,10 +135,9 @@ def admin_target(home: Path, config: Path | None) -> tuple[str, dict[str, str]]:
         )
     url = loopback_url(server)
     headers = {}
-    if server.auth_mode != "open":
-        key = admin_key(home, config, url)
-        if key is not None:
-            headers["authorization"] = f"Bearer {key}"
+    credential = admin_credential(home, config, url, server.auth_mode)
+    if credential is not None:
+        headers["authorization"] = f"Bearer {credential}"
     return url, headers
 
 
@@ -178,10 +195,17 @@ def call_error(answer: httpx.Response, path: str) -> str:
     except (ValueError, KeyError, TypeError):
         message = f"HTTP {answer.status_code}"
     text = f"{path} failed: {message}"
-    if answer.status_code in (401, 403):
+    if answer.status_code == 401:
         text += (
-            f"; this needs an admin key: set {ADMIN_KEY_ENV} to the server's auth.admin_key "
-            "(or pass the server's --config, so it resolves here), or to an API key with "
-            "the admin scope (`gw keys create --tenant T --scopes admin`)"
+            f"; this needs an admin key: run this as the user that runs gw serve (it reads "
+            f"the local admin token from the state directory), or set {ADMIN_KEY_ENV} to the "
+            "server's auth.admin_key (or pass the server's --config, so it resolves here), "
+            "or to an API key with an admin scope (`gw keys create --tenant T --scopes admin`)"
+        )
+    elif answer.status_code == 403:
+        text += (
+            f"; {ADMIN_KEY_ENV} holds a key without the scope this needs: use one with it "
+            "(`gw keys create --tenant T --scopes admin`), or unset it to use the local "
+            "admin token"
         )
     return text

@@ -1,12 +1,12 @@
 """``gw dashboard``: the address of the running server's web dashboard, logged in.
 
-In ``open`` mode the dashboard needs no login: this prints the server's address. In
-``keys`` mode it asks the server, with the admin key (found as for every admin call:
+In either auth mode (the dashboard is never anonymous: gw/server/auth.py) it asks the
+server, with the local admin token or an admin key (found as for every admin call:
 gw/cli/admin_client.py), for a one-time login link (``POST /admin/v1/dashboard/login-link``)
 and prints it: the link works once, within 60 seconds, and gives the browser that opens it
-a read-only session of 8 hours (in memory: a restart of gw ends it). The admin key itself
-never reaches the browser. ``--open`` also opens the address in a browser; ``--json``
-prints ``{"url", "auth_mode", "login_link": bool, "expires_in_s": seconds | null}``.
+a read-only session of 8 hours (in memory: a restart of gw ends it). Neither the token nor
+a key ever reaches the browser. ``--open`` also opens the address in a browser; ``--json``
+prints ``{"url", "auth_mode", "login_link": true, "expires_in_s": seconds}``.
 """
 
 from __future__ import annotations
@@ -34,29 +34,18 @@ def dashboard_command(
     open_browser: OpenOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Print the dashboard's address; in keys mode a one-time login link (60 s, single use)."""
+    """Print a one-time login link to the dashboard (60 s, single use)."""
     home = resolve_home(state_dir)
     # The live server says its mode (server.json may predate a switch to keys), and the
     # call fails here, with what to do, when none runs or the admin key is missing.
     status = answer_json(admin_call_or_fail(home, config, "GET", STATUS_PATH), STATUS_PATH)
-    auth_mode = status["server"]["auth_mode"]
-    if auth_mode == "open":
-        found: dict[str, Any] = {
-            "url": status["server"]["url"] + "/",
-            "auth_mode": auth_mode,
-            "login_link": False,
-            "expires_in_s": None,
-        }
-    else:
-        link = answer_json(
-            admin_call_or_fail(home, config, "POST", LOGIN_LINK_PATH), LOGIN_LINK_PATH
-        )
-        found = {
-            "url": link["url"],
-            "auth_mode": auth_mode,
-            "login_link": True,
-            "expires_in_s": link["expires_in_s"],
-        }
+    link = answer_json(admin_call_or_fail(home, config, "POST", LOGIN_LINK_PATH), LOGIN_LINK_PATH)
+    found: dict[str, Any] = {
+        "url": link["url"],
+        "auth_mode": status["server"]["auth_mode"],
+        "login_link": True,
+        "expires_in_s": link["expires_in_s"],
+    }
     if as_json:
         print_json(found)
     else:
@@ -66,15 +55,12 @@ def dashboard_command(
 
 
 def render(found: dict[str, Any]) -> None:
-    if found["login_link"]:
-        stdout.print(
-            f"Open this link within {found['expires_in_s']:.0f} s to log in to the dashboard "
-            "(it works once; the session lasts 8 hours, read-only):",
-            highlight=False,
-            markup=False,
-        )
-    else:
-        stdout.print("The dashboard (auth is open: no login needed):", highlight=False)
+    stdout.print(
+        f"Open this link within {found['expires_in_s']:.0f} s to log in to the dashboard "
+        "(it works once; the session lasts 8 hours, read-only):",
+        highlight=False,
+        markup=False,
+    )
     typer.echo(f"  {found['url']}")  # echo: never wrapped, so it stays one clickable line
 
 

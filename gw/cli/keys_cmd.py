@@ -111,7 +111,12 @@ def create_command(  # keyword-only: one parameter per flag, Typer passes them b
     tenant: Annotated[str, typer.Option("--tenant", help="The tenant (from config) it bills.")],
     name: Annotated[str | None, typer.Option("--name", help="A label, e.g. the app.")] = None,
     scopes: Annotated[
-        str, typer.Option("--scopes", help="Comma-separated: inference, usage:read, admin, *.")
+        str,
+        typer.Option(
+            "--scopes",
+            help="Comma-separated: inference, usage:read, admin:read (every admin read),"
+            " admin:config (config writes, and the reads), admin (both), *.",
+        ),
     ] = "inference",
     expires: Annotated[
         str | None,
@@ -174,9 +179,11 @@ def create_command(  # keyword-only: one parameter per flag, Typer passes them b
 # auth.mode unset: a loopback gw is open until an API key exists, then needs keys.
 FIRST_KEY_NOTE = (
     "note: this is the first API key, so gw (auth.mode unset) now requires a key on every"
-    " request, within a second. Clients send one as a bearer token; the admin commands"
-    " (gw status, gw health, gw top, gw dashboard, gw config rollback) and /metrics need"
-    " one with the admin scope: export GW_ADMIN_KEY=<a key made with --scopes admin>"
+    " request, within a second. Clients send one as a bearer token. The admin commands"
+    " (gw status, gw health, gw top, gw dashboard, gw config ...) keep working on this"
+    " machine with the local admin token gw serve wrote to the state directory; elsewhere"
+    " they need a key with an admin scope: export GW_ADMIN_KEY=<a key made with --scopes"
+    " admin>"
 )
 
 

@@ -8,8 +8,8 @@
     gw switch list [--json]
 
 Each change is a new config revision, audited with who made it (the admin key, an API
-key's id, or ``local`` in open mode) and why; ``gw config history`` shows both. ``--json``
-prints the server's answer (gw/server/admin/switches_api.py).
+key's id, or ``local-admin`` for the local admin token) and why; ``gw config history``
+shows both. ``--json`` prints the server's answer (gw/server/admin/switches_api.py).
 """
 
 from __future__ import annotations

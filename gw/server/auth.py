@@ -18,6 +18,16 @@ request asks the key cache (fresh within a second) whether an active key exists 
 the first yes switches this process to ``keys`` for good: revoking every key later does not
 reopen it (a restart with no active key does). Start-up refuses a bind beyond loopback in
 ``open`` mode, or without a strong admin key (``exposure_problem``).
+
+The admin plane (``/admin/v1/*``, ``/metrics``, the dashboard) is never anonymous, in either
+mode (``authenticate_admin``): it takes the admin key, an API key with an admin scope, or
+the local admin token that ``gw serve`` writes at every start to ``<state-dir>/admin-token``
+(0600, gw/store/admin_token.py), which the gw CLI reads by itself. That token is an admin
+(``admin`` scope) in ``keys`` mode too, so the CLI on the gateway's machine works without
+``GW_ADMIN_KEY``: whoever can read the file, the gateway's own user, can already read the
+state directory's database and vault key and the server's environment, so it grants nothing
+new. It is taken only from this machine (a loopback peer, or one whose address is the
+server's own), only on the admin plane (never for inference), and dies with the process.
 """
 
 from __future__ import annotations
@@ -59,8 +69,10 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
         return grants(self.scopes, scope)
 
 
-ANONYMOUS = Principal(scopes=("*",))  # open mode: every scope (loopback only)
+ANONYMOUS = Principal(scopes=("*",))  # open mode, inference: every scope (loopback only)
 ADMIN = Principal(key_id=ADMIN_KEY_ID, scopes=("*",))
+LOCAL_ADMIN_KEY_ID: Final = "local-admin"  # the key id of whoever sends the local token
+LOCAL_ADMIN = Principal(key_id=LOCAL_ADMIN_KEY_ID, scopes=("admin",))
 KEY_WATCH_S = 1.0  # how often a provisional open mode looks for a key
 
 
@@ -76,15 +88,21 @@ class Authenticator:
         clock: Clock | None = None,
         open_until_keys: bool = False,
         on_keys_mode: Callable[[], None] | None = None,
+        local_token: str | None = None,
+        local_token_path: str = "<state-dir>/admin-token",  # noqa: S107 - a path, not a secret
     ) -> None:
         """``keys``/``clock``: where API keys are looked up and the time that expires them
         (without them only the admin key is accepted). ``open_until_keys``: ``mode`` is a
         provisional ``open`` that turns ``keys`` once an active key exists, and then calls
-        ``on_keys_mode``."""
+        ``on_keys_mode``. ``local_token``: the local admin token, written to
+        ``local_token_path`` (named in messages; without a token only keys reach the
+        admin plane)."""
         if keys is not None and clock is None:
             raise ValueError("API keys need a clock to tell when they expire")
         self._mode: AuthMode = mode
         self._admin_digest = digest_of(admin_key) if admin_key else None
+        self._local_digest = digest_of(local_token) if local_token else None
+        self._local_token_path = local_token_path
         self._keys = keys
         self._clock = clock
         self._open_until_keys = open_until_keys and keys is not None
@@ -141,8 +159,54 @@ class Authenticator:
                 "no API key: send it as 'Authorization: Bearer <key>' or 'x-api-key' "
                 "(Gemini clients: 'x-goog-api-key')"
             )
+        return await self._keyed(token, client)
+
+    async def authenticate_admin(
+        self, headers: Mapping[str, str], client: str | None, server_host: str | None
+    ) -> Principal:
+        """The caller of an admin-plane request (module docstring), never ``ANONYMOUS``:
+        the local admin token from this machine (``client`` a loopback address or
+        ``server_host``, the address the connection reached), else a key as in ``keys``
+        mode, whatever the mode. No credential at all is 401 naming the token file."""
+        token = bearer_token(headers)
+        if token is not None and self._is_local_token(token):
+            if not is_local_peer(client, server_host):
+                raise AuthenticationFailedError(
+                    "the local admin token is taken from this machine only; from elsewhere "
+                    "send the admin key or an API key with an admin scope"
+                )
+            return LOCAL_ADMIN
+        if self._mode == "open" and self._open_until_keys and await self._key_exists():
+            self._switch_to_keys()
+        if token is None:
+            raise AuthenticationFailedError(self._admin_hint(is_local_peer(client, server_host)))
+        return await self._keyed(token, client)
+
+    def _admin_hint(self, local: bool) -> str:
+        # The path (a home directory, a user name) is told to this machine's callers only.
+        path = self._local_token_path if local else "the state directory's admin-token file"
+        where = (
+            f"gw serve wrote it to {path} (mode 0600, a new one at every start), and the gw "
+            "CLI on this machine sends it by itself; other clients send it as "
+            "'Authorization: Bearer <token>', and `gw dashboard` prints a login link for a "
+            "browser"
+        )
+        if self._mode == "open":
+            return f"the admin API needs the local admin token, even while auth is open: {where}"
+        return (
+            "no key: the admin API needs the admin key or an API key with an admin scope, "
+            f"sent as 'Authorization: Bearer <key>', or the local admin token: {where}"
+        )
+
+    def _is_local_token(self, token: str) -> bool:
+        # Digests compared, not the tokens: equal length, so the timing tells nothing.
+        return self._local_digest is not None and hmac.compare_digest(
+            digest_of(token), self._local_digest
+        )
+
+    async def _keyed(self, token: str, client: str | None) -> Principal:
+        """The admin key or an API key; 401 for anything else."""
         digest = digest_of(token)
-        # Digests compared, not the keys: equal length, so the timing tells nothing.
         if self._admin_digest is not None and hmac.compare_digest(digest, self._admin_digest):
             return ADMIN
         return await self._api_key(token, digest, client)
@@ -201,8 +265,9 @@ def require_scope(principal: Principal, scope: Scope) -> None:
     if principal.has_scope(scope):
         return
     held = ", ".join(principal.scopes) or "none"
+    also = " (or 'admin', which holds it)" if scope.startswith("admin:") else ""
     raise PermissionDeniedError(
-        f"this endpoint needs the {scope!r} scope; this API key has: {held}"
+        f"this endpoint needs the {scope!r} scope{also}; this API key has: {held}"
     )
 
 
@@ -242,6 +307,15 @@ def query_api_key(path: str, query_string: bytes) -> str | None:
         return None
     keys = parse_qs(query_string.decode("latin-1")).get("key")
     return keys[0] if keys else None
+
+
+def is_local_peer(client: str | None, server_host: str | None) -> bool:
+    """Whether a connection from ``client`` to ``server_host`` comes from this machine: a
+    loopback peer, or one whose address is the one it reached (a call to the machine's own
+    LAN address leaves from that address)."""
+    if client is None:
+        return False
+    return is_loopback(client) or (server_host is not None and client == server_host)
 
 
 def is_loopback(host: str) -> bool:

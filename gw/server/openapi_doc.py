@@ -100,8 +100,8 @@ DOCUMENT: dict[str, Any] = {
         "/readyz": {"get": _op("Ready (store reachable, snapshot loaded)", "probes")},
         "/metrics": {
             "get": _op(
-                "Prometheus metrics (keys mode: usage:read scope; 404 when telemetry.metrics"
-                " is off)",
+                "Prometheus metrics (the local admin token, or the usage:read scope; 404 when"
+                " telemetry.metrics is off)",
                 "metrics",
                 security=_ADMIN,
                 responses={

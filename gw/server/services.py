@@ -110,18 +110,27 @@ class ServerServices:
         self.idempotency = idempotency
 
     async def authenticate(self, request: HttpRequest) -> Principal:
-        """Who sent ``request``, from the address the server sees (the socket peer, or the
-        forwarded client behind a trusted proxy: uvicorn has rewritten ``client`` then)."""
-        client = request.client.host if request.client is not None else None
+        """Who sent an inference request, from the address the server sees (the socket
+        peer, or the forwarded client behind a trusted proxy: uvicorn has rewritten
+        ``client`` then)."""
         query_key = query_api_key(request.scope["path"], request.scope["query_string"])
-        if self.authenticator.mode == "keys" and bearer_token(request.headers, query_key) is None:
-            # No key sent: a dashboard session cookie may stand in, for reads only.
+        return await self.authenticator.authenticate(request.headers, _client(request), query_key)
+
+    async def authenticate_admin(self, request: HttpRequest) -> Principal:
+        """Who sent a request to the admin plane (the admin API, /metrics, the dashboard's
+        page), in any auth mode: a key, the local admin token, or, with neither sent, a
+        dashboard session cookie (reads only); never anonymous (gw/server/auth.py)."""
+        if bearer_token(request.headers) is None:
             session = self.dashboard.authorize(
                 request.method, request.url.path, request.headers, request.cookies
             )
             if session is not None:
                 return session
-        return await self.authenticator.authenticate(request.headers, client, query_key)
+        server = request.scope.get("server")
+        server_host = str(server[0]) if server else None
+        return await self.authenticator.authenticate_admin(
+            request.headers, _client(request), server_host
+        )
 
     def begin(self, request: HttpRequest, endpoint: str) -> RequestContext:
         """Give the request its id and pin the current snapshot for its whole life."""
@@ -136,3 +145,7 @@ class ServerServices:
             started_mono=self.clock.monotonic(),
             client_request_id=client_request_id,
         )
+
+
+def _client(request: HttpRequest) -> str | None:
+    return request.client.host if request.client is not None else None

@@ -6,9 +6,12 @@ recognise in a leaked file. Its plaintext exists only in the ``NewKey`` that ``n
 returns; the caller shows it once and gw keeps only the digest (invariant 9). The digest
 needs no salt or slow hash: the secret has 256 bits of entropy, so no dictionary applies.
 
-Scopes say what a key may call: ``inference`` (``/v1/*``), ``usage:read`` (usage reads),
-``admin`` (``/admin/*``, usage reads included) and ``*`` (everything). A key may also be
-limited to models, and to client networks (its IP allowlist, gw/store/ip_allowlist.py).
+Scopes say what a key may call: ``inference`` (``/v1/*``), ``usage:read`` (usage reads and
+``/metrics``, its own tenant's only), ``admin:read`` (every read of the admin plane: health,
+status, config, traces, explain, route previews, every tenant's usage and metrics, a
+dashboard login link), ``admin:config`` (config writes, reloads and rollbacks, and the reads
+too), ``admin`` (all of the admin plane) and ``*`` (everything). A key may also be limited
+to models, and to client networks (its IP allowlist, gw/store/ip_allowlist.py).
 """
 
 from __future__ import annotations
@@ -20,9 +23,15 @@ from typing import Final, Literal, get_args
 
 import msgspec
 
-Scope = Literal["inference", "usage:read", "admin", "*"]
+Scope = Literal["inference", "usage:read", "admin:read", "admin:config", "admin", "*"]
 SCOPES: Final[tuple[Scope, ...]] = get_args(Scope)
 DEFAULT_SCOPES: Final[tuple[Scope, ...]] = ("inference",)
+# The scopes that hold another besides itself (``*`` holds every one).
+_HELD_BY: Final[dict[str, tuple[str, ...]]] = {
+    "usage:read": ("admin:read", "admin:config", "admin"),
+    "admin:read": ("admin:config", "admin"),
+    "admin:config": ("admin",),
+}
 
 KEY_PREFIX: Final = "gw-"
 KEY_ID_PREFIX: Final = "key_"
@@ -123,5 +132,10 @@ def parse_scopes(text: str) -> tuple[Scope, ...]:
 
 
 def grants(scopes: tuple[str, ...], needed: Scope) -> bool:
-    """Whether a key with ``scopes`` may do what ``needed`` guards (``admin`` reads usage too)."""
-    return "*" in scopes or needed in scopes or (needed == "usage:read" and "admin" in scopes)
+    """Whether a key with ``scopes`` may do what ``needed`` guards: ``admin`` holds
+    ``admin:config``, which holds ``admin:read``, which holds ``usage:read``."""
+    return (
+        "*" in scopes
+        or needed in scopes
+        or any(scope in scopes for scope in _HELD_BY.get(needed, ()))
+    )

@@ -397,7 +397,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         version=12,
         description="config revisions say who made them and why",
         # The audit of an admin write (a kill switch above all): the caller's key id
-        # (``admin``, ``key_...``, ``local`` in open mode) and the reason it gave. Rows
+        # (``admin``, ``key_...``, ``local-admin`` for the local token) and the reason it gave. Rows
         # written before, and revisions made by a file edit or a start, stay NULL.
         statements=_V12_AUDIT,
         postgres=_V12_AUDIT,

@@ -22,13 +22,13 @@ class RevisionRow(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     time: float
     source: str
     hash: str
-    actor: str | None = None  # who made an admin write: a key id, "admin" or "local"
+    actor: str | None = None  # who made an admin write: a key id, "admin" or "local-admin"
     reason: str | None = None  # the reason it gave
 
 
 class Audit(msgspec.Struct, frozen=True, kw_only=True):
-    """Who made an admin write (a key id, ``admin``, or ``local`` in open mode), and why:
-    recorded with the revision it makes."""
+    """Who made an admin write (a key id, ``admin``, or ``local-admin`` for the local
+    token), and why: recorded with the revision it makes."""
 
     actor: str | None = None
     reason: str | None = None

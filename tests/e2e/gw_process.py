@@ -18,6 +18,8 @@ from e2e.waiting import wait_until
 GW = str(Path(sys.executable).parent / "gw")
 START_TIMEOUT_S = 30.0
 PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+# Besides /admin/*: where gw wants the local admin token (or a key) in every auth mode.
+ADMIN_PLANE = frozenset({"/", "/metrics"})
 
 
 class GwServer:
@@ -113,8 +115,28 @@ class GwServer:
             landed, lambda: f"trace {request_id}: {tries[-1].stderr}", timeout, interval=0.1
         )
 
-    def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=30.0)
+    def client(self, *, admin_token: bool = True) -> httpx.Client:
+        """A client of this server. Like the gw CLI, it sends the local admin token that
+        `gw serve` wrote to the state directory on admin-plane requests (``ADMIN_PLANE``)
+        that carry no credential of their own, while the server is in open mode (a
+        keys-mode test says which key it sends); ``admin_token=False``: never."""
+        hooks = {"request": [self._send_admin_token]} if admin_token else {}
+        return httpx.Client(base_url=self.url, timeout=30.0, event_hooks=hooks)
+
+    @property
+    def admin_token(self) -> str:
+        """The local admin token this server wrote (a new one at every start)."""
+        return (self.state_dir / "admin-token").read_text().strip()
+
+    def _send_admin_token(self, request: httpx.Request) -> None:
+        path = request.url.path
+        if not (path in ADMIN_PLANE or path.startswith("/admin/")):
+            return
+        if "authorization" in request.headers or "x-api-key" in request.headers:
+            return
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            if json.loads((self.state_dir / "server.json").read_text())["auth_mode"] == "open":
+                request.headers["authorization"] = f"Bearer {self.admin_token}"
 
 
 def test_env(extra: dict[str, str] | None) -> dict[str, str]:

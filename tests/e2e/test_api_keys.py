@@ -90,7 +90,7 @@ def test_keys_created_while_serving_switch_auth_on_and_are_enforced(keys_gw: GwS
         denied = http.get("/admin/v1/health", headers={"authorization": f"Bearer {app['key']}"})
     assert denied.status_code == 403
     assert denied.json()["error"]["code"] == "permission_denied"
-    assert "'admin' scope" in denied.json()["error"]["message"]
+    assert "'admin:read' scope" in denied.json()["error"]["message"]
     admin = create(gw, "--tenant", "team-a", "--scopes", "admin")
     wait_until(
         lambda: status_with(gw, {"x-api-key": admin["key"]}, "/admin/v1/health") == 200,
@@ -260,7 +260,7 @@ def test_a_key_with_an_ip_allowlist_is_refused_outside_it_on_every_endpoint(
         assert refused_admin.status_code == 403
         assert refused_admin.json()["error"]["code"] == "permission_denied"
         assert "not allowed from address 127.0.0.1" in refused_admin.json()["error"]["message"]
-    assert "'admin' scope" in admin_here.json()["error"]["message"]  # in, then scoped
+    assert "'admin:read' scope" in admin_here.json()["error"]["message"]  # in, then scoped
 
     listing = {k["id"]: k["allowed_ips"] for k in gw.cli_json("keys", "list")}
     assert listing == {

@@ -1,6 +1,6 @@
-"""The dashboard's login through a live gw in keys mode: `gw dashboard` prints a one-time
-link, the link opens a read-only session cookie once, an expired link is refused, and no
-page or asset carries the admin key or runs inline script."""
+"""The dashboard's login through a live gw in keys mode (and open mode's, at the end):
+`gw dashboard` prints a one-time link, the link opens a read-only session cookie once, an
+expired link is refused, and no page or asset carries the admin key or runs inline script."""
 
 from __future__ import annotations
 
@@ -27,6 +27,11 @@ routes: [{{name: mock, targets: [{{provider: mock, model: mock-1}}]}}]
 SHORT_TTL_S = 1.0
 BEARER = {"authorization": f"Bearer {ADMIN}"}
 HTML_SINKS = re.compile(r"\.(?:inner|outer)HTML\s*=|insertAdjacentHTML|document\.write|eval\(")
+SECURITY_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
 LINK = re.compile(r"^(http://127\.0\.0\.1:\d+)/dashboard/login\?token=([A-Za-z0-9_-]{43,})$")
 
 
@@ -107,8 +112,14 @@ def test_gw_dashboard_prints_a_link_that_logs_in_once(keys_gw: GwServer) -> None
     assert "default-src 'self'" in second.headers["content-security-policy"]
 
 
-def test_gw_dashboard_without_the_admin_key_says_what_to_do(keys_gw: GwServer) -> None:
-    env = {**keys_gw.env, "GW_ADMIN_KEY": ""}
+def test_gw_dashboard_here_needs_no_admin_key(keys_gw: GwServer) -> None:
+    # On the gateway's machine the CLI sends the local admin token by itself.
+    printed = gw_dashboard(keys_gw, key=None)
+    assert LINK.match(str(printed["url"])) is not None, printed
+
+
+def test_gw_dashboard_with_a_wrong_admin_key_says_what_to_do(keys_gw: GwServer) -> None:
+    env = {**keys_gw.env, "GW_ADMIN_KEY": "gw-not-a-key-0123456789abcdefghijklmnopq"}
     done = run_cli("dashboard", "--state-dir", str(keys_gw.state_dir), env=env, check=False)
     assert done.returncode == 1
     assert "GW_ADMIN_KEY" in done.stderr
@@ -201,7 +212,10 @@ def test_log_out_ends_the_session(keys_gw: GwServer) -> None:
 
 def test_pages_and_assets_are_locked_down_and_hold_no_key(keys_gw: GwServer) -> None:
     with keys_gw.client() as http:
-        index = http.get("/")
+        refused = http.get("/")  # no session: 401, the page telling how to log in
+        assert refused.status_code == 401
+        assert refused.headers["content-security-policy"] == SECURITY_CSP
+        index = http.get("/", headers=BEARER)
         assert index.status_code == 200
         csp = index.headers["content-security-policy"]
         for directive in ("default-src 'self'", "script-src 'self'", "frame-ancestors 'none'"):
@@ -237,12 +251,21 @@ def test_pages_and_assets_are_locked_down_and_hold_no_key(keys_gw: GwServer) -> 
         assert http.get("/dashboard/assets/nope.js").status_code == 404
 
 
-def test_an_open_gw_mints_no_login_link(tmp_path: Path) -> None:
-    # Anyone may call an open gw; a session minted then would outlive a switch to keys.
+def test_an_open_gw_mints_login_links_for_the_token_holder_only(tmp_path: Path) -> None:
+    # The dashboard is never anonymous, in open mode either: the page and the link need the
+    # local admin token (the CLI's), or a session a link opened.
     config = tmp_path / "gw.yaml"
     config.write_text("providers: [{name: mock, kind: mock}]\n")
-    with GwServer(tmp_path / "state", config) as server, server.client() as http:
-        answer = http.post("/admin/v1/dashboard/login-link")
-    assert answer.status_code == 409, answer.text
-    assert answer.json()["error"]["code"] == "conflict"
-    assert "token" not in answer.text
+    with GwServer(tmp_path / "state", config) as server:
+        with server.client(admin_token=False) as http:
+            refused = http.post("/admin/v1/dashboard/login-link")
+            assert refused.status_code == 401, refused.text
+            assert refused.json()["error"]["code"] == "authentication_failed"
+            assert http.get("/").status_code == 401
+        with server.client() as http:
+            answer = http.post("/admin/v1/dashboard/login-link")
+        assert answer.status_code == 200, answer.text
+        session = log_in(server, str(answer.json()["url"]))
+        with server.client(admin_token=False) as http:
+            page = http.get("/", headers={"cookie": f"gw_dashboard={session}"})
+        assert page.status_code == 200

@@ -107,7 +107,7 @@ def test_a_provider_switched_off_under_load_gets_no_request_and_none_fails(
         off = switch(gw, "off", "provider", "a", "--reason", "incident 42")
         revision = off["revision"]
         assert off["changed"] is True
-        assert off["switch"]["says"].startswith("provider a switched off by local at ")
+        assert off["switch"]["says"].startswith("provider a switched off by local-admin at ")
         # Each client sends one request at a time: once both have an answer from the new
         # revision, no request of an older one is still in flight.
         wait_until(lambda: load.each_worker_saw(revision, 1), "both clients on the new revision")
@@ -127,9 +127,9 @@ def test_a_provider_switched_off_under_load_gets_no_request_and_none_fails(
 
     history = gw.cli_json("config", "history")
     audited = {entry["revision"]: entry for entry in history}
-    assert audited[revision]["actor"] == "local"
+    assert audited[revision]["actor"] == "local-admin"
     assert audited[revision]["reason"] == "incident 42"
-    assert audited[on["revision"]]["actor"] == "local"
+    assert audited[on["revision"]]["actor"] == "local-admin"
     assert audited[on["revision"]]["source"] == "admin"
 
 
@@ -146,13 +146,13 @@ def test_explain_health_and_list_say_who_switched_what_and_why(
         c["provider"]: c for c in explained["decision"]["candidates"] if c["rejected"] is not None
     }
     assert rejected["a"]["rejected"] == "switched_off"
-    assert "target a/gpt-a in route chat switched off by local" in rejected["a"]["detail"]
+    assert "target a/gpt-a in route chat switched off by local-admin" in rejected["a"]["detail"]
     assert rejected["a"]["detail"].endswith(": bad answers")
     assert primary.count == 0
 
     listed = switch(gw, "list")["switches"]
     assert [(s["route"], s["target"], s["state"], s["by"], s["reason"]) for s in listed] == [
-        ("chat", "a/gpt-a", "disabled", "local", "bad answers")
+        ("chat", "a/gpt-a", "disabled", "local-admin", "bad answers")
     ]
     assert listed[0]["at"].endswith("Z")
     health = gw.cli("health").stdout
@@ -173,7 +173,7 @@ def test_a_route_switched_off_is_503_with_the_reason(gw: GwServer) -> None:
     assert refused.status_code == 503
     error = refused.json()["error"]
     assert error["code"] == "no_route"
-    assert "route other switched off by local" in error["message"]
+    assert "route other switched off by local-admin" in error["message"]
     assert "maintenance until noon" in error["message"]
     assert refused.headers["retry-after"].isdigit()
     assert served.status_code == 200

@@ -1,9 +1,10 @@
 """The admin API (``/admin/v1``): what this gateway observes about its upstreams.
 
-Admin scope: in ``open`` mode (loopback only) every caller has it; in ``keys`` mode a
-caller without a valid key gets 401 ``authentication_failed`` and one whose key lacks the
-``admin`` scope (the admin key ``auth.admin_key`` and ``*`` keys hold it) 403
-``permission_denied``. Errors take the OpenAI shape.
+Never anonymous, in either auth mode (gw/server/auth.py): a caller with neither a valid
+key nor the local admin token gets 401 ``authentication_failed``, and one whose key lacks
+the scope a route needs 403 ``permission_denied`` naming it: ``admin:read`` for the reads,
+``admin:config`` for a rollback (``admin``, the admin key ``auth.admin_key`` and the local
+admin token hold both). Errors take the OpenAI shape.
 
 ``GET /admin/v1/health`` (what ``gw health`` shows)::
 
@@ -144,7 +145,7 @@ def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     async def health(request: HttpRequest) -> Response[bytes]:
         ctx = services.begin(request, "admin.health")
         try:
-            require_scope(await services.authenticate(request), "admin")
+            require_scope(await services.authenticate_admin(request), "admin:read")
         except GatewayError as error:
             failed = services.gateway.reject(ctx, error, stream=False)
             return openai_error_response(failed.error, failed.trace)
@@ -167,7 +168,7 @@ def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     async def usage(request: HttpRequest) -> Response[bytes]:
         ctx = services.begin(request, "admin.usage")
         try:
-            principal = await services.authenticate(request)
+            principal = await services.authenticate_admin(request)
             require_scope(principal, "usage:read")
             query = UsageQuery.parse(request.query_params, principal, now=services.clock.time())
         except GatewayError as error:
@@ -186,7 +187,7 @@ def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     async def status(request: HttpRequest) -> Response[bytes]:
         ctx = services.begin(request, "admin.status")
         try:
-            require_scope(await services.authenticate(request), "admin")
+            require_scope(await services.authenticate_admin(request), "admin:read")
             if services.facts is None:
                 raise ConflictError("this gateway keeps no status facts")
         except GatewayError as error:
@@ -210,7 +211,7 @@ def admin_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     async def rollback(request: HttpRequest) -> Response[bytes]:
         ctx = services.begin(request, "admin.rollback")
         try:
-            require_scope(await services.authenticate(request), "admin")
+            require_scope(await services.authenticate_admin(request), "admin:config")
             target = RollbackRequest.decode(await read_body(request, MAX_ROLLBACK_BODY))
             if services.reloader is None:
                 raise ConflictError("this gateway does not reload its config")
@@ -271,7 +272,7 @@ class UsageQuery(msgspec.Struct, frozen=True, kw_only=True):
         except ValueError as exc:
             raise InvalidRequestError(f"since {exc}", param="since") from None
         tenant = params.get("tenant") or None
-        if not principal.has_scope("admin"):
+        if not principal.has_scope("admin:read"):
             if tenant is not None and tenant != principal.tenant:
                 raise PermissionDeniedError(
                     f"this API key reads only its own tenant's usage ({principal.tenant})"

@@ -1,4 +1,5 @@
-"""The admin API for the config (``/admin/v1``, admin scope, OpenAI error shape).
+"""The admin API for the config (``/admin/v1``, OpenAI error shape): reads need the
+``admin:read`` scope, writes, reloads and rollbacks ``admin:config`` (``admin`` holds both).
 
 Reads::
 
@@ -21,8 +22,8 @@ Writes (the body is one route or policy in the config's YAML shape, as JSON)::
 A write edits the config file in place (gw/config/yaml_edit.py keeps its comments and
 order), validates the whole new text first (400 ``invalid_request`` naming the field and
 reason, the file untouched), replaces the file atomically, then reloads it as revision
-source ``admin`` (``Reloader.edit``), with its audit: the caller's key id (``local`` in
-open mode) and the reason in an ``X-Gw-Reason`` header, if any (``gw config history``
+source ``admin`` (``Reloader.edit``), with its audit: the caller's key id (``local-admin`` for
+the local admin token) and the reason in an ``X-Gw-Reason`` header, if any (``gw config history``
 shows both). Writes and reloads are serialized; an
 ``If-Match: <revision>`` header, checked under the same lock, makes a write conditional:
 412 ``precondition_failed`` when the running revision is another. With no config file
@@ -60,6 +61,7 @@ from gw.server.auth import require_scope
 from gw.server.body import read_body
 from gw.server.responses import JSON, gw_headers, openai_error_response
 from gw.server.services import ConfigReloads, HttpRequest, ServerServices
+from gw.store.api_keys import Scope
 from gw.store.revisions import Audit
 
 if TYPE_CHECKING:  # yaml_edit imports ruamel.yaml: loaded with the first write, not at start
@@ -67,24 +69,26 @@ if TYPE_CHECKING:  # yaml_edit imports ruamel.yaml: loaded with the first write,
 
 MAX_ITEM_BYTES = 1024 * 1024
 REASON_HEADER = "x-gw-reason"  # why an admin write was made: recorded with its revision
-LOCAL_ACTOR = "local"  # the actor of an admin write in open mode (no key)
+LOCAL_ACTOR = "local"  # the actor of a caller without a key id (none writes today)
 SECTIONS: tuple[Section, ...] = ("routes", "policies")
 _SINGULAR = {"routes": "route", "policies": "policy"}
 
 
 class AdminApi:
-    """What every admin handler does first and last: admin scope, JSON, gw headers."""
+    """What every admin handler does first and last: an admin scope, JSON, gw headers."""
 
     def __init__(self, services: ServerServices) -> None:
         self.services = services
 
-    async def begin(self, request: HttpRequest, endpoint: str) -> RequestContext:
-        """The request's context, once the caller is known to hold the admin scope;
+    async def begin(
+        self, request: HttpRequest, endpoint: str, scope: Scope = "admin:read"
+    ) -> RequestContext:
+        """The request's context, once the caller is known to hold ``scope``;
         ``RequestFailedError`` (its trace recorded) when not."""
         ctx = self.services.begin(request, endpoint)
         try:
-            principal = await self.services.authenticate(request)
-            require_scope(principal, "admin")
+            principal = await self.services.authenticate_admin(request)
+            require_scope(principal, scope)
         except GatewayError as error:
             raise self.services.gateway.reject(ctx, error, stream=False) from None
         # Who called: traced, and the actor of the revision a write makes.
@@ -169,7 +173,7 @@ MAX_REASON_CHARS = 500
 
 
 def audit_of(ctx: RequestContext, reason: str | None) -> Audit:
-    """The audit of a write by ``ctx``'s caller: its key id (``local`` in open mode)."""
+    """The audit of a write by ``ctx``'s caller: its key id (``local-admin``: the local token)."""
     if reason is not None:
         reason = reason.strip()
         if len(reason) > MAX_REASON_CHARS or not reason.isprintable():
@@ -282,7 +286,7 @@ def config_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     @post("/admin/v1/reload", status_code=200, include_in_schema=False)
     async def reload(request: HttpRequest) -> Response[bytes]:
         try:
-            ctx = await api.begin(request, "admin.reload")
+            ctx = await api.begin(request, "admin.reload", "admin:config")
         except RequestFailedError as refused:
             return openai_error_response(refused.error, refused.trace)
         if services.reloader is None:
@@ -338,7 +342,7 @@ def _write_handlers(
 
     async def upsert(request: HttpRequest, name: str | None, *, guarded: bool) -> Response[bytes]:
         try:
-            ctx = await api.begin(request, f"admin.{section}.write")
+            ctx = await api.begin(request, f"admin.{section}.write", "admin:config")
         except RequestFailedError as refused:
             return openai_error_response(refused.error, refused.trace)
         try:
@@ -367,7 +371,7 @@ def _write_handlers(
     )
     async def delete_one(request: HttpRequest, name: str) -> Response[bytes]:
         try:
-            ctx = await api.begin(request, f"admin.{section}.delete")
+            ctx = await api.begin(request, f"admin.{section}.delete", "admin:config")
         except RequestFailedError as refused:
             return openai_error_response(refused.error, refused.trace)
         try:

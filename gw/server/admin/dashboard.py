@@ -4,16 +4,18 @@ Static files shipped in the package (gw/server/admin/dashboard_ui/: HTML, ES mod
 build step and nothing fetched from elsewhere; the page draws everything, charts included,
 from the admin API's reads (traces, health, usage, status, config). Routes::
 
-    GET  /                                 the page (never cached)
-    GET  /dashboard/assets/{name}          its scripts, stylesheet and icon
+    GET  /                                 the page (never cached): a session, else 401
+    GET  /dashboard/assets/{name}          its scripts, stylesheet and icon (no data)
     GET  /dashboard/login?token=T          redeem a login link: session cookie, 303 to /
     GET  /dashboard/logout                 end the session, 303 to /
-    POST /admin/v1/dashboard/login-link    admin scope: {"url", "path", "expires_in_s"}
+    POST /admin/v1/dashboard/login-link    admin:read: {"url", "path", "expires_in_s"}
 
-In ``open`` mode (loopback only) the admin API lets the page in as it lets anyone in
-(gw/server/browser_guard.py still refuses other origins and rebound Host names). In
-``keys`` mode the page holds no key: ``gw dashboard`` mints a one-time login link, and the
-session it opens may only read (gw/server/admin/dashboard_sessions.py).
+The admin plane is never anonymous (gw/server/auth.py), in ``open`` mode too: the page
+holds no key, so ``gw dashboard`` (with the local admin token, or a key) mints a one-time
+login link, and the session it opens may only read
+(gw/server/admin/dashboard_sessions.py). Without a session the page answers 401, and its
+script shows how to log in. In ``open`` mode gw/server/browser_guard.py still refuses other
+origins and rebound Host names.
 
 Every response here carries a strict Content-Security-Policy (scripts, styles, images and
 fetches from gw's own origin only; no inline script or style; no framing), ``nosniff`` and
@@ -30,10 +32,11 @@ from litestar.datastructures import Cookie
 from litestar.exceptions import NotFoundException
 from litestar.handlers import HTTPRouteHandler
 
-from gw.errors import ConflictError
+from gw.errors import GatewayError
 from gw.execution.gateway import RequestFailedError
 from gw.server.admin.config_api import AdminApi
 from gw.server.admin.dashboard_sessions import COOKIE_NAME, SESSION_TTL_S
+from gw.server.auth import require_scope
 from gw.server.responses import openai_error_response
 from gw.server.services import HttpRequest, ServerServices
 
@@ -107,7 +110,14 @@ def dashboard_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
         )
 
     @get("/", include_in_schema=False)
-    async def index() -> Response[bytes]:
+    async def index(request: HttpRequest) -> Response[bytes]:
+        # A 401 still carries the page: its script finds the admin API refusing it too
+        # and shows how to log in (`gw dashboard`). Refusals are not traced: no request
+        # id is spent on a page view.
+        try:
+            require_scope(await services.authenticate_admin(request), "admin:read")
+        except GatewayError:
+            return page("index.html", 401)
         return page("index.html")
 
     @get("/dashboard/assets/{name:str}", include_in_schema=False)
@@ -148,11 +158,6 @@ def dashboard_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
             ctx = await api.begin(request, "admin.dashboard_login_link")
         except RequestFailedError as refused:
             return openai_error_response(refused.error, refused.trace)
-        if services.authenticator.mode == "open":
-            # Anyone may call an open gw: a session minted now would outlive a switch to
-            # keys. An open gw's dashboard needs no login anyway.
-            error = ConflictError("auth is open: the dashboard needs no login link; open /")
-            return api.fail(ctx, error)
         ttl = ctx.snapshot.config.auth.dashboard_link_ttl.seconds
         path = f"{LOGIN_PATH}?token={sessions.issue_link_token(ttl)}"
         base = str(request.base_url).rstrip("/")

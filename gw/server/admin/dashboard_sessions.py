@@ -1,13 +1,15 @@
-"""The dashboard's logins in ``keys`` mode: one-time links, and the sessions they open.
+"""The dashboard's logins, in either auth mode: one-time links, and the sessions they open.
 
-``gw dashboard`` asks ``POST /admin/v1/dashboard/login-link`` (admin key) for a link
+``gw dashboard`` asks ``POST /admin/v1/dashboard/login-link`` (the admin key, an
+``admin:read`` key, or the local admin token: gw/server/auth.py) for a link
 carrying a random 256-bit token, usable once within ``auth.dashboard_link_ttl`` (60 s).
 Opening it in a browser redeems the token for a session: another random 256-bit id, held
 by the browser in an HttpOnly, SameSite=Strict cookie for ``SESSION_TTL_S`` (8 h). The
 admin key never reaches the browser: not in a page, a URL or its storage.
 
 A session is worth little by design. It authorizes the dashboard's reads only (GET and
-HEAD under ``/admin/v1/``) as an admin-scoped principal with key id ``dashboard``; any
+HEAD of its page and under ``/admin/v1/``) as an ``admin:read`` principal with key id
+``dashboard``; any
 other method with only the cookie is 403, and a request a browser marks as coming from
 another site (``Sec-Fetch-Site``, ``Origin``) gets nothing from it.
 
@@ -38,7 +40,8 @@ MAX_SESSIONS: Final = 64
 SECRET_BYTES: Final = 32  # 256 bits
 READ_METHODS: Final = frozenset({"GET", "HEAD"})
 READ_PREFIX: Final = "/admin/v1/"
-DASHBOARD = Principal(key_id=DASHBOARD_KEY_ID, scopes=("admin",))
+PAGE_PATH: Final = "/"  # the dashboard's page: shown to a session (or an admin) only
+DASHBOARD = Principal(key_id=DASHBOARD_KEY_ID, scopes=("admin:read",))
 
 
 def new_secret() -> str:
@@ -131,7 +134,8 @@ class DashboardSessions:
         (then the request is authenticated as any other). A live cookie on anything but a
         read of the admin API is refused outright: the dashboard never writes."""
         session = cookies.get(COOKIE_NAME)
-        if not session or not path.startswith(READ_PREFIX) or from_elsewhere(headers):
+        readable = path == PAGE_PATH or path.startswith(READ_PREFIX)
+        if not session or not readable or from_elsewhere(headers):
             return None
         if not self.is_live(session):
             return None

@@ -1,4 +1,4 @@
-"""The admin API's read-only views of requests (``/admin/v1``, admin scope).
+"""The admin API's read-only views of requests (``/admin/v1``, ``admin:read`` scope).
 
 ``GET /admin/v1/traces?limit=20&client_request_id=ID``: the newest traces, newest first,
 each in the shape ``gw explain --json`` prints (gw/cli/explain_view.py).

@@ -125,7 +125,7 @@ def switches_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
     @post("/admin/v1/switches", status_code=200, include_in_schema=False)
     async def set_switch(request: HttpRequest) -> Response[bytes]:
         try:
-            ctx = await api.begin(request, "admin.switches.write")
+            ctx = await api.begin(request, "admin.switches.write", "admin:config")
         except RequestFailedError as refused:
             return openai_error_response(refused.error, refused.trace)
         try:

@@ -173,6 +173,7 @@ DECISION_KEYS = {
     "degraded",
     "degraded_reasons",
     "notes",
+    "warnings",
     "estimated_input_tokens",
     "max_output_tokens",
     "chain",

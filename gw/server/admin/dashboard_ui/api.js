@@ -1,5 +1,5 @@
-// The admin API, read with the browser's own credentials: none in open mode (loopback),
-// the HttpOnly session cookie in keys mode. The page never sees or stores a key.
+// The admin API, read with the browser's own credentials: the HttpOnly session cookie
+// that `gw dashboard`'s login link opened. The page never sees or stores a key.
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -8,7 +8,7 @@ export class ApiError extends Error {
     this.code = code;
   }
 
-  /** Not logged in (keys mode, no or an expired session). */
+  /** Not logged in (no session, or an expired one). */
   get needsLogin() {
     return this.status === 401;
   }

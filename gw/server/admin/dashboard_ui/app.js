@@ -1,5 +1,5 @@
 // The dashboard's shell: routing between views (#/requests, #/requests/<id>, #/health,
-// #/usage, #/config), auto-refresh, and the login notice for keys mode.
+// #/usage, #/config), auto-refresh, and the login notice.
 
 import { api } from "./api.js";
 import { configView } from "./config.js";
@@ -37,9 +37,9 @@ function loginNotice() {
     "section",
     { class: "notice card", "data-testid": "login-needed" },
     h("h1", null, "Log in to the gw dashboard"),
-    h("p", null, "This gw requires a key (auth mode keys), and the dashboard never asks for one. Run ", h("code", null, "gw dashboard"), " to log in:"),
+    h("p", null, "The dashboard shows gw's traces, usage and config, so it needs a login in every auth mode, and it never asks for a key. Run ", h("code", null, "gw dashboard"), " to log in:"),
     h("pre", { class: "code-block" }, "gw dashboard            # prints a one-time login link\ngw dashboard --open     # ... and opens it in your browser"),
-    h("p", null, "in a terminal on the machine that runs gw (with the admin key in its environment, as for ", h("code", null, "gw status"), "). The link works once, within a minute; the session it opens lasts 8 hours or until gw restarts, and may only read."),
+    h("p", null, "in a terminal on the machine that runs gw, as the user that runs it (the CLI finds gw's local admin token by itself; elsewhere, with an admin key in its environment, as for ", h("code", null, "gw status"), "). The link works once, within a minute; the session it opens lasts 8 hours or until gw restarts, and may only read."),
   );
 }
 

@@ -102,10 +102,12 @@ def test_the_cookie_reads_the_admin_api_only(sessions: DashboardSessions) -> Non
     assert session is not None
     cookies = {COOKIE_NAME: session}
     assert sessions.authorize("GET", "/admin/v1/traces", HOST, cookies) == DASHBOARD
-    assert DASHBOARD.has_scope("admin")
+    assert DASHBOARD.has_scope("admin:read")
     assert DASHBOARD.has_scope("usage:read")
+    assert not DASHBOARD.has_scope("admin:config")  # a read key: no writes, whatever the method
     assert DASHBOARD.key_id == "dashboard"
     assert sessions.authorize("HEAD", "/admin/v1/health", HOST, cookies) == DASHBOARD
+    assert sessions.authorize("GET", "/", HOST, cookies) == DASHBOARD  # the page
     # Not the admin API: the cookie means nothing there (the request needs its key).
     assert sessions.authorize("GET", "/v1/models", HOST, cookies) is None
     for method in ("POST", "PUT", "DELETE"):
