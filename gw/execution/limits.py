@@ -211,7 +211,8 @@ def global_subject(limits: GlobalLimits) -> TenantConfig | None:
     )
 
 
-def _who(subject: str) -> str:
+def subject_words(subject: str) -> str:
+    """Who a limit belongs to, in words: ``tenant team-a``, or the global limits."""
     return "gw (limits: every request counts)" if subject == GLOBAL_SUBJECT else f"tenant {subject}"
 
 
@@ -238,7 +239,7 @@ def budget_warning(
         return None
     when = "all time" if period == "total" else label[2:]
     return (
-        f"{_who(tenant)} has used {min(used / budget, 1.0):.0%} of its {_NAMES[period]} "
+        f"{subject_words(tenant)} has used {min(used / budget, 1.0):.0%} of its {_NAMES[period]} "
         f"budget of ${budget:.2f} ({when}), counting requests in flight"
     )
 
@@ -249,7 +250,7 @@ def over_budget(spent: float, reserved: float, cost_usd: float, budget: float) -
 
 def concurrency_error(tenant: str, in_flight: int, limit: int) -> ConcurrencyLimitedError:
     return ConcurrencyLimitedError(
-        f"{_who(tenant)} already has {in_flight} requests in flight "
+        f"{subject_words(tenant)} already has {in_flight} requests in flight "
         f"(limits.max_concurrency {limit}); retry when one ends"
     )
 
@@ -270,7 +271,7 @@ def budget_error(
     if period != "total":  # a total never resets
         fix += f" or wait for the next {period}"
     return BudgetExceededError(
-        f"{_who(tenant)} has spent ${spent:.6f} of its {_NAMES[period]} budget of "
+        f"{subject_words(tenant)} has spent ${spent:.6f} of its {_NAMES[period]} budget of "
         f"${budget:.2f} ({when}){detail}, and this request may cost up to "
         f"${cost_usd:.6f}; {fix}"
     )
@@ -280,13 +281,13 @@ def too_large_error(tenant: str, field: str, size: float, amount: int) -> Invali
     """A request that can never pass: a 400, which clients do not retry."""
     return InvalidRequestError(
         f"this request may use {amount} tokens, more than the whole limits.{field} "
-        f"({size:.0f}) of {_who(tenant)}; lower max_tokens or raise the limit"
+        f"({size:.0f}) of {subject_words(tenant)}; lower max_tokens or raise the limit"
     )
 
 
 def rate_error(tenant: str, field: str, size: float, wait: float) -> RateLimitedError:
     return RateLimitedError(
-        f"{_who(tenant)} is over limits.{field} ({size:.0f}); retry in {wait:.1f}s",
+        f"{subject_words(tenant)} is over limits.{field} ({size:.0f}); retry in {wait:.1f}s",
         retry_after=max(1.0, round(wait, 1)),
     )
 

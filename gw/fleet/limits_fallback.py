@@ -21,7 +21,7 @@ import msgspec
 
 from gw.config.schema import RedisFailureConfig, TenantBudget, TenantConfig, TenantLimits
 from gw.errors import OverloadedError
-from gw.execution.limits import TenantLimiter
+from gw.execution.limits import TenantLimiter, subject_words
 from gw.ports import LimitGrant
 
 log = logging.getLogger("gw.fleet")
@@ -101,8 +101,9 @@ class LimitsFallback:
         if closed:
             fields = ", ".join(f"state.redis_failure.{kind}: closed" for kind in closed)
             raise OverloadedError(
-                f"{self._where} is unreachable, and tenant {tenant.name}'s "
-                f"{' and '.join(k.replace('_', ' ') for k in closed)} are counted there for "
+                f"{self._where} is unreachable, and the "
+                f"{' and '.join(k.replace('_', ' ') for k in closed)} of "
+                f"{subject_words(tenant.name)} are counted there for "
                 f"the whole fleet ({fields}); retry in {RETRY_AFTER_S:.0f}s",
                 retry_after=RETRY_AFTER_S,
             )
