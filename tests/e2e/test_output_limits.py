@@ -105,6 +105,29 @@ def test_a_smaller_request_goes_as_asked(gw: GwServer, fake: FakeAnthropic) -> N
     assert attempt_notes(gw, request_id) == []
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_request_over_the_policy_ceiling_is_clamped_with_a_warning_header(
+    gw: GwServer, fake: FakeAnthropic, stream: bool
+) -> None:
+    sdk = openai.OpenAI(base_url=gw.base_url, api_key="x", max_retries=0)
+    messages = [{"role": "user", "content": "hello"}]
+    if stream:
+        with sdk.chat.completions.with_streaming_response.create(
+            model="capped", messages=messages, max_tokens=500, stream=True
+        ) as response:
+            headers = response.headers
+            for _ in response.iter_lines():
+                pass
+    else:
+        headers = sdk.chat.completions.with_raw_response.create(
+            model="capped", messages=messages, max_tokens=500
+        ).headers
+    assert sent_max_tokens(fake) == 100
+    warning = "max_tokens 500 clamped to policy ceiling 100"
+    assert headers["x-gw-warning"] == warning
+    assert gw.wait_for_trace(headers["x-gw-request-id"])["decision"]["warnings"] == [warning]
+
+
 def test_each_attempt_has_its_own_notes_through_a_retry(gw: GwServer, fake: FakeAnthropic) -> None:
     fake.enqueue(Behavior(status=500))  # the first attempt fails; the retry answers
     request_id = ask(gw, "capped", None)
