@@ -37,6 +37,9 @@ switch_app = typer.Typer(
 RouteOption = Annotated[
     str | None, typer.Option("--route", help="For a target: in this route only (default: all).")
 ]
+SubjectArgument = Annotated[Subject, typer.Argument(help="provider, route or target.")]
+NameArgument = Annotated[str, typer.Argument(help="Its name; a target as provider/model.")]
+SAY_WHY = "say why: --reason TEXT (clients and gw explain are told it)"
 ReasonOption = Annotated[
     str | None, typer.Option("--reason", help="Why: clients and gw explain are told it.")
 ]
@@ -45,8 +48,8 @@ ReasonOption = Annotated[
 @switch_app.command("off")
 def off_command(  # keyword-only: one parameter per flag, Typer passes them by name
     *,
-    subject: Annotated[Subject, typer.Argument(help="provider, route or target.")],
-    name: Annotated[str, typer.Argument(help="Its name; a target as provider/model.")],
+    subject: SubjectArgument,
+    name: NameArgument,
     route: RouteOption = None,
     reason: ReasonOption = None,
     state_dir: StateDirOption = None,
@@ -55,7 +58,7 @@ def off_command(  # keyword-only: one parameter per flag, Typer passes them by n
 ) -> None:
     """Take a provider, a route or a target out of service (a new config revision)."""
     if not reason:
-        fail("say why: --reason TEXT (clients and gw explain are told it)")
+        fail(SAY_WHY)
     body = _subject(subject, name, route) | {"state": "disabled", "reason": reason}
     _send(body, state_dir, config, as_json=as_json)
 
@@ -63,8 +66,8 @@ def off_command(  # keyword-only: one parameter per flag, Typer passes them by n
 @switch_app.command("on")
 def on_command(
     *,
-    subject: Annotated[Subject, typer.Argument(help="provider, route or target.")],
-    name: Annotated[str, typer.Argument(help="Its name; a target as provider/model.")],
+    subject: SubjectArgument,
+    name: NameArgument,
     route: RouteOption = None,
     reason: ReasonOption = None,
     state_dir: StateDirOption = None,
@@ -88,7 +91,7 @@ def breaker_command(
 ) -> None:
     """Force a target's breaker open (never called) or closed (always tried), or auto."""
     if state != "auto" and not reason:
-        fail("say why: --reason TEXT (clients and gw explain are told it)")
+        fail(SAY_WHY)
     body = {"target": target, "state": f"breaker_{state}", "reason": reason}
     _send(body, state_dir, config, as_json=as_json)
 
