@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from gw.config import Config, ConfigError, load_config
 from gw.config.limits import ConfigLimits, check_size
 from gw.config.loader import BUILTIN_SOURCE, DEFAULT_LIMITS
 from gw.config.units import ByteSize
+from gw.plugin_loader import plugin_problems
 from gw.upstream_http.tls import tls_file_problems
 
 CONFIG_FILE_NAME = "gw.yaml"
@@ -124,8 +125,14 @@ def read_config(
             ) from None
         config = load_config(None, BUILTIN_SOURCE, overrides)
         return LoadedConfig(config=config, source=BUILTIN_SOURCE, path=path, exists=False)
-    config = load_config(text, str(path), overrides, limits, outside=tls_file_problems)
+    config = load_config(text, str(path), overrides, limits, outside=outside_problems)
     return LoadedConfig(config=config, source=str(path), path=path, exists=True, text=text)
+
+
+def outside_problems(config: Config) -> Iterator[tuple[str, str]]:
+    """What a config names outside itself that gw cannot use: TLS files, plugins."""
+    yield from tls_file_problems(config)
+    yield from plugin_problems(config)
 
 
 def process_environ() -> dict[str, str]:
