@@ -112,10 +112,13 @@ def read_config(
     explicit: bool,
     overrides: Mapping[str, Any] | None = None,
     limits: ConfigLimits = DEFAULT_LIMITS,
+    plugins: bool = False,
 ) -> LoadedConfig:
     """Load ``path``; a missing default file means the built-in config, a missing
     explicit one (``--config``/``GW_CONFIG``) is an error. Files the config names (a
-    provider's TLS certificates) are read too: one gw cannot use is a ``ConfigError``."""
+    provider's TLS certificates) are read too: one gw cannot use is a ``ConfigError``.
+    ``plugins``: import the config's plugins too (a server, a reload, `gw config
+    validate`); other commands do not run them, so need not find their code."""
     try:
         text = read_config_text(path, limits)
     except FileNotFoundError:
@@ -125,7 +128,8 @@ def read_config(
             ) from None
         config = load_config(None, BUILTIN_SOURCE, overrides)
         return LoadedConfig(config=config, source=BUILTIN_SOURCE, path=path, exists=False)
-    config = load_config(text, str(path), overrides, limits, outside=outside_problems)
+    outside = outside_problems if plugins else tls_file_problems
+    config = load_config(text, str(path), overrides, limits, outside=outside)
     return LoadedConfig(config=config, source=str(path), path=path, exists=True, text=text)
 
 

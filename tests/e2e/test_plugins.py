@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from e2e.gw_process import GwServer
+from e2e.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -174,3 +175,32 @@ def test_requests_no_plugin_acts_on_carry_no_plugin_notes(gw: GwServer) -> None:
     status, _, explained = _ask(gw, "other")
     assert status == 200
     assert not [note for note in _notes(explained) if note.startswith("plugin ")]
+
+
+def test_a_reload_loads_a_plugin_the_running_revision_did_not_have(tmp_path: Path) -> None:
+    routes = "routes:\n  - {name: chat, targets: [{provider: mock, model: mock-chat}]}\n"
+    plain = "providers: [{name: mock, kind: mock}]\n" + routes
+    config = tmp_path / "gw.yaml"
+    config.write_text(plain)
+    env = {"PYTHONPATH": str(REPO / "examples" / "plugins")}
+    with GwServer(tmp_path / "state", config, env=env) as server:
+        with pytest.raises(openai.NotFoundError):  # no route `fast` yet, and no alias
+            _sdk(server).chat.completions.create(model="fast", messages=HI)
+        started = _revision(server)
+        config.write_text(
+            plain + "plugins:\n  - name: aliases\n"
+            "    entry_point: gw_example_plugins.aliases:ModelAliases\n"
+            "    settings: {aliases: {fast: chat}}\n"
+        )
+        wait_until(
+            lambda: _revision(server) > started,
+            lambda: f"the revision with the plugin to go live:\n{server.log()}",
+        )
+        status, route, explained = _ask(server, "fast")
+    assert (status, route) == (200, "mock/mock-chat")
+    assert "plugin aliases: model 'fast' -> 'chat' (alias)" in _notes(explained)
+
+
+def _revision(gw: GwServer) -> int:
+    with gw.client() as http:
+        return int(http.get("/readyz").json()["revision"])

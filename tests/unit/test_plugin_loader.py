@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gw.config import ConfigError, load_config
-from gw.environment import outside_problems
+from gw.environment import outside_problems, read_config
 from gw.plugin_loader import load_plugins
 
 SAMPLES = "unit.plugin_samples"
@@ -103,3 +103,14 @@ def test_the_shipped_example_config_loads_its_plugin(monkeypatch: pytest.MonkeyP
     (plugin,) = load_plugins(config, str(path))
     assert plugin.config.name == "aliases"
     assert set(plugin.hooks) == {"before_routing"}
+
+
+def test_only_what_runs_plugins_imports_them(tmp_path: Path) -> None:
+    """`gw serve`, a reload and `gw config validate` import plugins; a command that only
+    reads the config (gw explain, gw traces) works where the plugin's code is not found."""
+    path = tmp_path / "gw.yaml"
+    path.write_text(_config("    entry_point: not_on_this_path:Plugin\n"))
+    assert read_config(path, explicit=True).config.plugins[0].name == "p"
+    with pytest.raises(ConfigError) as failed:
+        read_config(path, explicit=True, plugins=True)
+    assert failed.value.path == "plugins[0].entry_point"
