@@ -25,7 +25,7 @@ from gw.execution.execution_plan import Answer, ExecutionFailedError, ExecutionP
 from gw.execution.health import HealthBook, TargetHealth
 from gw.execution.latency import LatencyBook
 from gw.execution.open_stream import OpenStream
-from gw.execution.plugin_run import PluginRun, answer_summary, request_view
+from gw.execution.plugin_run import PluginRun
 from gw.execution.stream_session import StreamSession
 from gw.execution.tenant_admission import admit_request, limited, ticket_ids
 from gw.execution.usage_estimate import (
@@ -42,6 +42,7 @@ from gw.ir import (
     EmbeddingResponse,
     Usage,
 )
+from gw.plugin_api import RequestView
 from gw.ports import Clock, TenantLimits, TraceSink, UsageSink
 from gw.record import AttemptRecord, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
@@ -206,18 +207,17 @@ class Gateway:
         changed), and the plugin run for its later hooks; with no plugin, as it came."""
         if not ctx.snapshot.plugins:
             return request, None
-        run = PluginRun(
-            ctx.snapshot.plugins,
-            request_view(
-                request_id=ctx.request_id,
-                endpoint=ctx.endpoint,
-                model=request.model,
-                stream=_streams(request),
-                tenant=ctx.tenant,
-                key_id=ctx.key_id,
-                revision=ctx.snapshot.revision,
-            ),
+        shown = RequestView(
+            request_id=ctx.request_id,
+            endpoint=ctx.endpoint,
+            model=request.model,
+            stream=_streams(request),
+            tenant=ctx.tenant,
+            key_id=ctx.key_id,
+            revision=ctx.snapshot.revision,
+            settings={},
         )
+        run = PluginRun(ctx.snapshot.plugins, shown)
         try:
             model = await run.before_routing()
         except GatewayError as error:  # a plugin refused the request, or failed it
@@ -240,10 +240,8 @@ class Gateway:
         with every plugin note, for the trace."""
         if run is None:
             return decision
-        entry = ctx.snapshot.catalog.get((target.provider, target.model))
-        tokens = (usage.input_tokens, usage.output_tokens)
-        summary = answer_summary(decision, target, tokens=tokens, cost=cost_usd(entry, usage))
-        await run.after_answer(summary)
+        cost = cost_usd(ctx.snapshot.catalog.get((target.provider, target.model)), usage)
+        await run.after_answer(decision.route, target, usage, cost)
         return run.noted(decision)
 
     async def _wait_for_usage_room(self) -> None:

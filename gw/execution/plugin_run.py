@@ -18,6 +18,7 @@ import msgspec
 
 from gw.config.snapshot import MODEL_NAME_MAX_CHARS, LoadedPlugin
 from gw.errors import GatewayError, InternalError, PermissionDeniedError, clipped
+from gw.ir import Usage
 from gw.plugin_api import AnswerSummary, Refusal, RequestChange, RequestView, TargetView
 from gw.routing.decision import RouteDecision, TargetRef
 
@@ -84,7 +85,18 @@ class PluginRun:
             except _Failed:
                 continue
 
-    async def after_answer(self, summary: AnswerSummary) -> None:
+    async def after_answer(
+        self, route: str, target: TargetRef, usage: Usage, cost: float | None
+    ) -> None:
+        summary = AnswerSummary(
+            status=200,
+            route=route,
+            provider=target.provider,
+            model=target.model,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=cost,
+        )
         for plugin in self._plugins:
             hook = plugin.hooks.get("after_answer")
             if hook is None:
@@ -145,39 +157,3 @@ class PluginRun:
 def _raised(exc: BaseException) -> str:
     message = clipped(str(exc), _REASON_MAX_CHARS)
     return f"raised {type(exc).__name__}" + (f": {message}" if message else "")
-
-
-def request_view(
-    *,
-    request_id: str,
-    endpoint: str,
-    model: str,
-    stream: bool,
-    tenant: str | None,
-    key_id: str | None,
-    revision: int,
-) -> RequestView:
-    return RequestView(
-        request_id=request_id,
-        endpoint=endpoint,
-        model=model,
-        stream=stream,
-        tenant=tenant,
-        key_id=key_id,
-        revision=revision,
-        settings={},
-    )
-
-
-def answer_summary(
-    decision: RouteDecision, target: TargetRef, *, tokens: tuple[int, int], cost: float | None
-) -> AnswerSummary:
-    return AnswerSummary(
-        status=200,
-        route=decision.route,
-        provider=target.provider,
-        model=target.model,
-        input_tokens=tokens[0],
-        output_tokens=tokens[1],
-        cost_usd=cost,
-    )

@@ -105,6 +105,16 @@ def test_a_plugin_that_rewrites_the_model_sends_the_request_to_the_other_route(
     assert "plugin rewrite: model 'chat' -> 'other' (test rewrite)" in _notes(explained)
 
 
+def test_a_streamed_request_is_rewritten_too(gw: GwServer) -> None:
+    raw = _sdk(gw).chat.completions.with_raw_response.create(model="chat", messages=HI, stream=True)
+    assert raw.headers["x-gw-route"] == "mock/mock-other"
+    chunks = list(raw.parse())
+    assert chunks
+    explained = gw.wait_for_trace(raw.headers["x-gw-request-id"])
+    assert explained["stream"] is True
+    assert "plugin rewrite: model 'chat' -> 'other' (test rewrite)" in _notes(explained)
+
+
 def test_the_shipped_example_plugin_loads_and_rewrites_its_alias(gw: GwServer) -> None:
     status, route, explained = _ask(gw, "fast")
     assert (status, route) == (200, "mock/mock-other")

@@ -13,10 +13,11 @@ from gw.config.schema import PluginConfig
 from gw.config.snapshot import LoadedPlugin
 from gw.config.units import Duration
 from gw.errors import InternalError, PermissionDeniedError
-from gw.execution.plugin_run import PluginRun, request_view
+from gw.execution.plugin_run import PluginRun
+from gw.plugin_api import RequestView
 from gw.routing.decision import TargetRef
 
-VIEW = request_view(
+VIEW = RequestView(
     request_id="r1",
     endpoint="/v1/chat/completions",
     model="chat",
@@ -24,6 +25,7 @@ VIEW = request_view(
     tenant=None,
     key_id=None,
     revision=3,
+    settings={},
 )
 
 
