@@ -141,6 +141,7 @@ def _load(request: _Request) -> _Reply:
             explicit=request.explicit,
             overrides=request.overrides,
             limits=limits,
+            plugins=True,
         )
     except ConfigError as error:
         problem = _Problem(

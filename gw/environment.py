@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from gw.config import Config, ConfigError, load_config
 from gw.config.limits import ConfigLimits, check_size
 from gw.config.loader import BUILTIN_SOURCE, DEFAULT_LIMITS
 from gw.config.units import ByteSize
+from gw.plugin_loader import plugin_problems
 from gw.upstream_http.tls import tls_file_problems
 
 CONFIG_FILE_NAME = "gw.yaml"
@@ -111,10 +112,13 @@ def read_config(
     explicit: bool,
     overrides: Mapping[str, Any] | None = None,
     limits: ConfigLimits = DEFAULT_LIMITS,
+    plugins: bool = False,
 ) -> LoadedConfig:
     """Load ``path``; a missing default file means the built-in config, a missing
     explicit one (``--config``/``GW_CONFIG``) is an error. Files the config names (a
-    provider's TLS certificates) are read too: one gw cannot use is a ``ConfigError``."""
+    provider's TLS certificates) are read too: one gw cannot use is a ``ConfigError``.
+    ``plugins``: import the config's plugins too (a server, a reload, `gw config
+    validate`); other commands do not run them, so need not find their code."""
     try:
         text = read_config_text(path, limits)
     except FileNotFoundError:
@@ -124,8 +128,15 @@ def read_config(
             ) from None
         config = load_config(None, BUILTIN_SOURCE, overrides)
         return LoadedConfig(config=config, source=BUILTIN_SOURCE, path=path, exists=False)
-    config = load_config(text, str(path), overrides, limits, outside=tls_file_problems)
+    outside = outside_problems if plugins else tls_file_problems
+    config = load_config(text, str(path), overrides, limits, outside=outside)
     return LoadedConfig(config=config, source=str(path), path=path, exists=True, text=text)
+
+
+def outside_problems(config: Config) -> Iterator[tuple[str, str]]:
+    """What a config names outside itself that gw cannot use: TLS files, plugins."""
+    yield from tls_file_problems(config)
+    yield from plugin_problems(config)
 
 
 def process_environ() -> dict[str, str]:

@@ -37,7 +37,7 @@ from gw.config import Config, ConfigError, Snapshot, config_hash, load_config
 from gw.config.limits import ConfigLimits
 from gw.config.loader import DEFAULT_LIMITS
 from gw.config_worker import ChildLoad, load_in_child
-from gw.environment import replace_file
+from gw.environment import outside_problems, replace_file
 from gw.errors import (
     ConflictError,
     InternalError,
@@ -46,7 +46,6 @@ from gw.errors import (
 )
 from gw.file_watch import FileWatch
 from gw.store.revisions import Audit, RevisionMovedError, StoredRevision
-from gw.upstream_http.tls import tls_file_problems
 
 log = logging.getLogger("gw.reload")
 RevisionSource = Literal["start", "file", "admin", "rollback", "signal"]
@@ -158,7 +157,7 @@ class Reloader:
                 raise ConflictError(f"cannot read {self._path}: {exc}") from None
             new_text = change(text)
             config = await asyncio.to_thread(
-                functools.partial(load_config, outside=tls_file_problems),
+                functools.partial(load_config, outside=outside_problems),
                 new_text,
                 str(self._path),
                 self._overrides,
@@ -239,7 +238,7 @@ class Reloader:
             return None
         try:
             config = await asyncio.to_thread(
-                functools.partial(load_config, outside=tls_file_problems),
+                functools.partial(load_config, outside=outside_problems),
                 content,
                 str(self._path),
                 self._overrides,

@@ -88,7 +88,7 @@ def validate_command(
     else:
         explicit = True
     try:
-        loaded = load_effective(path, explicit=explicit)
+        loaded = load_effective(path, explicit=explicit, plugins=True)
     except ConfigError as error:
         if as_json:
             problem = {"source": error.source, "line": error.line, "field": error.path}

@@ -102,7 +102,7 @@ def serve(
         for name, value in (("server.host", host), ("server.port", port))
         if value is not None
     }
-    loaded = load_or_fail(path, explicit=explicit, flags=flags)
+    loaded = load_or_fail(path, explicit=explicit, flags=flags, plugins=True)
     environ = process_environ()
     # The server's modules (Litestar, uvicorn: ~0.5 s) load only for `gw serve`.
     from gw.startup.plan import ServeError, ServePlan  # noqa: PLC0415

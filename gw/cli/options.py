@@ -60,22 +60,34 @@ def resolve_config(flag: Path | None, home: Path) -> tuple[Path, bool]:
 
 
 def load_effective(
-    path: Path, *, explicit: bool, flags: Mapping[str, object] | None = None
+    path: Path,
+    *,
+    explicit: bool,
+    flags: Mapping[str, object] | None = None,
+    plugins: bool = False,
 ) -> LoadedConfig:
     """The config as gw would run it: defaults < file < GW_* variables < ``flags``."""
     environ = process_environ()
     overrides = {**env_overrides(environ), **(flags or {})}
     with gc_paused():
         return read_config(
-            path, explicit=explicit, overrides=overrides, limits=config_limits(environ)
+            path,
+            explicit=explicit,
+            overrides=overrides,
+            limits=config_limits(environ),
+            plugins=plugins,
         )
 
 
 def load_or_fail(
-    path: Path, *, explicit: bool, flags: Mapping[str, object] | None = None
+    path: Path,
+    *,
+    explicit: bool,
+    flags: Mapping[str, object] | None = None,
+    plugins: bool = False,
 ) -> LoadedConfig:
     try:
-        return load_effective(path, explicit=explicit, flags=flags)
+        return load_effective(path, explicit=explicit, flags=flags, plugins=plugins)
     except ConfigError as error:
         fail(str(_blamed_on_its_setter(error, flags or {})))
 

@@ -159,6 +159,8 @@ def _plain(declared: Any, doc: Field, path: str | None, also_set_by: AlsoSetBy) 
         return {"type": "object", "additionalProperties": values}
     if isinstance(declared, type) and issubclass(declared, msgspec.Struct):
         return _struct(declared, path, also_set_by)
+    if declared is Any:
+        return {}  # any YAML value (a plugin's settings): gw does not read it
     return _scalar(declared, doc, path)
 
 

@@ -6,7 +6,7 @@ Cross-field rules (names that must exist, uniqueness) live in ``validate.py``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -386,6 +386,25 @@ class SwitchConfig(ConfigStruct, frozen=True, kw_only=True):
     at: str | None = None
 
 
+PluginHook = Literal["before_routing", "before_attempt", "after_answer"]
+PluginOnError = Literal["skip", "fail"]
+
+
+class PluginConfig(ConfigStruct, frozen=True, kw_only=True):
+    """A plugin (gw/plugin_api.py): Python code gw calls at its hooks, each call within
+    ``timeout``. ``entry_point`` is ``package.module:object`` or the name of an installed
+    entry point in group ``gw.plugins``; a class is instantiated with ``settings``.
+    ``hooks``: the hooks gw calls (default: every hook the object has). ``on_error``: what a
+    hook that raises or times out does to the request (``skip`` it, or ``fail`` it)."""
+
+    name: str
+    entry_point: str
+    hooks: tuple[PluginHook, ...] | None = None
+    timeout: Duration = Duration(0.05)
+    on_error: PluginOnError = "skip"
+    settings: dict[str, Any] = {}
+
+
 class Config(ConfigStruct, frozen=True, kw_only=True):
     server: ServerConfig = ServerConfig()
     auth: AuthConfig = AuthConfig()
@@ -400,3 +419,4 @@ class Config(ConfigStruct, frozen=True, kw_only=True):
     telemetry: TelemetryConfig = TelemetryConfig()
     responses: ResponsesConfig = ResponsesConfig()
     switches: tuple[SwitchConfig, ...] = ()
+    plugins: tuple[PluginConfig, ...] = ()

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
 
 import msgspec
 
@@ -11,6 +12,7 @@ from gw.config.catalog import EMPTY_CATALOG, ShippedCatalog, catalog_entries
 from gw.config.schema import (
     Config,
     ModelEntry,
+    PluginConfig,
     PolicyConfig,
     ProviderConfig,
     RouteConfig,
@@ -39,6 +41,15 @@ class ProviderAccount(msgspec.Struct, frozen=True, kw_only=True):
     provider: ProviderConfig
 
 
+class LoadedPlugin(msgspec.Struct, frozen=True, kw_only=True):
+    """A plugin of the config with its hooks, imported when the revision was loaded
+    (gw/plugin_loader.py): hook name -> the object's async method."""
+
+    config: PluginConfig
+    hooks: Mapping[str, Callable[..., Awaitable[object]]]
+    settings: Mapping[str, Any]  # config.settings, read-only as the plugin gets it
+
+
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     """A config revision with its lookup tables built once; never mutated after compile."""
 
@@ -53,6 +64,7 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     policies: tuple[PolicyConfig, ...]
     tenants: dict[str, TenantConfig]
     switches: Switchboard = NO_SWITCHES
+    plugins: tuple[LoadedPlugin, ...] = ()  # in config order; empty costs a request nothing
     # What routing derives from this snapshot once per client model name instead of once
     # per request (``gw.routing.plan``), filled on first use. Safe although it is filled
     # after compile: the rest of the snapshot never changes, each value is a pure function
@@ -139,13 +151,15 @@ def compile_snapshot(
     source: str,
     shipped: ShippedCatalog = EMPTY_CATALOG,
     digest: str | None = None,
+    plugins: tuple[LoadedPlugin, ...] = (),
 ) -> Snapshot:
     """Build the lookup tables of ``config``.
 
     ``shipped`` is the catalog gw ships (``gw/catalog.yaml``, read by the composition
     root): its entries apply to every provider of their kind, under config's own
     ``models:`` entries. Leave it empty (the default) for a snapshot of config alone;
-    a running gateway always passes it, reloads included. ``digest``: ``config_hash(config)``
+    a running gateway always passes it, reloads included. ``plugins``: the config's
+    plugins, loaded by the caller (this layer imports no code). ``digest``: ``config_hash(config)``
     when the caller has it (a reload's child process computed it).
     """
     return Snapshot(
@@ -160,4 +174,5 @@ def compile_snapshot(
         policies=config.policies,
         tenants={tenant.name: tenant for tenant in config.tenants},
         switches=compile_switches(config.switches),
+        plugins=plugins,
     )

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from gw.config.schema import ProviderConfig
 from gw.config.snapshot import ProviderAccount, provider_accounts
@@ -287,6 +287,7 @@ class Engine:
             for account_number, account in enumerate(accounts, start=1):
                 target_call = call_for(target, account, timeouts)
                 while True:
+                    await _before_attempt(plan, target, log)
                     remaining = deadline - self._clock.monotonic()
                     if remaining <= 0:
                         error = UpstreamTimeoutError("the request used up timeout.total")
@@ -457,6 +458,15 @@ def _finish_cancelled(
         log.finish(pending, "hedge_lost")
     else:
         log.finish(pending, "aborted", ClientAbortedError("the client went away"))
+
+
+async def _before_attempt(plan: ExecutionPlan[Any], target: TargetRef, log: AttemptLog) -> None:
+    """The plugins' before_attempt hooks; one that refused or failed the request ends it."""
+    if plan.before_attempt is not None:
+        try:
+            await plan.before_attempt(target)
+        except GatewayError as refused:
+            raise ExecutionFailedError(refused, log.records) from None
 
 
 async def _within(work: Awaitable[T], budget: float) -> T:

@@ -3,7 +3,7 @@ or ``ExecutionFailedError`` with every attempt made."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Generic, TypeVar
 
 import msgspec
@@ -34,6 +34,9 @@ class ExecutionPlan(msgspec.Struct, Generic[RequestT], frozen=True, kw_only=True
     catalog: Mapping[tuple[str, str], ModelEntry] = msgspec.field(default_factory=dict)
     # Only this account of its provider may serve (the gateway keeps the chain on it).
     pin: AccountPin | None = None
+    # The plugins' before_attempt hooks (gw/execution/plugin_run.py), called before each
+    # upstream call; a GatewayError from them ends the request. None: no plugin has one.
+    before_attempt: Callable[[TargetRef], Awaitable[None]] | None = None
 
 
 class ExecutionFailedError(Exception):

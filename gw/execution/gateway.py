@@ -25,6 +25,7 @@ from gw.execution.execution_plan import Answer, ExecutionFailedError, ExecutionP
 from gw.execution.health import HealthBook, TargetHealth
 from gw.execution.latency import LatencyBook
 from gw.execution.open_stream import OpenStream
+from gw.execution.plugin_run import PluginRun
 from gw.execution.stream_session import StreamSession
 from gw.execution.tenant_admission import admit_request, limited, ticket_ids
 from gw.execution.usage_estimate import (
@@ -41,6 +42,7 @@ from gw.ir import (
     EmbeddingResponse,
     Usage,
 )
+from gw.plugin_api import RequestView
 from gw.ports import Clock, TenantLimits, TraceSink, UsageSink
 from gw.record import AttemptRecord, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
@@ -153,42 +155,94 @@ class Gateway:
     ) -> Completed:
         """``accept`` vets each answer before it counts (see ``Engine.complete``)."""
         await self._wait_for_usage_room()
-        decision, plan = await self._plan(ctx, request)
+        request, run = await self._before_routing(ctx, request)
+        decision, plan = await self._plan(ctx, request, run)
         log = AttemptLog(self._clock)
         work = self._engine.complete(plan, log, accept=accept)
-        answer = await self._attempt(ctx, request, decision, log, work)
+        answer = await self._attempt(ctx, request, decision, log, work, run=run)
         response = answer.response
         usage, source = usage_or_estimate(
             response.usage,
             request,
             estimate_output_tokens(response.text or response.refusal, response.tool_calls),
         )
+        decision = await self._after_answer(ctx, run, decision, answer.target, usage)
         trace = self._answered(ctx, request, decision, answer, usage=usage, source=source)
         return Completed(response=response, trace=trace)
 
     async def embed(self, ctx: RequestContext, request: EmbeddingRequest) -> Embedded:
         """Route and run an embeddings request; usage is the upstream's, else estimated."""
         await self._wait_for_usage_room()
-        decision, plan = await self._plan(ctx, request)
+        request, run = await self._before_routing(ctx, request)
+        decision, plan = await self._plan(ctx, request, run)
         log = AttemptLog(self._clock)
-        answer = await self._attempt(ctx, request, decision, log, self._engine.embed(plan, log))
+        work = self._engine.embed(plan, log)
+        answer = await self._attempt(ctx, request, decision, log, work, run=run)
         usage = answer.response.usage
         source: UsageSource = "provider"
         if usage is None:
             usage, source = Usage(input_tokens=estimate_embedding_tokens(request)), "estimate"
+        decision = await self._after_answer(ctx, run, decision, answer.target, usage)
         trace = self._answered(ctx, request, decision, answer, usage=usage, source=source)
         return Embedded(response=answer.response, trace=trace)
 
     async def open_stream(self, ctx: RequestContext, request: ChatRequest) -> StreamSession:
         """Run attempts until one stream commits; failures before that raise as usual."""
         await self._wait_for_usage_room()
-        decision, plan = await self._plan(ctx, request)
+        request, run = await self._before_routing(ctx, request)
+        decision, plan = await self._plan(ctx, request, run)
         log = AttemptLog(self._clock)
         opened = await self._attempt(
-            ctx, request, decision, log, self._engine.open_stream(plan, log)
+            ctx, request, decision, log, self._engine.open_stream(plan, log), run=run
         )
+        if run is not None:
+            decision = run.noted(decision)  # before_attempt's notes; streams get no after_answer
         finish = functools.partial(self.finish_stream, ctx=ctx, request=request, decision=decision)
         return StreamSession(opened, finish, warnings=decision.warnings)
+
+    async def _before_routing(
+        self, ctx: RequestContext, request: RequestT
+    ) -> tuple[RequestT, PluginRun | None]:
+        """The request as the plugins' before_routing hooks leave it (its model, maybe
+        changed), and the plugin run for its later hooks; with no plugin, as it came."""
+        if not ctx.snapshot.plugins:
+            return request, None
+        shown = RequestView(
+            request_id=ctx.request_id,
+            endpoint=ctx.endpoint,
+            model=request.model,
+            stream=_streams(request),
+            tenant=ctx.tenant,
+            key_id=ctx.key_id,
+            revision=ctx.snapshot.revision,
+            settings={},
+        )
+        run = PluginRun(ctx.snapshot.plugins, shown)
+        try:
+            model = await run.before_routing()
+        except GatewayError as error:  # a plugin refused the request, or failed it
+            raise self.reject(
+                ctx, error, requested_model=request.model, stream=_streams(request)
+            ) from None
+        if model != request.model:
+            request = msgspec.structs.replace(request, model=model)
+        return request, run
+
+    async def _after_answer(
+        self,
+        ctx: RequestContext,
+        run: PluginRun | None,
+        decision: RouteDecision,
+        target: TargetRef,
+        usage: Usage,
+    ) -> RouteDecision:
+        """The plugins' after_answer hooks told what the answer came to; the decision
+        with every plugin note, for the trace."""
+        if run is None:
+            return decision
+        cost = cost_usd(ctx.snapshot.catalog.get((target.provider, target.model)), usage)
+        await run.after_answer(decision.route, target, usage, cost)
+        return run.noted(decision)
 
     async def _wait_for_usage_room(self) -> None:
         """Usage rows are never dropped: while the ledger's queue is full, a new request
@@ -203,14 +257,18 @@ class Gateway:
         decision: RouteDecision,
         log: AttemptLog,
         work: Awaitable[T],
+        *,
+        run: PluginRun | None = None,
     ) -> T:
         """Await the engine; a failure or a client gone before the answer is traced."""
         try:
             return await work
         except ExecutionFailedError as failed:
+            if run is not None:
+                decision = run.noted(decision)
             raise self._failed(ctx, request, decision, failed.error, failed.attempts) from None
         except asyncio.CancelledError:
-            self._aborted(ctx, request, decision, log)
+            self._aborted(ctx, request, decision if run is None else run.noted(decision), log)
             raise
 
     def _answered(
@@ -253,7 +311,7 @@ class Gateway:
             await self._limits.aclose()
 
     async def _plan(
-        self, ctx: RequestContext, request: RequestT
+        self, ctx: RequestContext, request: RequestT, run: PluginRun | None = None
     ) -> tuple[RouteDecision, ExecutionPlan[RequestT]]:
         view = self._health_view(ctx.snapshot)
         try:
@@ -274,6 +332,8 @@ class Gateway:
             raise self.reject(
                 ctx, error, requested_model=request.model, stream=_streams(request)
             ) from None
+        if run is not None:
+            decision = run.noted(decision)  # what before_routing did, before any refusal
         if policy.deny:
             raise self._failed(ctx, request, decision, denied_error(policy), [])
         if ctx.pin is not None and decision.chain:
@@ -308,6 +368,9 @@ class Gateway:
             trials=trials,
             catalog=ctx.snapshot.catalog,
             pin=ctx.pin,
+            before_attempt=None
+            if run is None or not run.has("before_attempt")
+            else functools.partial(run.before_attempt, decision.route),
         )
         return decision, plan
 

@@ -15,6 +15,7 @@ from gw.config.catalog import ShippedCatalog
 from gw.config.redact import redacted_json
 from gw.execution.accounts import AccountBook
 from gw.execution.health import HealthBook
+from gw.plugin_loader import load_plugins
 from gw.reload import AppliedConfig, Reloader
 from gw.startup.plan import ServePlan, SnapshotHolder, SystemClock
 from gw.store.port import StateStore
@@ -64,8 +65,14 @@ def build_reloader(
         )
 
     def compile_config(config: Config, revision: int, source: str, digest: str) -> Snapshot:
+        plugins = load_plugins(config, source)
         return compile_snapshot(
-            config, revision=revision, source=source, shipped=shipped, digest=digest
+            config,
+            revision=revision,
+            source=source,
+            shipped=shipped,
+            digest=digest,
+            plugins=plugins,
         )
 
     return Reloader(
@@ -140,7 +147,12 @@ async def start_snapshot(
         redacted=redacted_json(plan.config),
     )
     return compile_snapshot(
-        plan.config, revision=revision, source=plan.source, shipped=shipped, digest=digest
+        plan.config,
+        revision=revision,
+        source=plan.source,
+        shipped=shipped,
+        digest=digest,
+        plugins=load_plugins(plan.config, plan.source),
     )
 
 

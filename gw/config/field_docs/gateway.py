@@ -17,6 +17,7 @@ from gw.config.schema import (
     Config,
     HealthConfig,
     OtlpConfig,
+    PluginConfig,
     RedisFailureConfig,
     ResponsesConfig,
     RetryBudgetConfig,
@@ -25,7 +26,11 @@ from gw.config.schema import (
     SwitchConfig,
     TelemetryConfig,
 )
-from gw.config.validate import MAX_DASHBOARD_LINK_TTL_S, MAX_IDEMPOTENCY_TTL_S
+from gw.config.validate import (
+    MAX_DASHBOARD_LINK_TTL_S,
+    MAX_IDEMPOTENCY_TTL_S,
+    MAX_PLUGIN_TIMEOUT_S,
+)
 
 _SERVER = "Read at start only: a change needs a restart."
 
@@ -62,6 +67,38 @@ GATEWAY_SECTIONS: dict[type, Section] = {
             "Kill switches: providers, routes or targets taken out of service, and breakers "
             "forced open or closed (`gw switch` writes them; docs/guides/switches.md)."
         ),
+        plugins=Field(
+            "Python code gw calls before routing, before each upstream call and after the "
+            "answer, each call within a time budget (docs/guides/plugins.md)."
+        ),
+    ),
+    PluginConfig: section(
+        "One plugin: an object with any of the async hooks `before_routing`, "
+        "`before_attempt` and `after_answer` (`gw.plugin_api`). It is imported when the "
+        "config loads: an entry point that does not import, or has no hook, is a config "
+        "error. Plugins run in config order.",
+        name=Field("What `gw explain` and error messages call it.", text=PRINTABLE),
+        entry_point=Field(
+            "`package.module:object` (found on `sys.path`, PYTHONPATH included), or the name "
+            "of an installed entry point in group `gw.plugins`. A class is instantiated "
+            "with `settings`."
+        ),
+        hooks=Field(
+            "The hooks gw calls; each must be an `async def` of the object. Default: every "
+            "hook it has.",
+            min_items=1,
+        ),
+        timeout=Field(
+            "How long one hook call may take; one that takes longer fails as if it raised.",
+            above=0,
+            maximum=MAX_PLUGIN_TIMEOUT_S,
+        ),
+        on_error=Field(
+            "What a hook that raises or times out does: `skip` (the request goes on without "
+            "it) or `fail` (500 `internal_error` naming the plugin). Either way `gw explain` "
+            "notes it. A failed `after_answer` never fails the request."
+        ),
+        settings=Field("Anything the plugin reads: handed to it read-only, never logged."),
     ),
     SwitchConfig: section(
         "One kill switch. Its subject is `provider`; `route`; `target` (in every route); or "

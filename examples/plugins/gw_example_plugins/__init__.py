@@ -1,0 +1,1 @@
+"""Example gw plugins (docs/guides/plugins.md). Put this directory on PYTHONPATH."""
