@@ -5,16 +5,17 @@ circuit breaker open or closed. Routing reads the ``Switchboard``: a route switc
 refused (503 ``no_route``); a target switched off, or whose provider is, or whose breaker
 is forced open, is a rejected candidate (``switched_off``) that no relaxation brings
 back; a breaker forced closed hides that target's health from routing, so it is tried as
-if healthy. Each answer says who switched what, when and why.
+if healthy. Each answer says who switched what, when and why. ``switch_problems`` is the
+load-time check of ``switches:`` (gw/config/validate.py runs it with the others).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from gw.config.schema import SwitchConfig
+from gw.config.schema import Config, SwitchConfig
 
 
 class Switchboard(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,3 +88,48 @@ def switch_sentence(switch: SwitchConfig) -> str:
     when = f" at {switch.at}" if switch.at else ""
     why = f": {switch.reason}" if switch.reason else " (no reason given)"
     return f"{switch_subject(switch)} {action}{who}{when}{why}"
+
+
+def switch_problems(config: Config, providers: set[str]) -> Iterator[tuple[str, str]]:
+    """Each switch names what exists, in one of the subject's forms, once: (field, reason)."""
+    routes = {route.name: route for route in config.routes}
+    seen: set[tuple[str | None, str | None, str | None, bool]] = set()
+    for index, switch in enumerate(config.switches):
+        here = f"switches[{index}]"
+        breaker = switch.state != "disabled"
+        problem = _switch_subject_problem(switch, breaker)
+        if problem is not None:
+            yield here, problem
+            continue
+        if switch.provider is not None and switch.provider not in providers:
+            yield f"{here}.provider", f"unknown provider {switch.provider!r}"
+        route = routes.get(switch.route) if switch.route is not None else None
+        if switch.route is not None and route is None:
+            yield f"{here}.route", f"unknown route {switch.route!r}"
+        if switch.target is not None:
+            provider, slash, model = switch.target.partition("/")
+            if not slash or not model or provider not in providers:
+                yield (
+                    f"{here}.target",
+                    (f"{switch.target!r} is not provider/model of a configured provider"),
+                )
+            elif route is not None and all(
+                (t.provider, t.model) != (provider, model) for t in route.targets
+            ):
+                yield f"{here}.target", f"route {route.name!r} has no target {switch.target!r}"
+        subject = (switch.provider, switch.route, switch.target, breaker)
+        if subject in seen:
+            yield here, "switches the same subject as an earlier switch; keep one"
+        seen.add(subject)
+
+
+def _switch_subject_problem(switch: SwitchConfig, breaker: bool) -> str | None:
+    if breaker:
+        if switch.target is None or switch.provider is not None or switch.route is not None:
+            return f"state {switch.state} forces a target's breaker: give target alone"
+        return None
+    if switch.provider is not None and (switch.route is not None or switch.target is not None):
+        return "a provider switch names the provider alone (no route or target)"
+    if switch.provider is None and switch.route is None and switch.target is None:
+        return "names nothing: give provider, route, target, or route and target"
+    return None

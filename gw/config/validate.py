@@ -20,11 +20,11 @@ from gw.config.schema import (
     ProviderConfig,
     ServerConfig,
     StateConfig,
-    SwitchConfig,
     TenantBudget,
     TenantLimits,
 )
 from gw.config.state_url import redis_url_problem, state_url_problem
+from gw.config.switches import switch_problems
 from gw.config.upstream_host import HostFormError, HostKind, classify_host, refusal
 from gw.errors import ERRORS_BY_CODE
 
@@ -72,7 +72,7 @@ def find_problems(config: Config) -> list[Problem]:
         *_state_problems(config.state),
         *_otlp_problems(config.telemetry.otlp),
         *_background_problems(config.responses.background),
-        *_switch_problems(config, providers),
+        *switch_problems(config, providers),
         *_unique("plugins", (p.name for p in config.plugins)),
         *_plugin_problems(config.plugins),
     ]
@@ -299,50 +299,6 @@ def _match_problems(here: str, policy: PolicyConfig) -> Iterator[Problem]:
         yield f"{here}.match.max_prompt_tokens", f"must be at least min_prompt_tokens ({low})"
     if policy.deny_reason is not None and not policy.deny:
         yield f"{here}.deny_reason", "is only for a deny rule; add `deny: true` or remove it"
-
-
-def _switch_problems(config: Config, providers: set[str]) -> Iterator[Problem]:
-    routes = {route.name: route for route in config.routes}
-    seen: set[tuple[str | None, str | None, str | None, bool]] = set()
-    for index, switch in enumerate(config.switches):
-        here = f"switches[{index}]"
-        breaker = switch.state != "disabled"
-        problem = _switch_subject_problem(switch, breaker)
-        if problem is not None:
-            yield here, problem
-            continue
-        if switch.provider is not None and switch.provider not in providers:
-            yield f"{here}.provider", f"unknown provider {switch.provider!r}"
-        route = routes.get(switch.route) if switch.route is not None else None
-        if switch.route is not None and route is None:
-            yield f"{here}.route", f"unknown route {switch.route!r}"
-        if switch.target is not None:
-            provider, slash, model = switch.target.partition("/")
-            if not slash or not model or provider not in providers:
-                yield (
-                    f"{here}.target",
-                    (f"{switch.target!r} is not provider/model of a configured provider"),
-                )
-            elif route is not None and all(
-                (t.provider, t.model) != (provider, model) for t in route.targets
-            ):
-                yield f"{here}.target", f"route {route.name!r} has no target {switch.target!r}"
-        subject = (switch.provider, switch.route, switch.target, breaker)
-        if subject in seen:
-            yield here, "switches the same subject as an earlier switch; keep one"
-        seen.add(subject)
-
-
-def _switch_subject_problem(switch: SwitchConfig, breaker: bool) -> str | None:
-    if breaker:
-        if switch.target is None or switch.provider is not None or switch.route is not None:
-            return f"state {switch.state} forces a target's breaker: give target alone"
-        return None
-    if switch.provider is not None and (switch.route is not None or switch.target is not None):
-        return "a provider switch names the provider alone (no route or target)"
-    if switch.provider is None and switch.route is None and switch.target is None:
-        return "names nothing: give provider, route, target, or route and target"
-    return None
 
 
 def _tenant_problems(config: Config) -> Iterator[Problem]:

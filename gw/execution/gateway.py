@@ -22,10 +22,17 @@ from gw.execution.breaker_gate import breakers_open_error, gate_breakers
 from gw.execution.cost import cost_usd
 from gw.execution.engine import Engine
 from gw.execution.execution_plan import Answer, ExecutionFailedError, ExecutionPlan, RequestT
-from gw.execution.health import HealthBook, TargetHealth
+from gw.execution.health import HealthBook
+from gw.execution.health_view import health_view
 from gw.execution.latency import LatencyBook
 from gw.execution.open_stream import OpenStream
 from gw.execution.plugin_run import PluginRun
+from gw.execution.request_context import (
+    Completed,
+    Embedded,
+    RequestContext,
+    RequestFailedError,
+)
 from gw.execution.stream_session import StreamSession
 from gw.execution.tenant_admission import admit_request, limited, ticket_ids
 from gw.execution.usage_estimate import (
@@ -39,7 +46,6 @@ from gw.ir import (
     ChatRequest,
     ChatResponse,
     EmbeddingRequest,
-    EmbeddingResponse,
     Usage,
 )
 from gw.plugin_api import RequestView
@@ -47,54 +53,12 @@ from gw.ports import Clock, TenantLimits, TraceSink, UsageSink
 from gw.record import AttemptRecord, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
 from gw.routing.estimate import estimate_embedding_tokens
-from gw.routing.health import TargetVerdict, VerdictStatus
-from gw.routing.hints import RoutingHints
+from gw.routing.health import TargetVerdict
 from gw.routing.policy import kind_of_endpoint
-from gw.routing.router import decide, denied_error, governing_policy, no_candidate_error
+from gw.routing.router import decide, denied_error, no_candidate_error
 
 T = TypeVar("T")
 LEASE_GRACE_S = 60.0  # a lease outlives its request's timeout.total by at most this much
-
-
-class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
-    """Who asked, when, and against which config revision (pinned for the whole request)."""
-
-    request_id: str
-    snapshot: Snapshot
-    endpoint: str
-    started_at: float
-    started_mono: float
-    client_request_id: str | None = None
-    tenant: str | None = None
-    key_id: str | None = None
-    hints: RoutingHints | None = None  # from request headers; they only narrow routing
-    # Only this provider's account may serve: it holds the response a Responses request
-    # continues (previous_response_id, gw/server/inference/previous_response.py).
-    pin: AccountPin | None = None
-    background: bool = (
-        False  # a background Responses job, run by gw/server/inference/background_worker.py
-    )
-
-
-class RequestFailedError(Exception):
-    """The request failed; ``trace`` is already recorded and carries the gw metadata."""
-
-    def __init__(self, error: GatewayError, trace: TraceRecord) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.trace = trace
-
-
-class Completed(msgspec.Struct, frozen=True, kw_only=True):
-    response: ChatResponse
-    trace: TraceRecord
-
-
-class Embedded(msgspec.Struct, frozen=True, kw_only=True):
-    """An embeddings answer with its (already submitted) trace."""
-
-    response: EmbeddingResponse
-    trace: TraceRecord
 
 
 class Gateway:
@@ -133,18 +97,6 @@ class Gateway:
         replay): no routing, no upstream call, no usage or cost, so nothing is counted
         twice (the request that answered first carries them)."""
         return self._record(ctx, requested_model=requested_model, stream=False, replay_of=replay_of)
-
-    def refuse_if_denied(self, ctx: RequestContext, request: ChatRequest) -> None:
-        """A request answered without routing (count_tokens) still honours deny rules."""
-        policy = governing_policy(
-            request,
-            ctx.snapshot,
-            kind=kind_of_endpoint(ctx.endpoint),
-            tenant=ctx.tenant,
-            api_key_id=ctx.key_id,
-        )
-        if policy is not None and policy.deny:
-            raise denied_error(policy)
 
     async def complete(
         self,
@@ -426,19 +378,7 @@ class Gateway:
         )
 
     def _health_view(self, snapshot: Snapshot) -> dict[str, TargetVerdict]:
-        """A verdict for each target that is not healthy (breaker, or every account
-        locked); empty (and free) when all are fine. A breaker an operator forced closed
-        (gw/config/switches.py) gives no verdict: the target is tried as if healthy."""
-        now = self._clock.monotonic()
-        view: dict[str, TargetVerdict] = {}
-        if self._health is not None:
-            flagged = self._health.flagged(now=now)
-            closed = snapshot.switches.breakers_closed
-            view = {key: _verdict(health) for key, health in flagged.items() if key not in closed}
-        if self._accounts is not None:
-            for key, reason in self._accounts.fully_locked(snapshot.accounts, now=now).items():
-                view[key] = TargetVerdict(status="unhealthy", reason=reason)
-        return view
+        return health_view(snapshot, self._health, self._accounts, now=self._clock.monotonic())
 
     def _failed(
         self,
@@ -552,11 +492,3 @@ class Gateway:
 
 def _streams(request: ChatRequest | EmbeddingRequest) -> bool:
     return isinstance(request, ChatRequest) and request.stream
-
-
-def _verdict(health: TargetHealth) -> TargetVerdict:
-    """The health book's view of one target, as routing reads it."""
-    if health.trial_available:
-        return TargetVerdict(status="trial", reason=health.reason)
-    status: VerdictStatus = "unhealthy" if health.status == "unhealthy" else "degraded"
-    return TargetVerdict(status=status, reason=health.reason)

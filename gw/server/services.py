@@ -12,9 +12,10 @@ from gw.config.credentials import CredentialReport
 from gw.config.schema import Config
 from gw.config.snapshot import Snapshot
 from gw.execution.accounts import AccountBook
-from gw.execution.gateway import Gateway, RequestContext
+from gw.execution.gateway import Gateway
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
+from gw.execution.request_context import RequestContext
 from gw.ports import Clock
 from gw.record import kept_client_request_id
 from gw.server.admin.dashboard_sessions import DashboardSessions

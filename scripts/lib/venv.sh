@@ -43,10 +43,11 @@ ensure_venv() {
     "$python" -m venv --clear "$venv"
   fi
   local stamp="$venv/.gw-installed" want
-  want="$lock_name $(cat "$lock" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+  want="$lock_name $(cat "$lock" "$root/requirements/pip.lock" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "installing requirements/$lock_name.lock and gw into .venv" >&2
     local pip=("$venv/bin/python" -m pip --quiet --disable-pip-version-check)
+    quiet_pip "${pip[@]}" install --require-hashes -r "$root/requirements/pip.lock"
     quiet_pip "${pip[@]}" install --require-hashes -r "$lock"
     quiet_pip "${pip[@]}" install --no-deps -e "$root"
     echo "$want" > "$stamp"

@@ -56,7 +56,7 @@ from gw.errors import (
     PreconditionFailedError,
     client_value,
 )
-from gw.execution.gateway import RequestContext, RequestFailedError
+from gw.execution.request_context import RequestContext, RequestFailedError
 from gw.server.auth import require_scope
 from gw.server.body import read_body
 from gw.server.responses import JSON, gw_headers, openai_error_response

@@ -33,7 +33,7 @@ from litestar.exceptions import NotFoundException
 from litestar.handlers import HTTPRouteHandler
 
 from gw.errors import GatewayError
-from gw.execution.gateway import RequestFailedError
+from gw.execution.request_context import RequestFailedError
 from gw.server.admin.config_api import AdminApi
 from gw.server.admin.dashboard_sessions import COOKIE_NAME, SESSION_TTL_S
 from gw.server.auth import require_scope

@@ -28,7 +28,7 @@ from litestar.handlers import HTTPRouteHandler
 from gw.codecs.openai_chat import decode_chat_request
 from gw.config.schema import RequestKind
 from gw.errors import EndpointNotFoundError, GatewayError, InvalidRequestError
-from gw.execution.gateway import RequestFailedError
+from gw.execution.request_context import RequestFailedError
 from gw.record import TraceRecord
 from gw.routing.policy import matched_fields
 from gw.routing.router import decide, deny_reason

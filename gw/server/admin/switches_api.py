@@ -28,7 +28,7 @@ from litestar.handlers import HTTPRouteHandler
 from gw.config.schema import SwitchConfig
 from gw.config.switches import switch_sentence
 from gw.errors import GatewayError, InvalidRequestError
-from gw.execution.gateway import RequestFailedError
+from gw.execution.request_context import RequestFailedError
 from gw.server.admin.config_api import (
     AdminApi,
     ConfigWriter,

@@ -31,7 +31,7 @@ from gw.errors import (
     RateLimitedError,
     ResponseNotFoundError,
 )
-from gw.execution.gateway import RequestContext
+from gw.execution.request_context import RequestContext
 from gw.ir import ChatRequest
 from gw.ports import Clock
 from gw.record import is_response_id, request_id_of, response_id, shown_response_id

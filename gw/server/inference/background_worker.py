@@ -29,7 +29,8 @@ from gw.codecs.openai_responses.client_request import decode_responses_request
 from gw.codecs.openai_responses.client_response import encode_responses_response, ending
 from gw.config.snapshot import Snapshot
 from gw.errors import GatewayError
-from gw.execution.gateway import Gateway, RequestContext, RequestFailedError
+from gw.execution.gateway import Gateway
+from gw.execution.request_context import RequestContext, RequestFailedError
 from gw.ports import Clock
 from gw.record import response_id
 from gw.server.inference.previous_response import ResponseLinks, pin_previous

@@ -11,7 +11,7 @@ from litestar.handlers import HTTPRouteHandler
 
 from gw.codecs.openai_chat import ChatStreamEncoder, decode_chat_request, encode_chat_response
 from gw.errors import GatewayError
-from gw.execution.gateway import RequestContext
+from gw.execution.request_context import RequestContext
 from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord

@@ -16,7 +16,7 @@ from gw.codecs.openai_chat import (
     requested_encoding,
 )
 from gw.errors import ClientAbortedError, GatewayError
-from gw.execution.gateway import RequestContext, RequestFailedError
+from gw.execution.request_context import RequestContext, RequestFailedError
 from gw.ir import EmbeddingRequest, EmbeddingResponse
 from gw.server.admission import queue_header
 from gw.server.inference.ingress import idempotency_claim, kept, read_request_body

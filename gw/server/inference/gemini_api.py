@@ -31,7 +31,7 @@ from gw.codecs.gemini.client_request import (
 from gw.codecs.gemini.client_response import check_response, encode_response
 from gw.codecs.gemini.client_stream import GeminiStreamEncoder
 from gw.errors import EndpointNotFoundError, GatewayError
-from gw.execution.gateway import RequestContext
+from gw.execution.request_context import RequestContext, refuse_if_denied
 from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord
@@ -162,7 +162,7 @@ async def _count_tokens(
     ctx = services.begin(request, count.endpoint)
     try:
         ctx, chat = await read_chat(services, count, ctx, request)
-        services.gateway.refuse_if_denied(ctx, chat)
+        refuse_if_denied(ctx, chat)
     except GatewayError as error:
         failed = services.gateway.reject(ctx, error, requested_model=model, stream=False)
         return gemini_error_response(failed.error, failed.trace)

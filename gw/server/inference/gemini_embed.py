@@ -15,7 +15,7 @@ from gw.codecs.gemini.client_embeddings import (
     encode_embed_response,
 )
 from gw.errors import ClientAbortedError, GatewayError
-from gw.execution.gateway import RequestContext, RequestFailedError
+from gw.execution.request_context import RequestContext, RequestFailedError
 from gw.ir import EmbeddingRequest
 from gw.server.admission import queue_header
 from gw.server.inference.ingress import idempotency_claim, kept, read_request_body

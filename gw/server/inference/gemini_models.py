@@ -19,7 +19,7 @@ from gw.codecs.fields import decimal
 from gw.config.schema import ModelEntry
 from gw.config.snapshot import Snapshot
 from gw.errors import GatewayError, InvalidRequestError, ModelNotFoundError, client_value
-from gw.execution.gateway import RequestContext
+from gw.execution.request_context import RequestContext
 from gw.server.auth import Principal, require_scope
 from gw.server.responses import JSON, gemini_error_response, gw_headers
 from gw.server.services import HttpRequest, ServerServices

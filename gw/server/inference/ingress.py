@@ -16,7 +16,7 @@ from litestar import Response
 from litestar.datastructures import Headers
 
 from gw.errors import ClientAbortedError, GatewayError, RequestTimeoutError
-from gw.execution.gateway import RequestContext, RequestFailedError
+from gw.execution.request_context import RequestContext, RequestFailedError
 from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord

@@ -19,7 +19,7 @@ from gw.codecs.anthropic_messages.client_response import (
 )
 from gw.codecs.anthropic_messages.client_stream import MessagesStreamEncoder
 from gw.errors import GatewayError
-from gw.execution.gateway import RequestContext
+from gw.execution.request_context import RequestContext, refuse_if_denied
 from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord, message_id
@@ -94,7 +94,7 @@ def message_handlers(services: ServerServices, endpoint: Endpoint) -> list[HTTPR
         ctx = services.begin(request, count.endpoint)
         try:
             ctx, chat = await read_chat(services, count, ctx, request)
-            services.gateway.refuse_if_denied(ctx, chat)
+            refuse_if_denied(ctx, chat)
         except GatewayError as error:
             failed = services.gateway.reject(ctx, error, stream=False)
             return anthropic_error_response(failed.error, failed.trace)

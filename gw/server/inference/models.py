@@ -11,7 +11,7 @@ from litestar import Response, get
 from litestar.handlers import HTTPRouteHandler
 
 from gw.errors import GatewayError, ModelNotFoundError, client_value
-from gw.execution.gateway import RequestContext
+from gw.execution.request_context import RequestContext
 from gw.server.auth import require_scope
 from gw.server.inference.gemini_models import from_google_sdk, serve_model, serve_models
 from gw.server.responses import (

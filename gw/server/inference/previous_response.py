@@ -22,7 +22,7 @@ import msgspec
 
 from gw.errors import InvalidRequestError, ResponseNotFoundError
 from gw.execution.accounts import AccountPin
-from gw.execution.gateway import RequestContext
+from gw.execution.request_context import RequestContext
 from gw.ir import ChatRequest
 from gw.record import TraceRecord, is_response_id, request_id_of
 from gw.store.migrations import StoreError

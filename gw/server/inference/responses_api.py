@@ -20,7 +20,7 @@ from gw.codecs.openai_responses.client_request import decode_responses_request
 from gw.codecs.openai_responses.client_response import encode_responses_response
 from gw.codecs.openai_responses.client_stream import ResponsesStreamEncoder
 from gw.errors import GatewayError, InvalidRequestError
-from gw.execution.gateway import RequestContext
+from gw.execution.request_context import RequestContext
 from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord, response_id

@@ -13,7 +13,8 @@ from gw.config.schema import HealthConfig
 from gw.errors import RateLimitedError
 from gw.execution.accounts import AccountBook, AccountPin
 from gw.execution.engine import Engine
-from gw.execution.gateway import Completed, Gateway, RequestContext, RequestFailedError
+from gw.execution.gateway import Gateway
+from gw.execution.request_context import Completed, RequestContext, RequestFailedError
 from gw.ir import ChatRequest, ChatResponse, StreamStart, TextDelta, TextPart, UserMessage
 from gw.record import TraceRecord
 

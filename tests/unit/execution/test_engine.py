@@ -22,10 +22,11 @@ from gw.errors import (
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.engine import Engine
 from gw.execution.execution_plan import ExecutionFailedError, ExecutionPlan
-from gw.execution.gateway import Gateway, RequestContext
+from gw.execution.gateway import Gateway
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
 from gw.execution.open_stream import OpenStream
+from gw.execution.request_context import RequestContext
 from gw.ir import (
     ChatRequest,
     ChatResponse,

@@ -16,7 +16,8 @@ from gw.errors import GatewayError, InvalidRequestError, RateLimitedError, Upstr
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.engine import Engine
 from gw.execution.execution_plan import ExecutionFailedError, ExecutionPlan
-from gw.execution.gateway import Gateway, RequestContext, RequestFailedError
+from gw.execution.gateway import Gateway
+from gw.execution.request_context import RequestContext, RequestFailedError
 from gw.ir import ChatResponse, EmbeddingRequest, EmbeddingResponse, StreamEvent, Usage
 from gw.ports import EmbeddingCall, UpstreamCall
 from gw.record import TraceRecord

@@ -13,7 +13,8 @@ from gw.config import compile_snapshot, load_config
 from gw.config.schema import ProviderConfig
 from gw.errors import InvalidRequestError, UpstreamError
 from gw.execution.engine import Engine
-from gw.execution.gateway import Gateway, RequestContext, RequestFailedError
+from gw.execution.gateway import Gateway
+from gw.execution.request_context import RequestContext, RequestFailedError
 from gw.execution.usage_row import usage_row
 from gw.ir import (
     ChatRequest,

@@ -12,7 +12,7 @@ import pytest
 from gw.config import compile_snapshot, load_config
 from gw.errors import GatewayError
 from gw.execution.accounts import AccountPin
-from gw.execution.gateway import RequestContext
+from gw.execution.request_context import RequestContext
 from gw.ir import ChatRequest, TextPart, UserMessage
 from gw.record import AttemptRecord, TraceRecord
 from gw.server.inference.previous_response import ResponseLinks, pin_previous
