@@ -25,11 +25,9 @@ from gw.execution.engine import Engine
 from gw.execution.gateway import Gateway
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
-from gw.execution.local_limits import LocalLimits
 from gw.execution.probes import Prober
 from gw.fleet.breaker_mirror import BreakerMirror, MirrorCounts
 from gw.fleet.gateway_id import gateway_id
-from gw.ports import TenantLimits
 from gw.reload import WatchTask
 from gw.server.admin.status import RequestCounts, ServerFacts
 from gw.server.admission import Admission
@@ -41,6 +39,7 @@ from gw.server.runtime.server import GracefulServer, uvicorn_config
 from gw.server.services import ServerServices
 from gw.startup.checks import check_otel, checked_start, shipped_catalog
 from gw.startup.fleet import fleet_duties
+from gw.startup.limits import seeded_limiter, shared_limits
 from gw.startup.plan import ServeError, ServePlan, SnapshotHolder, SystemClock, reachable_as
 from gw.startup.reloading import build_reloader, start_snapshot
 from gw.startup.responses_state import responses_state
@@ -142,33 +141,6 @@ def bind_socket(host: str, port: int) -> socket.socket:
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
-
-
-async def seeded_limiter(
-    store: StateStore, clock: SystemClock, shared: TenantLimits | None = None
-) -> TenantLimits:
-    """Tenant limits (the fleet's in Redis when ``state.redis_url`` is set, see
-    ``shared_limits``), with today's and this month's spend read back from the ledger."""
-    limits, wall = shared or LocalLimits(), clock.time()
-    await limits.seed(await store.budget_spend(wall))
-    return limits
-
-
-async def shared_limits(plan: ServePlan) -> TenantLimits | None:
-    """The fleet's limits in Redis, connected before anything else starts: a gateway that
-    cannot reach them would count alone, so it does not start."""
-    url = plan.config.state.redis_url
-    if url is None:
-        return None
-    from gw.fleet.redis_limits import RedisLimits, RedisUnreachableError  # noqa: PLC0415 - redis only when used
-
-    try:
-        return await RedisLimits.connect(url, failure=plan.config.state.redis_failure)
-    except RedisUnreachableError as exc:
-        raise ServeError(
-            f"state.redis_url: {exc}. Start Redis there, correct state.redis_url (or "
-            "GW_REDIS_URL), or remove it to count limits in this process alone"
-        ) from None
 
 
 async def serve(plan: ServePlan) -> None:
