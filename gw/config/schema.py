@@ -226,6 +226,7 @@ class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):
     limits: PolicyLimits = PolicyLimits()
     deny: bool = False  # a deny rule: the requests it matches get 403 permission_denied
     deny_reason: str | None = None
+    guardrails: tuple[str, ...] = ()  # names of ``guardrails:`` entries it applies
 
 
 class TenantLimits(ConfigStruct, frozen=True, kw_only=True):
@@ -405,6 +406,31 @@ class PluginConfig(ConfigStruct, frozen=True, kw_only=True):
     settings: dict[str, Any] = {}
 
 
+GuardrailAction = Literal["block", "mask"]
+GuardrailStage = Literal["input", "output"]
+PiiKind = Literal["email", "phone", "card", "key"]
+
+
+class GuardrailConfig(ConfigStruct, frozen=True, kw_only=True):
+    """A content rule (gw/config/guardrails.py), applied by the policies that list it, or to
+    every request (``everywhere``). ``block`` refuses a request or answer in which any of
+    ``patterns``, ``words`` or ``pii`` is found (400 ``content_blocked`` naming the rule);
+    ``mask`` replaces what it finds in the prompt before the upstream sees it. ``models``:
+    a blocklist of targets (globs on ``provider/model`` or the model) never called."""
+
+    name: str
+    action: GuardrailAction = "block"
+    apply_to: tuple[GuardrailStage, ...] | None = None  # None: block both, mask the input
+    patterns: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()
+    pii: tuple[PiiKind, ...] = ()
+    models: tuple[str, ...] = ()
+    replacement: str | None = None  # mask: None puts [EMAIL], [PHONE], ... or [MASKED]
+    everywhere: bool = False
+    stream_window: int = 512  # characters of a streamed answer a match may span
+    timeout: Duration = Duration(0.1)  # one search; longer fails closed
+
+
 class Config(ConfigStruct, frozen=True, kw_only=True):
     server: ServerConfig = ServerConfig()
     auth: AuthConfig = AuthConfig()
@@ -420,3 +446,4 @@ class Config(ConfigStruct, frozen=True, kw_only=True):
     responses: ResponsesConfig = ResponsesConfig()
     switches: tuple[SwitchConfig, ...] = ()
     plugins: tuple[PluginConfig, ...] = ()
+    guardrails: tuple[GuardrailConfig, ...] = ()

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from gw.config.catalog import EMPTY_CATALOG, ShippedCatalog, catalog_entries
+from gw.config.guardrails import NO_GUARDRAILS, Guardrails, compile_guardrails
 from gw.config.schema import (
     Config,
     ModelEntry,
@@ -65,6 +66,7 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     tenants: dict[str, TenantConfig]
     switches: Switchboard = NO_SWITCHES
     plugins: tuple[LoadedPlugin, ...] = ()  # in config order; empty costs a request nothing
+    guardrails: Guardrails = NO_GUARDRAILS  # each policy's content rules and model blocklist
     # What routing derives from this snapshot once per client model name instead of once
     # per request (``gw.routing.plan``), filled on first use. Safe although it is filled
     # after compile: the rest of the snapshot never changes, each value is a pure function
@@ -175,4 +177,5 @@ def compile_snapshot(
         tenants={tenant.name: tenant for tenant in config.tenants},
         switches=compile_switches(config.switches),
         plugins=plugins,
+        guardrails=compile_guardrails(config),
     )

@@ -9,6 +9,7 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from gw.config.catalog import prices
+from gw.config.guardrails import guardrail_problems
 from gw.config.schema import (
     BackgroundConfig,
     Config,
@@ -75,6 +76,7 @@ def find_problems(config: Config) -> list[Problem]:
         *switch_problems(config, providers),
         *_unique("plugins", (p.name for p in config.plugins)),
         *_plugin_problems(config.plugins),
+        *guardrail_problems(config),
     ]
 
 

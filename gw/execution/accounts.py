@@ -27,7 +27,8 @@ import msgspec
 from gw.config.schema import HealthConfig, ProviderConfig
 from gw.config.snapshot import ProviderAccount
 from gw.config.units import Duration
-from gw.errors import GatewayError
+from gw.errors import GatewayError, InvalidRequestError
+from gw.routing.decision import RouteDecision
 
 LOCKING_CODES = frozenset({"rate_limited", "upstream_auth_failed"})
 # Clients may address provider/any-model directly: bounded, and small enough that the
@@ -41,6 +42,25 @@ class AccountPin(msgspec.Struct, frozen=True, kw_only=True):
 
     provider: str
     account: str
+
+
+def pinned_decision(decision: RouteDecision, pin: AccountPin) -> RouteDecision:
+    """The chain kept to the pinned provider's targets (one account serves them all, the
+    engine sees to that); none left is the client's error, named."""
+    chain = tuple(target for target in decision.chain if target.provider == pin.provider)
+    if not chain:
+        raise InvalidRequestError(
+            f"previous_response_id: that response is held by provider {pin.provider} "
+            f"(account {pin.account}), and no target of route {decision.route!r} on it "
+            "can serve this request; send the whole conversation as input instead, or "
+            f"use a route with a target on {pin.provider}",
+            param="previous_response_id",
+        )
+    note = (
+        f"previous_response_id: only {pin.provider} (account {pin.account}), which holds "
+        "the previous response"
+    )
+    return msgspec.structs.replace(decision, chain=chain, notes=(*decision.notes, note))
 
 
 class AccountLock(msgspec.Struct, frozen=True, kw_only=True):

@@ -15,13 +15,14 @@ from typing import Any, TypeVar
 import msgspec
 
 from gw.config.snapshot import MODEL_NAME_MAX_CHARS, Snapshot
-from gw.errors import ClientAbortedError, GatewayError, InvalidRequestError, clipped
-from gw.execution.accounts import AccountBook, AccountPin
+from gw.errors import ClientAbortedError, GatewayError, clipped
+from gw.execution.accounts import AccountBook, AccountPin, pinned_decision
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.breaker_gate import breakers_open_error, gate_breakers
 from gw.execution.cost import cost_usd
 from gw.execution.engine import Engine
 from gw.execution.execution_plan import Answer, ExecutionFailedError, ExecutionPlan, RequestT
+from gw.execution.guardrail_check import screen_answer, screen_prompt, stream_guard
 from gw.execution.health import HealthBook
 from gw.execution.health_view import health_view
 from gw.execution.latency import LatencyBook
@@ -118,6 +119,13 @@ class Gateway:
             request,
             estimate_output_tokens(response.text or response.refusal, response.tool_calls),
         )
+        try:
+            screen_answer(response, ctx.snapshot.guardrails, decision.policy)
+        except GatewayError as blocked:  # the upstream was paid: its usage is recorded
+            trace = self._answered(
+                ctx, request, decision, answer, usage=usage, source=source, error=blocked
+            )
+            raise RequestFailedError(blocked, trace) from None
         decision = await self._after_answer(ctx, run, decision, answer.target, usage)
         trace = self._answered(ctx, request, decision, answer, usage=usage, source=source)
         return Completed(response=response, trace=trace)
@@ -149,6 +157,7 @@ class Gateway:
         )
         if run is not None:
             decision = run.noted(decision)  # before_attempt's notes; streams get no after_answer
+        opened.guard = stream_guard(ctx.snapshot.guardrails, decision.policy)
         finish = functools.partial(self.finish_stream, ctx=ctx, request=request, decision=decision)
         return StreamSession(opened, finish, warnings=decision.warnings)
 
@@ -232,6 +241,7 @@ class Gateway:
         *,
         usage: Usage,
         source: UsageSource,
+        error: GatewayError | None = None,
     ) -> TraceRecord:
         return self._record(
             ctx,
@@ -242,6 +252,7 @@ class Gateway:
             target=answer.target,
             usage=usage,
             usage_source=source,
+            error=error,
         )
 
     def _aborted(
@@ -288,6 +299,10 @@ class Gateway:
             decision = run.noted(decision)  # what before_routing did, before any refusal
         if policy.deny:
             raise self._failed(ctx, request, decision, denied_error(policy), [])
+        try:
+            request, decision = screen_prompt(request, ctx.snapshot.guardrails, decision)
+        except GatewayError as blocked:
+            raise self._failed(ctx, request, decision, blocked, []) from None
         if ctx.pin is not None and decision.chain:
             decision = self._pinned(ctx, request, decision, ctx.pin)
         if decision.chain and limited(ctx.snapshot, ctx.tenant):
@@ -333,23 +348,10 @@ class Gateway:
         decision: RouteDecision,
         pin: AccountPin,
     ) -> RouteDecision:
-        """The chain kept to the pinned provider's targets (one account serves them all,
-        the engine sees to that); none left is the client's error, named."""
-        chain = tuple(target for target in decision.chain if target.provider == pin.provider)
-        if not chain:
-            error = InvalidRequestError(
-                f"previous_response_id: that response is held by provider {pin.provider} "
-                f"(account {pin.account}), and no target of route {decision.route!r} on it "
-                "can serve this request; send the whole conversation as input instead, or "
-                f"use a route with a target on {pin.provider}",
-                param="previous_response_id",
-            )
-            raise self._failed(ctx, request, decision, error, [])
-        note = (
-            f"previous_response_id: only {pin.provider} (account {pin.account}), which holds "
-            "the previous response"
-        )
-        return msgspec.structs.replace(decision, chain=chain, notes=(*decision.notes, note))
+        try:
+            return pinned_decision(decision, pin)
+        except GatewayError as error:
+            raise self._failed(ctx, request, decision, error, []) from None
 
     async def _admit(
         self, ctx: RequestContext, decision: RouteDecision, total_timeout: float

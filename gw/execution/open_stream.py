@@ -16,11 +16,13 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 from gw.errors import (
     ClientAbortedError,
+    ContentBlockedError,
     GatewayError,
     InternalError,
     UpstreamTimeoutError,
 )
 from gw.execution.attempt_log import AttemptLog, PendingAttempt
+from gw.execution.guardrail_check import StreamGuard
 from gw.execution.idle_watch import IdleWatch
 from gw.ir import (
     Finish,
@@ -68,6 +70,9 @@ class OpenStream:
         self.usage: Usage | None = None
         self.output_chars = 0
         self._calls = StreamedCalls()
+        # The policy's output guardrails (gw/execution/guardrail_check.py), if any: each
+        # piece of text is checked before it goes on, and a match ends the stream.
+        self.guard: StreamGuard | None = None
         self.began = False  # events() or relay() has started (and so will close the tail)
 
     @property
@@ -129,8 +134,13 @@ class OpenStream:
         async with self._settling(on_end) as watch:
 
             def take(events: list[StreamEvent]) -> bool:
-                for event in events:
-                    self._tally(event)
+                for index, event in enumerate(events):
+                    try:
+                        self._tally(event)
+                    except ContentBlockedError:  # a guardrail: what came before it goes on
+                        if index:
+                            deliver(events[:index])
+                        raise
                 watch.begin()  # the upstream spoke: its silence starts now
                 return deliver(events)
 
@@ -213,7 +223,12 @@ class OpenStream:
                 on_end()
 
     def _tally(self, event: StreamEvent) -> None:
-        if isinstance(event, (TextDelta, ThinkingDelta)):
+        """Count ``event``; raises ``ContentBlockedError`` when a guardrail stops it."""
+        if isinstance(event, TextDelta):
+            self.output_chars += len(event.text)
+            if self.guard is not None:
+                self.guard.check(event.text)
+        elif isinstance(event, ThinkingDelta):
             self.output_chars += len(event.text)
         elif isinstance(event, UsageEvent):
             self.usage = event.usage

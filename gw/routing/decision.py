@@ -16,6 +16,7 @@ RejectReason = Literal[
     "unhealthy",  # its circuit breaker is open (see gw/routing/health.py)
     "native_tools",  # the request has provider-side tools only another kind of provider runs
     "switched_off",  # an operator's switch (gw/config/switches.py): never relaxed
+    "blocked_model",  # on the policy's model blocklist (gw/config/guardrails.py)
 ]
 
 

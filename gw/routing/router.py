@@ -47,6 +47,7 @@ from gw.routing.estimate import embedding_input_tokens, estimate_input_tokens
 from gw.routing.filters import format_usd, screen_targets
 from gw.routing.health import HealthView
 from gw.routing.hints import RoutingHints
+from gw.routing.model_block import without_blocked_models
 from gw.routing.needs import EMBEDDING_NEEDS, required_capabilities, required_native_format
 from gw.routing.plan import PlannedTarget, RoutePlan, route_plan
 from gw.routing.policy import first_matching
@@ -158,6 +159,9 @@ def decide(
         notes=hint_notes + clamp_notes + screening.notes + ranking.notes,
         warnings=clamp_notes,
     )
+    guards = snapshot.guardrails.for_policy(policy.name)
+    if guards is not None and guards.models:
+        decision = without_blocked_models(decision, guards)
     return decision, policy
 
 

@@ -11,10 +11,12 @@ from gw.config.field_docs.rules import (
     Section,
     section,
 )
+from gw.config.guardrails import MAX_STREAM_WINDOW, MAX_TIMEOUT_S, MIN_STREAM_WINDOW
 from gw.config.schema import (
     AuthConfig,
     BackgroundConfig,
     Config,
+    GuardrailConfig,
     HealthConfig,
     OtlpConfig,
     PluginConfig,
@@ -70,6 +72,57 @@ GATEWAY_SECTIONS: dict[type, Section] = {
         plugins=Field(
             "Python code gw calls before routing, before each upstream call and after the "
             "answer, each call within a time budget (docs/guides/plugins.md)."
+        ),
+        guardrails=Field(
+            "Content rules (block or mask by pattern, word list or PII) and model "
+            "blocklists, applied by the policies that list them (docs/guides/guardrails.md)."
+        ),
+    ),
+    GuardrailConfig: section(
+        "One guardrail. `block` refuses a prompt (before any upstream call) or an answer "
+        "(a stream is cut with the client's error event) in which anything it looks for is "
+        "found: 400 `content_blocked` naming the rule, never the matched text. `mask` "
+        "replaces what it finds in the prompt before any upstream sees it, and says so in "
+        "`x-gw-warning`. `models` keeps the listed targets from being called. Checked: the "
+        "text of every message and text embeddings input; of an answer, its text.",
+        name=Field("What errors, `x-gw-warning` and `gw explain` call it.", text=PRINTABLE),
+        action=Field("`block` (refuse) or `mask` (replace, in the prompt only)."),
+        apply_to=Field(
+            "`input` (the prompt), `output` (the answer), or both. `null`: both for "
+            "`block`, `input` for `mask`.",
+            min_items=1,
+        ),
+        patterns=Field(
+            "Regular expressions (Python `regex` syntax), searched anywhere in the text."
+        ),
+        words=Field("Words or phrases, matched whole and in any case."),
+        pii=Field(
+            "Kinds of personal data and secrets: `email`, `phone` (international `+...`, "
+            "or North American with separators), `card` (13 to 19 digits passing the Luhn "
+            "check) and `key` (API keys, tokens, JWTs and private keys of known shapes)."
+        ),
+        models=Field(
+            "A model blocklist: globs on `provider/model` or the bare model. A listed target "
+            "is never called (`gw explain`: rejected `blocked_model`); a request every target "
+            "of which is listed gets 403 `permission_denied`. Only with `action: block`."
+        ),
+        replacement=Field(
+            "`mask` only: the text put in place of each match; `null`: `[EMAIL]`, `[PHONE]`, "
+            "`[CARD]`, `[KEY]`, or `[MASKED]` for a pattern or word.",
+            text=PRINTABLE,
+        ),
+        everywhere=Field("`true`: applies to every request, whichever policy governs it."),
+        stream_window=Field(
+            "How many characters of a streamed answer before each new piece a match may "
+            "span and still be found before that piece is sent.",
+            minimum=MIN_STREAM_WINDOW,
+            maximum=MAX_STREAM_WINDOW,
+        ),
+        timeout=Field(
+            "How long one search may take; a check that takes longer refuses the request "
+            "(guardrails fail closed).",
+            above=0,
+            maximum=MAX_TIMEOUT_S,
         ),
     ),
     PluginConfig: section(

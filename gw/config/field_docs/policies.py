@@ -42,6 +42,10 @@ POLICY_SECTIONS: dict[type, Section] = {
             "sentence naming the policy.",
             text=PRINTABLE,
         ),
+        guardrails=Field(
+            "Names of `guardrails:` rules the requests it governs are checked against, "
+            "besides every rule marked `everywhere` (docs/guides/guardrails.md)."
+        ),
     ),
     PolicyMatch: section(
         "What a policy applies to; an omitted field matches everything. Globs use `*`.",
