@@ -118,10 +118,7 @@ def test_a_prompt_a_block_rule_matches_is_refused_before_any_upstream_call(
     assert "guardrail 'secret-words'" in str(error.message)
     assert "policy guarded" in str(error.message)
     with pytest.raises(anthropic.BadRequestError) as streamed:  # the same, as a stream
-        with claude(gw).messages.stream(
-            model="chat", max_tokens=50, messages=ask("ref TICKET-123456 please")
-        ) as stream:
-            stream.get_final_message()
+        read_anthropic_stream(gw, ask("ref TICKET-123456 please"), [])
     anthropic_body = streamed.value.response.text
     assert json.loads(anthropic_body)["gw"]["code"] == "content_blocked"
     assert "guardrail 'ticket-ids'" in anthropic_body
@@ -152,41 +149,39 @@ def test_a_whole_answer_a_rule_matches_is_refused_and_its_usage_recorded(
     assert_nowhere(gw, SAID, bodies=(refused.value.response.text,))
 
 
-def read_openai_stream(gw: GwServer) -> tuple[str, openai.APIError]:
-    text = ""
-    with pytest.raises(openai.APIError) as cut:
-        stream = oa(gw).chat.completions.create(
-            model="chat", messages=ask("go on"), stream=True
-        )
-        for chunk in stream:
-            if chunk.choices:
-                text += chunk.choices[0].delta.content or ""
-    return text, cut.value
+def read_openai_stream(gw: GwServer, seen: list[str]) -> None:
+    stream = oa(gw).chat.completions.create(model="chat", messages=ask("go on"), stream=True)
+    seen.extend(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+
+
+def read_anthropic_stream(gw: GwServer, messages: list[dict[str, Any]], seen: list[str]) -> None:
+    with claude(gw).messages.stream(model="chat", max_tokens=50, messages=messages) as stream:
+        seen.extend(stream.text_stream)
 
 
 def test_a_stream_is_cut_with_the_clients_error_event_before_a_match_reaches_it(
     gw: GwServer, primary: FakeOpenAI
 ) -> None:
     primary.enqueue(Behavior(text=f"alpha beta {SAID} gamma delta"))
-    text, error = read_openai_stream(gw)
-    assert text == "alpha beta"
-    assert "guardrail 'secret-words'" in str(error.message)
-    # Split across chunks of two characters ("Ze", "br", "a9"): still found, at its end.
+    seen: list[str] = []
+    with pytest.raises(openai.APIError) as cut:
+        read_openai_stream(gw, seen)
+    assert "".join(seen) == "alpha beta"
+    assert "guardrail 'secret-words'" in str(cut.value.message)
+    # Split across chunks ("Ze", "br", "a", "9 "): found when its last piece comes.
     primary.enqueue(Behavior(text=f"xx yy {SAID} zz", chunks=9))
-    text, error = read_openai_stream(gw)
-    assert SAID not in text
-    assert "guardrail 'secret-words'" in str(error.message)
+    seen = []
+    with pytest.raises(openai.APIError) as cut:
+        read_openai_stream(gw, seen)
+    assert "".join(seen) == "xx yy Zebra"  # all but the piece that completes it
+    assert "guardrail 'secret-words'" in str(cut.value.message)
     # The Anthropic SDK gets an `event: error` and raises it.
     primary.enqueue(Behavior(text=f"one two {SAID} three"))
-    seen = ""
-    with pytest.raises(anthropic.APIStatusError) as cut:
-        with claude(gw).messages.stream(
-            model="chat", max_tokens=50, messages=ask("go on")
-        ) as stream:
-            for piece in stream.text_stream:
-                seen += piece
-    assert seen == "one two"
-    assert "guardrail 'secret-words'" in str(cut.value)
+    seen = []
+    with pytest.raises(anthropic.APIStatusError) as failed:
+        read_anthropic_stream(gw, ask("go on"), seen)
+    assert "".join(seen) == "one two"
+    assert "guardrail 'secret-words'" in str(failed.value)
     traces = gw.cli_json("traces", "--limit", "3")
     assert [trace["error_code"] for trace in traces] == ["content_blocked"] * 3
     assert_nowhere(gw, SAID)
@@ -207,19 +202,14 @@ def test_pii_is_masked_before_the_upstream_sees_it_and_the_client_is_told(
     raw = oa(gw).chat.completions.with_raw_response.create(model="chat", messages=ask(prompt))
     assert raw.parse().choices[0].message.content
     sent = primary.requests[-1].json["messages"][0]["content"]
-    assert sent == (
-        "reach me at " + ", ".join(PII.values()) + "; order 1234 5678 is not a card"
-    )
+    assert sent == ("reach me at " + ", ".join(PII.values()) + "; order 1234 5678 is not a card")
     warning = httpx.URL("?w=" + raw.headers["x-gw-warning"]).params["w"]
     assert "guardrail 'pii' masked 4 span(s) of the prompt" in warning
     assert "card 1, email 1, key 1, phone 1" in warning
     shown = explain(gw, raw.headers["x-gw-request-id"])
     assert any("masked 4 span(s)" in note for note in shown["decision"]["notes"])
     # The same rule masks the prompt of an Anthropic-format client, streamed.
-    with claude(gw).messages.stream(
-        model="chat", max_tokens=50, messages=ask("mail jane.doe@example.com")
-    ) as stream:
-        stream.get_final_message()
+    read_anthropic_stream(gw, ask("mail jane.doe@example.com"), [])
     assert primary.requests[-1].json["messages"][0]["content"] == "mail [EMAIL]"
     assert_nowhere(gw, *PII)
 
@@ -261,9 +251,11 @@ def test_a_rule_added_by_a_reload_applies_without_a_restart(
 ) -> None:
     assert oa(gw).chat.completions.create(model="chat", messages=ask("say pelican"))
     assert gw.config is not None
-    text = gw.config.read_text().replace(
-        "guardrails:\n", "guardrails:\n  - {name: birds, words: [pelican]}\n", 1
-    ).replace("    guardrails: [secret-words,", "    guardrails: [birds, secret-words,", 1)
+    text = (
+        gw.config.read_text()
+        .replace("guardrails:\n", "guardrails:\n  - {name: birds, words: [pelican]}\n", 1)
+        .replace("    guardrails: [secret-words,", "    guardrails: [birds, secret-words,", 1)
+    )
     gw.config.write_text(text)
 
     def refused() -> bool:
