@@ -1,5 +1,6 @@
-"""Guardrails against a real gw in open mode, through the official openai and anthropic
-SDKs, whole and streamed, with a fake OpenAI upstream.
+"""Guardrails against a real gw in open mode, through the official openai, anthropic and
+google-genai SDKs (chat, Responses, Messages, Gemini), whole and streamed, with a fake
+OpenAI upstream.
 
 Block rules refuse a prompt before any upstream call and an answer after it (a stream is
 cut with the client's own error event before the matching text reaches it, even when the
@@ -21,6 +22,8 @@ import anthropic
 import httpx
 import openai
 import pytest
+from google import genai
+from google.genai import errors, types
 
 from e2e.gw_process import GwServer, run_cli
 from e2e.waiting import wait_until
@@ -184,6 +187,29 @@ def test_a_stream_is_cut_with_the_clients_error_event_before_a_match_reaches_it(
     assert "guardrail 'secret-words'" in str(failed.value)
     traces = gw.cli_json("traces", "--limit", "3")
     assert [trace["error_code"] for trace in traces] == ["content_blocked"] * 3
+    assert_nowhere(gw, SAID)
+
+
+def test_responses_and_gemini_streams_are_cut_the_same_way(
+    gw: GwServer, primary: FakeOpenAI
+) -> None:
+    primary.enqueue(Behavior(text=f"alpha beta {SAID} gamma"))
+    events = list(oa(gw).responses.create(model="chat", input="go", stream=True))
+    deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
+    assert "".join(deltas) == "alpha beta"
+    error = next(e for e in events if e.type == "error")
+    assert error.code == "content_blocked"
+    assert "guardrail 'secret-words'" in error.message
+    assert events[-1].type == "response.failed"
+    primary.enqueue(Behavior(text=f"alpha beta {SAID} gamma"))
+    options = types.HttpOptions(base_url=gw.url, retry_options=types.HttpRetryOptions(attempts=1))
+    gemini = genai.Client(api_key="unused", http_options=options)
+    got: list[str] = []
+    stream = gemini.models.generate_content_stream(model="chat", contents="go")
+    with pytest.raises(errors.APIError) as failed:
+        got.extend(chunk.text or "" for chunk in stream)
+    assert "".join(got) == "alpha beta"
+    assert failed.value.details["gw"]["code"] == "content_blocked"
     assert_nowhere(gw, SAID)
 
 
