@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from gw.config.schema import PolicyConfig
 from gw.config.snapshot import MODEL_NAME_MAX_CHARS, Snapshot
 from gw.errors import ClientAbortedError, GatewayError, InvalidRequestError, clipped
 from gw.execution.accounts import AccountBook, AccountPin
@@ -290,10 +291,10 @@ class Gateway:
             raise self._failed(ctx, request, decision, denied_error(policy), [])
         if ctx.pin is not None and decision.chain:
             decision = self._pinned(ctx, request, decision, ctx.pin)
-        if decision.chain and limited(ctx.snapshot, ctx.tenant):
+        if decision.chain and limited(ctx.snapshot, ctx.tenant, policy, ctx.key_budget):
             # Before any trial is claimed: a refused request must not hold a breaker's trial.
             try:
-                decision = await self._admit(ctx, decision, policy.timeout.total.seconds)
+                decision = await self._admit(ctx, decision, policy)
             except GatewayError as refused:
                 raise self._failed(ctx, request, decision, refused, []) from None
         trials: frozenset[str] = frozenset()
@@ -352,11 +353,12 @@ class Gateway:
         return msgspec.structs.replace(decision, chain=chain, notes=(*decision.notes, note))
 
     async def _admit(
-        self, ctx: RequestContext, decision: RouteDecision, total_timeout: float
+        self, ctx: RequestContext, decision: RouteDecision, policy: PolicyConfig
     ) -> RouteDecision:
-        """The tenant's routes and the limits (its own, the global ones), before any
-        upstream call; what the limits noted (a decision taken in a fallback) joins the
-        decision's notes, for ``gw explain``."""
+        """The tenant's routes and the limits (its own, the global ones, the policy's and
+        the key's budgets), before any upstream call; what the limits noted (a decision
+        taken in a fallback) joins the decision's notes, for ``gw explain``."""
+        total_timeout = policy.timeout.total.seconds
         grant = await admit_request(
             ctx.snapshot,
             ctx.tenant,
@@ -368,6 +370,9 @@ class Gateway:
             # share still held after that plus a grace (as long again, at most a minute)
             # belongs to a process that died, and is released (the fleet's leases).
             lease_ttl=total_timeout + min(total_timeout, LEASE_GRACE_S),
+            policy=policy,
+            key_id=ctx.key_id,
+            key_budget=ctx.key_budget,
         )
         if not grant.notes and not grant.warnings:
             return decision
