@@ -8,6 +8,7 @@ from pathlib import PurePath
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from gw.config.budget_checks import policy_budget_problems
 from gw.config.catalog import prices
 from gw.config.schema import (
     BackgroundConfig,
@@ -65,6 +66,7 @@ def find_problems(config: Config) -> list[Problem]:
         *_model_problems(config, providers),
         *_unique("policies", (p.name for p in config.policies)),
         *_policy_problems(config.policies),
+        *policy_budget_problems(config.policies),
         *_unique("tenants", (t.name for t in config.tenants)),
         *_tenant_problems(config),
         *_server_problems(config),
