@@ -101,7 +101,8 @@ class UsageRow(msgspec.Struct, frozen=True, kw_only=True):
     at start-up from the usage journal of a run that was killed before writing it
     (gw/telemetry/usage_journal.py), so its trace may be missing. ``gateway``: the
     gateway that served it (gw/fleet/gateway_id.py); None in rows written before gw
-    recorded it, so an older journal's rows still decode.
+    recorded it, so an older journal's rows still decode. ``policy``: the policy that
+    decided it, counted by that policy's budget (None in older rows, likewise).
     """
 
     request_id: str
@@ -124,6 +125,7 @@ class UsageRow(msgspec.Struct, frozen=True, kw_only=True):
     usage_source: UsageSource | None = None
     recovered: bool = False
     gateway: str | None = None
+    policy: str | None = None
 
 
 class UsageSink(Protocol):

@@ -1,4 +1,5 @@
-"""``gw keys create | list | revoke``: API keys, written straight to the state database.
+"""``gw keys create | list | show | update | revoke``: API keys, written straight to the
+state database.
 
 The server reads the same SQLite file (WAL), so a key created or revoked here takes effect
 in a running ``gw serve`` within a second, with no restart and no admin API call. The key
@@ -6,6 +7,9 @@ is printed once, by ``create``; gw stores only its SHA-256 digest (gw/store/api_
 Without ``--json``, ``create`` prints the key alone on stdout (``KEY=$(gw keys create ...)``)
 and what it is on stderr. ``--allow-ip`` (repeatable) limits where a key may be used from;
 a value that is not an address or network is a usage error (exit 2), like any bad option.
+``--daily-usd``, ``--weekly-usd``, ``--monthly-usd`` and ``--total-usd`` give a key a
+budget of its own (gw/cli/key_budget.py); ``update`` changes it, and a running ``gw
+serve`` counts by the new one within a second, as it sees a revocation.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Annotated, Final, TypeVar
 import typer
 
 from gw.cli.console import fail, print_json, stderr, stdout
+from gw.cli.key_budget import DailyUsd, MonthlyUsd, TotalUsd, WeeklyUsd, budget_from
 from gw.cli.keys_view import created_json, describe, key_json, keys_table
 from gw.cli.options import (
     ConfigOption,
@@ -31,11 +36,14 @@ from gw.cli.options import (
 )
 from gw.cli.state_target import state_target
 from gw.config import Config
-from gw.store.api_keys import ApiKey, new_key, parse_scopes
+from gw.store.api_keys import NO_BUDGET, ApiKey, new_key, parse_scopes
 from gw.store.ip_allowlist import parse_allowlist
 from gw.store.port import StateStore
 
-keys_app = typer.Typer(help="API keys: create (shown once), list, revoke.", no_args_is_help=True)
+keys_app = typer.Typer(
+    help="API keys: create (shown once), list, show, update (budget), revoke.",
+    no_args_is_help=True,
+)
 
 ResultT = TypeVar("ResultT")
 _RELATIVE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
@@ -135,11 +143,18 @@ def create_command(  # keyword-only: one parameter per flag, Typer passes them b
             callback=parse_allow_ips,
         ),
     ] = None,
+    daily_usd: DailyUsd = None,
+    weekly_usd: WeeklyUsd = None,
+    monthly_usd: MonthlyUsd = None,
+    total_usd: TotalUsd = None,
     config: ConfigOption = None,
     state_dir: StateDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create an API key for a tenant and print it, once."""
+    budget = budget_from(
+        NO_BUDGET, daily=daily_usd, weekly=weekly_usd, monthly=monthly_usd, total=total_usd
+    )
     home = resolve_home(state_dir)
     path, explicit = resolve_config(config, home)
     loaded = load_or_fail(path, explicit=explicit)
@@ -160,6 +175,7 @@ def create_command(  # keyword-only: one parameter per flag, Typer passes them b
             allowed_ips=None if allow_ips is None else tuple(allow_ips),
             created_at=now,
             expires_at=None if expires is None else parse_expiry(expires, now),
+            budget=budget,
         )
     except ValueError as error:
         fail(str(error))
@@ -208,6 +224,63 @@ def list_command(state_dir: StateDirOption = None, as_json: JsonOption = False) 
         stdout.print(f"no API keys in {target.label}; `gw keys create --tenant T` makes one")
         return
     stdout.print(keys_table(keys, now))
+
+
+@keys_app.command("show")
+def show_command(
+    key_id: Annotated[str, typer.Argument(help="The key's id (key_...), from `gw keys list`.")],
+    state_dir: StateDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show one API key (never the key itself): tenant, scopes, budget, status."""
+    home = resolve_home(state_dir)
+    target = state_target(home)
+    keys = _with_store(home, lambda store: store.list_keys()) if target.exists() else []
+    key = next((k for k in keys if k.id == key_id), None)
+    if key is None:
+        fail(f"no API key {key_id!r} in {target.label}; `gw keys list` shows them")
+    _print_key(key, as_json=as_json)
+
+
+@keys_app.command("update")
+def update_command(  # keyword-only: one parameter per flag, Typer passes them by name
+    key_id: Annotated[str, typer.Argument(help="The key's id (key_...), from `gw keys list`.")],
+    *,
+    daily_usd: DailyUsd = None,
+    weekly_usd: WeeklyUsd = None,
+    monthly_usd: MonthlyUsd = None,
+    total_usd: TotalUsd = None,
+    state_dir: StateDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Change an API key's budget; a running server counts by it within a second."""
+    given = (daily_usd, weekly_usd, monthly_usd, total_usd)
+    if all(value is None for value in given):
+        fail("nothing to change: give --daily-usd, --weekly-usd, --monthly-usd or --total-usd")
+    home = resolve_home(state_dir)
+    target = state_target(home)
+
+    async def change(store: StateStore) -> ApiKey | None:
+        key = next((k for k in await store.list_keys() if k.id == key_id), None)
+        if key is None:
+            return None
+        budget = budget_from(
+            key.budget, daily=daily_usd, weekly=weekly_usd, monthly=monthly_usd, total=total_usd
+        )
+        return await store.set_key_budget(key_id, budget)
+
+    key = _with_store(home, change) if target.exists() else None
+    if key is None:
+        fail(f"no API key {key_id!r} in {target.label}; `gw keys list` shows them")
+    _print_key(key, as_json=as_json, verb="updated: ")
+
+
+def _print_key(key: ApiKey, *, as_json: bool, verb: str = "") -> None:
+    now = time.time()
+    if as_json:
+        print_json(key_json(key, now))
+        return
+    stdout.print(f"{verb}{describe(key)}", highlight=False, markup=False)
 
 
 @keys_app.command("revoke")

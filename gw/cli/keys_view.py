@@ -6,13 +6,14 @@
      "scopes": ["inference"], "models": ["chat"] | null (any),
      "allowed_ips": ["10.0.0.0/8", "203.0.113.7/32"] | null (any address),
      "prefix": "gw-AbCd", "suffix": "wxYz",
-     "created_at": "2026-03-15T14:02:03.120Z", "expires_at": ISO 8601 UTC | null}
+     "created_at": "2026-03-15T14:02:03.120Z", "expires_at": ISO 8601 UTC | null,
+     "budget": {"daily_usd": 5.0 | null, "weekly_usd", "monthly_usd", "total_usd"}}
 
-``gw keys list --json`` prints an array, oldest first, and ``gw keys revoke --json`` one
-item, each without the key::
+``gw keys list --json`` prints an array, oldest first, and ``gw keys show --json``,
+``gw keys update --json`` and ``gw keys revoke --json`` one item, each without the key::
 
     {"id", "tenant", "name", "scopes", "models", "allowed_ips", "prefix", "suffix",
-     "created_at", "expires_at", "revoked_at" (ISO 8601 UTC | null),
+     "created_at", "expires_at", "revoked_at" (ISO 8601 UTC | null), "budget" (as above),
      "status": "active" | "expired" | "revoked"}
 """
 
@@ -24,8 +25,9 @@ from typing import Literal
 from rich.table import Table
 from rich.text import Text
 
+from gw.cli.key_budget import budget_json, budget_text
 from gw.cli.traces_view import local_time
-from gw.store.api_keys import ApiKey, NewKey
+from gw.store.api_keys import NO_BUDGET, ApiKey, NewKey
 from gw.telemetry.explain import iso_utc
 from gw.telemetry.printable import printable
 
@@ -73,6 +75,7 @@ def key_json(key: ApiKey, now: float) -> dict[str, object]:
         "created_at": iso_utc(key.created_at),
         "expires_at": _iso(key.expires_at),
         "revoked_at": _iso(key.revoked_at),
+        "budget": budget_json(key.budget),
         "status": key_status(key, now),
     }
 
@@ -91,24 +94,27 @@ def created_json(new: NewKey) -> dict[str, object]:
         "suffix": key.suffix,
         "created_at": iso_utc(key.created_at),
         "expires_at": _iso(key.expires_at),
+        "budget": budget_json(key.budget),
     }
 
 
 def describe(key: ApiKey) -> str:
     """``key_… (gw-AbCd…wxYz) for tenant team-a, scopes inference, models any, from any
-    address, ...``"""
+    address, budget $5.00/day, ...``"""
     models = ", ".join(key.models) if key.models is not None else "any"
     expires = "never" if key.expires_at is None else local_time(key.expires_at)
     ips = "any address" if key.allowed_ips is None else allowed_ips_text(key)
     return (
         f"{key.id} ({key.display}) for tenant {key.tenant}, scopes {', '.join(key.scopes)}, "
-        f"models {models}, from {ips}, expires {expires}"
+        f"models {models}, from {ips}, budget {budget_text(key.budget)}, expires {expires}"
     )
 
 
 def keys_table(keys: Sequence[ApiKey], now: float) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False)
-    columns = ("id", "key", "tenant", "name", "scopes", "models", "ips", "created", "expires")
+    columns = (
+        "id", "key", "tenant", "name", "scopes", "models", "ips", "budget", "created", "expires",
+    )  # fmt: skip
     for column in columns:
         table.add_column(column, no_wrap=True)
     table.add_column("status", no_wrap=True)
@@ -123,6 +129,7 @@ def keys_table(keys: Sequence[ApiKey], now: float) -> Table:
             ",".join(key.scopes),
             "any" if key.models is None else ",".join(key.models),
             allowed_ips_text(key),
+            "-" if key.budget == NO_BUDGET else budget_text(key.budget),
             local_time(key.created_at),
             "never" if key.expires_at is None else local_time(key.expires_at),
             Text(label, style=STATUS_STYLES[status]),

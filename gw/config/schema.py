@@ -200,6 +200,16 @@ class TimeoutConfig(ConfigStruct, frozen=True, kw_only=True):
     stream_idle: Duration = Duration(90.0)
 
 
+class TenantBudget(ConfigStruct, frozen=True, kw_only=True):
+    """USD per UTC day, ISO week and month, and in total (never reset): a tenant's, a
+    policy's and ``limits.budget``."""
+
+    daily_usd: float | None = None
+    weekly_usd: float | None = None
+    monthly_usd: float | None = None
+    total_usd: float | None = None
+
+
 class HedgeConfig(ConfigStruct, frozen=True, kw_only=True):
     """Non-streaming requests only: when the first target has not answered ``after`` this
     long, the rest of the chain starts in parallel and the first answer wins."""
@@ -224,6 +234,8 @@ class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):
     timeout: TimeoutConfig = TimeoutConfig()
     hedge: HedgeConfig = HedgeConfig()
     limits: PolicyLimits = PolicyLimits()
+    # USD per period for every request this policy decides, counted as ``@policy:<name>``
+    budget: TenantBudget = TenantBudget()
     deny: bool = False  # a deny rule: the requests it matches get 403 permission_denied
     deny_reason: str | None = None
     guardrails: tuple[str, ...] = ()  # names of ``guardrails:`` entries it applies
@@ -233,15 +245,6 @@ class TenantLimits(ConfigStruct, frozen=True, kw_only=True):
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
     max_concurrency: int | None = None
-
-
-class TenantBudget(ConfigStruct, frozen=True, kw_only=True):
-    """USD per UTC day, ISO week and month, and in total (never reset)."""
-
-    daily_usd: float | None = None
-    weekly_usd: float | None = None
-    monthly_usd: float | None = None
-    total_usd: float | None = None
 
 
 class GlobalLimits(ConfigStruct, frozen=True, kw_only=True):

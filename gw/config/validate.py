@@ -8,15 +8,16 @@ from pathlib import PurePath
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from gw.config.budget_checks import policy_budget_problems
 from gw.config.catalog import prices
 from gw.config.guardrails import guardrail_problems
+from gw.config.plugin_checks import plugin_problems
 from gw.config.schema import (
     BackgroundConfig,
     Config,
     GlobalLimits,
     HealthConfig,
     OtlpConfig,
-    PluginConfig,
     PolicyConfig,
     ProviderConfig,
     ServerConfig,
@@ -35,11 +36,6 @@ SECRET_SCHEMES = ("env:", "vault:")
 MIN_PROBE_INTERVAL_S = 0.1
 MAX_DASHBOARD_LINK_TTL_S = 3600.0  # a login link is for the next minute, not for later
 MAX_IDEMPOTENCY_TTL_S = 86400.0  # a retry comes within minutes; a day bounds what is held
-MAX_PLUGIN_TIMEOUT_S = 10.0  # a hook runs inside a request: seconds, not minutes
-# package.module:object (the object may be dotted: module:Class.attr), or an entry point name.
-PLUGIN_ENTRY_POINT = re.compile(
-    r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*(:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*)?$"
-)
 NEEDS_BASE_URL = frozenset({"openai_compatible", "azure_openai"})
 
 
@@ -66,6 +62,7 @@ def find_problems(config: Config) -> list[Problem]:
         *_model_problems(config, providers),
         *_unique("policies", (p.name for p in config.policies)),
         *_policy_problems(config.policies),
+        *policy_budget_problems(config.policies),
         *_unique("tenants", (t.name for t in config.tenants)),
         *_tenant_problems(config),
         *_server_problems(config),
@@ -75,7 +72,7 @@ def find_problems(config: Config) -> list[Problem]:
         *_background_problems(config.responses.background),
         *switch_problems(config, providers),
         *_unique("plugins", (p.name for p in config.plugins)),
-        *_plugin_problems(config.plugins),
+        *plugin_problems(config.plugins),
         *guardrail_problems(config),
     ]
 
@@ -478,23 +475,3 @@ def _header_problems(section: str, headers: dict[str, str]) -> Iterator[Problem]
                 "gw's environment or a secret in the vault holding the whole value, e.g. "
                 "'Bearer ...'), never the value itself, which would be stored with the config",
             )
-
-
-def _plugin_problems(plugins: Iterable[PluginConfig]) -> Iterator[Problem]:
-    """Shapes only: whether the entry point imports and has the hooks is checked where
-    files may be read (gw/plugin_loader.py), when a config loads."""
-    for index, plugin in enumerate(plugins):
-        here = f"plugins[{index}]"
-        if not PLUGIN_ENTRY_POINT.match(plugin.entry_point):
-            yield (
-                f"{here}.entry_point",
-                "must be package.module:object, or the name of an installed entry point in "
-                "group gw.plugins",
-            )
-        if not 0 < plugin.timeout.seconds <= MAX_PLUGIN_TIMEOUT_S:
-            yield f"{here}.timeout", f"must be above 0s and at most {MAX_PLUGIN_TIMEOUT_S:g}s"
-        if plugin.hooks is not None:
-            if not plugin.hooks:
-                yield f"{here}.hooks", "must name at least one hook (or be left out: all it has)"
-            elif len(set(plugin.hooks)) != len(plugin.hooks):
-                yield f"{here}.hooks", "names a hook twice"

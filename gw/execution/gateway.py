@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from gw.config.schema import PolicyConfig
 from gw.config.snapshot import MODEL_NAME_MAX_CHARS, Snapshot
 from gw.errors import ClientAbortedError, GatewayError, clipped
 from gw.execution.accounts import AccountBook, AccountPin, pinned_decision
@@ -27,7 +28,7 @@ from gw.execution.health import HealthBook
 from gw.execution.health_view import health_view
 from gw.execution.latency import LatencyBook
 from gw.execution.open_stream import OpenStream
-from gw.execution.plugin_run import PluginRun
+from gw.execution.plugin_run import PluginRun, request_run
 from gw.execution.request_context import (
     Completed,
     Embedded,
@@ -49,7 +50,6 @@ from gw.ir import (
     EmbeddingRequest,
     Usage,
 )
-from gw.plugin_api import RequestView
 from gw.ports import Clock, TenantLimits, TraceSink, UsageSink
 from gw.record import AttemptRecord, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
@@ -168,17 +168,7 @@ class Gateway:
         changed), and the plugin run for its later hooks; with no plugin, as it came."""
         if not ctx.snapshot.plugins:
             return request, None
-        shown = RequestView(
-            request_id=ctx.request_id,
-            endpoint=ctx.endpoint,
-            model=request.model,
-            stream=_streams(request),
-            tenant=ctx.tenant,
-            key_id=ctx.key_id,
-            revision=ctx.snapshot.revision,
-            settings={},
-        )
-        run = PluginRun(ctx.snapshot.plugins, shown)
+        run = request_run(ctx, request.model, stream=_streams(request))
         try:
             model = await run.before_routing()
         except GatewayError as error:  # a plugin refused the request, or failed it
@@ -305,10 +295,10 @@ class Gateway:
             raise self._failed(ctx, request, decision, blocked, []) from None
         if ctx.pin is not None and decision.chain:
             decision = self._pinned(ctx, request, decision, ctx.pin)
-        if decision.chain and limited(ctx.snapshot, ctx.tenant):
+        if decision.chain and limited(ctx.snapshot, ctx.tenant, policy, ctx.key_budget):
             # Before any trial is claimed: a refused request must not hold a breaker's trial.
             try:
-                decision = await self._admit(ctx, decision, policy.timeout.total.seconds)
+                decision = await self._admit(ctx, decision, policy)
             except GatewayError as refused:
                 raise self._failed(ctx, request, decision, refused, []) from None
         trials: frozenset[str] = frozenset()
@@ -354,11 +344,12 @@ class Gateway:
             raise self._failed(ctx, request, decision, error, []) from None
 
     async def _admit(
-        self, ctx: RequestContext, decision: RouteDecision, total_timeout: float
+        self, ctx: RequestContext, decision: RouteDecision, policy: PolicyConfig
     ) -> RouteDecision:
-        """The tenant's routes and the limits (its own, the global ones), before any
-        upstream call; what the limits noted (a decision taken in a fallback) joins the
-        decision's notes, for ``gw explain``."""
+        """The tenant's routes and the limits (its own, the global ones, the policy's and
+        the key's budgets), before any upstream call; what the limits noted (a decision
+        taken in a fallback) joins the decision's notes, for ``gw explain``."""
+        total_timeout = policy.timeout.total.seconds
         grant = await admit_request(
             ctx.snapshot,
             ctx.tenant,
@@ -370,6 +361,9 @@ class Gateway:
             # share still held after that plus a grace (as long again, at most a minute)
             # belongs to a process that died, and is released (the fleet's leases).
             lease_ttl=total_timeout + min(total_timeout, LEASE_GRACE_S),
+            policy=policy,
+            key_id=ctx.key_id,
+            key_budget=ctx.key_budget,
         )
         if not grant.notes and not grant.warnings:
             return decision

@@ -20,7 +20,10 @@ Per tenant (``tenants[].limits`` and ``tenants[].budget``):
   be billed by the provider.
 
 The top-level ``limits:`` are counted the same way, as a subject named ``GLOBAL_SUBJECT``
-that every routed request is charged to, whoever sends it.
+that every routed request is charged to, whoever sends it; so are the budgets of a policy
+(``policies[].budget``, subject ``@policy:<name>``, charged with every request the policy
+decided) and of an API key (``gw keys create/update --daily-usd ...``, ``@key:<id>``).
+Subject names start with ``@``, which a tenant's may not.
 
 All checks run before anything is taken, so a refused request holds nothing. Periods are
 UTC days, ISO weeks and months, and the total, labelled by ``period_label`` (invariant
@@ -34,7 +37,7 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from gw.config.schema import GlobalLimits, TenantConfig
+from gw.config.schema import GlobalLimits, TenantBudget, TenantConfig
 from gw.config.schema import TenantLimits as TenantLimitsConfig
 from gw.errors import (
     BudgetExceededError,
@@ -194,6 +197,12 @@ _NAMES: Mapping[Period, str] = {
 GLOBAL_SUBJECT = "@gw"
 """The limits of ``limits:`` (every request) are counted as a tenant of this name, which
 no configured tenant may take (names starting with ``@`` are refused at load)."""
+POLICY_PREFIX = "@policy:"
+"""A policy's ``budget`` is counted as the subject ``@policy:<name>``: by name, so a
+renamed policy is a new subject that starts from nothing."""
+KEY_PREFIX = "@key:"
+"""An API key's budget (``gw keys create/update --daily-usd ...``) is counted as the
+subject ``@key:<id>``."""
 
 
 def global_subject(limits: GlobalLimits) -> TenantConfig | None:
@@ -211,14 +220,47 @@ def global_subject(limits: GlobalLimits) -> TenantConfig | None:
     )
 
 
+def budget_subject(name: str, budget: TenantBudget) -> TenantConfig | None:
+    """A policy's or a key's budget (``name``: ``@policy:...`` or ``@key:...``) as the
+    subject the limiters count, or None when it sets no budget."""
+    if budget == TenantBudget():
+        return None
+    return TenantConfig(name=name, budget=budget)
+
+
 def subject_words(subject: str) -> str:
-    """Who a limit belongs to, in words: ``tenant team-a``, or the global limits."""
-    return "gw (limits: every request counts)" if subject == GLOBAL_SUBJECT else f"tenant {subject}"
+    """Who a limit belongs to, in words: ``tenant team-a``, ``policy batch``, ``API key
+    key_...``, or the global limits."""
+    if subject == GLOBAL_SUBJECT:
+        return "gw (limits: every request counts)"
+    if subject.startswith(POLICY_PREFIX):
+        return f"policy {subject.removeprefix(POLICY_PREFIX)}"
+    if subject.startswith(KEY_PREFIX):
+        return f"API key {subject.removeprefix(KEY_PREFIX)}"
+    return f"tenant {subject}"
 
 
 def _section(subject: str) -> str:
     """Where the subject's limits are set in the config."""
+    if subject.startswith(POLICY_PREFIX):
+        return "policies[]"
     return "limits" if subject == GLOBAL_SUBJECT else "tenants[]"
+
+
+_FLAGS: Mapping[Period, str] = {
+    "day": "--daily-usd",
+    "week": "--weekly-usd",
+    "month": "--monthly-usd",
+    "total": "--total-usd",
+}
+
+
+def _raise_budget(subject: str, period: Period) -> str:
+    """How to raise the subject's budget: a config field, or the key's CLI flag."""
+    if subject.startswith(KEY_PREFIX):
+        key = subject.removeprefix(KEY_PREFIX)
+        return f"raise it with `gw keys update {key} {_FLAGS[period]} USD`"
+    return f"raise {_section(subject)}.budget"
 
 
 # The checks and their refusals, shared with the fleet's limits in Redis (gw/fleet/) so
@@ -267,7 +309,7 @@ def budget_error(
 ) -> BudgetExceededError:
     detail = f"; ${reserved:.6f} is reserved by requests in flight" if reserved else ""
     when = "all time" if period == "total" else label[2:]
-    fix = f"raise {_section(tenant)}.budget"
+    fix = _raise_budget(tenant, period)
     if period != "total":  # a total never resets
         fix += f" or wait for the next {period}"
     return BudgetExceededError(

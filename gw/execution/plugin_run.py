@@ -18,6 +18,7 @@ import msgspec
 
 from gw.config.snapshot import MODEL_NAME_MAX_CHARS, LoadedPlugin
 from gw.errors import GatewayError, InternalError, PermissionDeniedError, clipped
+from gw.execution.request_context import RequestContext
 from gw.ir import Usage
 from gw.plugin_api import AnswerSummary, Refusal, RequestChange, RequestView, TargetView
 from gw.routing.decision import RouteDecision, TargetRef
@@ -157,3 +158,18 @@ class PluginRun:
 def _raised(exc: BaseException) -> str:
     message = clipped(str(exc), _REASON_MAX_CHARS)
     return f"raised {type(exc).__name__}" + (f": {message}" if message else "")
+
+
+def request_run(ctx: RequestContext, model: str, *, stream: bool) -> PluginRun:
+    """The snapshot's plugins run for one request, shown to them as its view."""
+    shown = RequestView(
+        request_id=ctx.request_id,
+        endpoint=ctx.endpoint,
+        model=model,
+        stream=stream,
+        tenant=ctx.tenant,
+        key_id=ctx.key_id,
+        revision=ctx.snapshot.revision,
+        settings={},
+    )
+    return PluginRun(ctx.snapshot.plugins, shown)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import msgspec
 
+from gw.config.schema import TenantBudget
 from gw.config.snapshot import Snapshot
 from gw.errors import GatewayError
 from gw.execution.accounts import AccountPin
@@ -28,6 +29,7 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
     client_request_id: str | None = None
     tenant: str | None = None
     key_id: str | None = None
+    key_budget: TenantBudget | None = None  # the API key's budget (gw keys ... --daily-usd)
     hints: RoutingHints | None = None  # from request headers; they only narrow routing
     # Only this provider's account may serve: it holds the response a Responses request
     # continues (previous_response_id, gw/server/inference/previous_response.py).

@@ -1,6 +1,7 @@
 """The admission of one routed request by its limits, before any upstream call: the
-routes its tenant may use, and what the global limits (``limits:``) and its tenant's are
-charged up front (gw/execution/limits.py settles the real figures once the request ends).
+routes its tenant may use, and what the global limits (``limits:``), its tenant's, the
+budget of the policy that decided it and its API key's are charged up front
+(gw/execution/limits.py settles the real figures once the request ends).
 """
 
 from __future__ import annotations
@@ -8,26 +9,53 @@ from __future__ import annotations
 import functools
 from fnmatch import fnmatchcase
 
-from gw.config.schema import GlobalLimits, TenantConfig
+from gw.config.schema import GlobalLimits, PolicyConfig, TenantBudget, TenantConfig
 from gw.config.snapshot import Snapshot
 from gw.errors import GatewayError, PermissionDeniedError
 from gw.execution.budget_reserve import reserved_cost_usd
-from gw.execution.limits import GLOBAL_SUBJECT, global_subject
+from gw.execution.limits import (
+    GLOBAL_SUBJECT,
+    KEY_PREFIX,
+    POLICY_PREFIX,
+    budget_subject,
+    global_subject,
+    subject_words,
+)
 from gw.execution.local_limits import ADMITTED
 from gw.ports import Clock, LimitGrant, TenantLimits
 from gw.routing.decision import RouteDecision
 from gw.routing.filters import PROJECTED_OUTPUT_TOKENS
 
 
-def ticket_ids(request_id: str) -> tuple[str, str]:
-    """The ids a request's shares are held under: its tenant's, then the global one's.
-    Settling both is always right: an id with no share settles nothing."""
-    return request_id, request_id + GLOBAL_SUBJECT
+def ticket_ids(request_id: str) -> tuple[str, str, str, str]:
+    """The ids a request's shares are held under: its tenant's, the global one's, its
+    policy's and its key's. Settling all is always right: an id with no share settles
+    nothing."""
+    return (
+        request_id,
+        request_id + GLOBAL_SUBJECT,
+        request_id + POLICY_PREFIX,
+        request_id + KEY_PREFIX,
+    )
 
 
-def limited(snapshot: Snapshot, tenant: str | None) -> bool:
-    """Whether a request of ``tenant`` (None: no key, e.g. open mode) has limits to pass."""
-    return tenant is not None or _global(snapshot.config.limits) is not None
+def limited(
+    snapshot: Snapshot,
+    tenant: str | None,
+    policy: PolicyConfig | None = None,
+    key_budget: TenantBudget | None = None,
+) -> bool:
+    """Whether a request of ``tenant`` (None: no key, e.g. open mode), decided by
+    ``policy``, sent with a key of ``key_budget``, has limits to pass."""
+    return (
+        tenant is not None
+        or _global(snapshot.config.limits) is not None
+        or (policy is not None and policy.budget != _NO_BUDGET)
+        or (key_budget is not None and key_budget != _NO_BUDGET)
+    )
+
+
+_NO_BUDGET = TenantBudget()
 
 
 async def admit_request(
@@ -39,19 +67,25 @@ async def admit_request(
     request_id: str,
     clock: Clock,
     lease_ttl: float = 660.0,
+    policy: PolicyConfig | None = None,
+    key_id: str | None = None,
+    key_budget: TenantBudget | None = None,
 ) -> LimitGrant:
     """Raise ``PermissionDeniedError`` (or a limiter's error) if the request may not be
-    sent now; otherwise its share of its tenant's limits and of the global ones is taken
-    (under ``ticket_ids``), each held at most ``lease_ttl`` seconds should this process
-    die before settling it. A refusal by one releases what the other took, except a
-    request counted by a requests-per-minute limit, which stays counted."""
-    tenant_ticket, global_ticket = ticket_ids(request_id)
-    subjects: list[tuple[TenantConfig, str]] = []
-    if tenant_name is not None:
-        subjects.append((_tenant(snapshot, tenant_name, decision), tenant_ticket))
-    everyone = _global(snapshot.config.limits)
-    if everyone is not None:
-        subjects.append((everyone, global_ticket))
+    sent now; otherwise its share of its tenant's limits, of the global ones, of its
+    policy's budget and of its key's is taken (under ``ticket_ids``), each held at most
+    ``lease_ttl`` seconds should this process die before settling it. A refusal by one
+    releases what the others took, except a request counted by a requests-per-minute
+    limit, which stays counted."""
+    subjects = _subjects(
+        snapshot,
+        tenant_name,
+        decision,
+        request_id=request_id,
+        policy=policy,
+        key_id=key_id,
+        key_budget=key_budget,
+    )
     for subject, _ in subjects:
         if _has_budget(subject):
             _refuse_unpriced(subject.name, decision)
@@ -84,6 +118,33 @@ async def admit_request(
     return LimitGrant(notes=tuple(notes), warnings=tuple(warnings))
 
 
+def _subjects(
+    snapshot: Snapshot,
+    tenant_name: str | None,
+    decision: RouteDecision,
+    *,
+    request_id: str,
+    policy: PolicyConfig | None,
+    key_id: str | None,
+    key_budget: TenantBudget | None,
+) -> list[tuple[TenantConfig, str]]:
+    """What the request is counted by, each with the ticket its share is held under: its
+    tenant, the global limits, its policy's budget and its key's, those that apply."""
+    tenant_ticket, global_ticket, policy_ticket, key_ticket = ticket_ids(request_id)
+    tenant = None if tenant_name is None else _tenant(snapshot, tenant_name, decision)
+    decided = None if policy is None else _budgeted(POLICY_PREFIX + policy.name, policy.budget)
+    keyed = (
+        None if key_id is None or key_budget is None else _budgeted(KEY_PREFIX + key_id, key_budget)
+    )
+    counted = (
+        (tenant, tenant_ticket),
+        (_global(snapshot.config.limits), global_ticket),
+        (decided, policy_ticket),
+        (keyed, key_ticket),
+    )
+    return [(subject, ticket) for subject, ticket in counted if subject is not None]
+
+
 def _has_budget(subject: TenantConfig) -> bool:
     budget = subject.budget
     return any(
@@ -95,6 +156,11 @@ def _has_budget(subject: TenantConfig) -> bool:
 @functools.lru_cache(maxsize=8)  # one per config revision's limits: read by every request
 def _global(limits: GlobalLimits) -> TenantConfig | None:
     return global_subject(limits)
+
+
+@functools.lru_cache(maxsize=1024)  # a policy's or a key's: read by each of its requests
+def _budgeted(name: str, budget: TenantBudget) -> TenantConfig | None:
+    return budget_subject(name, budget)
 
 
 def _tenant(snapshot: Snapshot, name: str, decision: RouteDecision) -> TenantConfig:
@@ -127,11 +193,12 @@ def _refuse_unpriced(subject: str, decision: RouteDecision) -> None:
         if f"{c.provider}/{c.model}" in keys and c.estimated_cost_usd is None
     )
     if unpriced:
-        who = (
-            "gw has a budget (limits.budget)"
-            if subject == GLOBAL_SUBJECT
-            else f"tenant {subject} has a budget"
-        )
+        if subject == GLOBAL_SUBJECT:
+            who = "gw has a budget (limits.budget)"
+        elif subject.startswith(POLICY_PREFIX):
+            who = f"{subject_words(subject)} has a budget (policies[].budget)"
+        else:
+            who = f"{subject_words(subject)} has a budget"
         raise PermissionDeniedError(
             f"{who}, and gw knows no price for {', '.join(unpriced)}; "
             "add its prices under models (input_per_mtok, output_per_mtok) to use it"

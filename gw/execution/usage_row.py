@@ -41,4 +41,5 @@ def usage_row(trace: TraceRecord) -> UsageRow | None:
         cost_usd=trace.cost_usd,
         usage_source=trace.usage_source,
         gateway=trace.gateway,
+        policy=decision.policy,
     )

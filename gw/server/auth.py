@@ -44,10 +44,11 @@ from urllib.parse import parse_qs
 
 import msgspec
 
+from gw.config.schema import TenantBudget
 from gw.errors import AuthenticationFailedError, PermissionDeniedError
 from gw.ports import Clock
 from gw.server.key_cache import KeyCache
-from gw.store.api_keys import Scope, digest_of, grants, looks_like_key
+from gw.store.api_keys import NO_BUDGET, Scope, digest_of, grants, looks_like_key
 from gw.store.ip_allowlist import allows, client_address
 
 AuthMode = Literal["open", "keys"]
@@ -64,6 +65,7 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
     tenant: str | None = None
     scopes: tuple[str, ...] = ()  # none unless given: a forgotten field grants nothing
     models: tuple[str, ...] | None = None  # None: any route or model
+    budget: TenantBudget | None = None  # the key's own budget (gw keys ... --daily-usd)
 
     def has_scope(self, scope: Scope) -> bool:
         return grants(self.scopes, scope)
@@ -242,7 +244,13 @@ class Authenticator:
             )
         if found.networks is not None and not allows(found.networks, client):
             raise _outside_allowlist(key.id, client)
-        return Principal(key_id=key.id, tenant=key.tenant, scopes=key.scopes, models=key.models)
+        return Principal(
+            key_id=key.id,
+            tenant=key.tenant,
+            scopes=key.scopes,
+            models=key.models,
+            budget=None if key.budget == NO_BUDGET else key.budget,
+        )
 
 
 def _outside_allowlist(key_id: str, client: str | None) -> PermissionDeniedError:

@@ -11,7 +11,9 @@ Scopes say what a key may call: ``inference`` (``/v1/*``), ``usage:read`` (usage
 status, config, traces, explain, route previews, every tenant's usage and metrics, a
 dashboard login link), ``admin:config`` (config writes, reloads and rollbacks, and the reads
 too), ``admin`` (all of the admin plane) and ``*`` (everything). A key may also be limited
-to models, and to client networks (its IP allowlist, gw/store/ip_allowlist.py).
+to models, and to client networks (its IP allowlist, gw/store/ip_allowlist.py), and
+given a budget (USD per UTC day, ISO week, month or in total), counted as ``@key:<id>``
+besides its tenant's (gw/execution/limits.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
 import msgspec
+
+from gw.config.schema import TenantBudget
 
 Scope = Literal["inference", "usage:read", "admin:read", "admin:config", "admin", "*"]
 SCOPES: Final[tuple[Scope, ...]] = get_args(Scope)
@@ -37,6 +41,7 @@ KEY_PREFIX: Final = "gw-"
 KEY_ID_PREFIX: Final = "key_"
 DISPLAY_PREFIX_CHARS: Final = 7  # "gw-" and four random characters
 DISPLAY_SUFFIX_CHARS: Final = 4
+NO_BUDGET: Final = TenantBudget()
 
 
 class ApiKey(msgspec.Struct, frozen=True, kw_only=True):
@@ -55,6 +60,7 @@ class ApiKey(msgspec.Struct, frozen=True, kw_only=True):
     created_at: float
     expires_at: float | None = None
     revoked_at: float | None = None
+    budget: TenantBudget = NO_BUDGET  # gw keys create/update --daily-usd ...
 
     @property
     def display(self) -> str:
@@ -95,6 +101,7 @@ def new_key(
     models: tuple[str, ...] | None = None,
     allowed_ips: tuple[str, ...] | None = None,
     expires_at: float | None = None,
+    budget: TenantBudget = NO_BUDGET,
 ) -> NewKey:
     """A fresh key with 256 bits of CSPRNG entropy and a short random id."""
     plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
@@ -110,6 +117,7 @@ def new_key(
         allowed_ips=allowed_ips,
         created_at=created_at,
         expires_at=expires_at,
+        budget=budget,
     )
     return NewKey(key=key, plaintext=plaintext)
 

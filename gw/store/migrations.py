@@ -25,6 +25,7 @@ from typing import Final
 
 import msgspec
 
+from gw.store.budget_tables import V14_POSTGRES, V14_SQLITE
 from gw.store.postgres.schema import BASELINE, GATEWAYS_TABLE
 
 
@@ -409,6 +410,16 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         # request runs, then the sealed answer for the window; nothing in the clear.
         statements=_v13_idempotency("REAL", "BLOB"),
         postgres=_v13_idempotency("double precision", "bytea"),
+    ),
+    Migration(
+        version=14,
+        description="budgets per API key and per policy",
+        # A key's budget (gw keys create/update --daily-usd ...), NULL: none. Usage rows
+        # name the policy that decided them (NULL before this version), and
+        # ``policy_spend`` sums their cost per policy and UTC day, kept by a trigger as
+        # the rollup is, for the policy budgets seeded at start (usage_rollup.py).
+        statements=V14_SQLITE,
+        postgres=V14_POSTGRES,
     ),
 )
 

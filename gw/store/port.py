@@ -17,6 +17,7 @@ from typing import Protocol, Self
 
 import msgspec
 
+from gw.config.schema import TenantBudget
 from gw.ports import UsageRow
 from gw.record import TraceRecord
 from gw.store.api_keys import ApiKey
@@ -230,6 +231,8 @@ class StateStore(Protocol):
     async def list_keys(self) -> list[ApiKey]: ...
 
     async def revoke_key(self, key_id: str, *, time: float) -> ApiKey | None: ...
+
+    async def set_key_budget(self, key_id: str, budget: TenantBudget) -> ApiKey | None: ...
 
     async def find_key_by_digest(self, digest: str) -> ApiKey | None: ...
 

@@ -34,6 +34,7 @@ from typing import Final, Self
 import aiosqlite
 import msgspec
 
+from gw.config.schema import TenantBudget
 from gw.ports import UsageRow
 from gw.record import TraceRecord
 from gw.store.api_keys import ApiKey
@@ -48,7 +49,7 @@ from gw.store.file_checks import (
     space_problem,
 )
 from gw.store.idempotency_keys import IdempotencyKeys
-from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
+from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, budget_update, key_from_row, key_params
 from gw.store.migrations import LATEST_VERSION, SCHEMA_VERSION_TABLE, StoreError, pending_migrations
 from gw.store.private_files import DIR_MODE, make_database_private
 from gw.store.read_connection import ReadConnection
@@ -267,6 +268,14 @@ class SqliteStore:
                 "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                 (time, key_id),
             )
+            rows = await self._conn.execute_fetchall(SELECT_KEYS + "WHERE id = ?", (key_id,))
+        row = next(iter(rows), None)
+        return None if row is None else key_from_row(row)
+
+    async def set_key_budget(self, key_id: str, budget: TenantBudget) -> ApiKey | None:
+        """Replace a key's budget (gateways see it within a second); None: no such key."""
+        async with self._transaction():
+            await self._conn.execute(*budget_update(key_id, budget))
             rows = await self._conn.execute_fetchall(SELECT_KEYS + "WHERE id = ?", (key_id,))
         row = next(iter(rows), None)
         return None if row is None else key_from_row(row)

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import aiosqlite
 
-from gw.execution.limits import GLOBAL_SUBJECT
+from gw.execution.limits import GLOBAL_SUBJECT, KEY_PREFIX, POLICY_PREFIX
 from gw.execution.periods import PERIODS, period_label, week_start
 from gw.store.usage import (
     ROW_MEASURES,
@@ -54,10 +54,20 @@ ROLLUP_MEASURES: Final = (
 """The rollup's columns for the measures of ``UsageTotals``, in its field order."""
 
 
+_SPEND_BY: Final = (
+    # (kind, column, table, filter): each budget's subjects and where their spend is
+    ("tenant", "tenant", "usage_rollup", "period = 'day'"),
+    ("key", "key_id", "usage_rollup", "period = 'day' AND key_id IS NOT NULL"),
+    ("policy", "policy", "policy_spend", "true"),
+)
+
+
 def budget_spend_sql(total: str) -> str:
-    """USD per tenant (NULL: none) in the day, ISO week, month and in total, for the budgets
-    seeded at start; parameters: the day's label, the week's first and next week's first
-    second, the month's label. ``total``: the engine's NULL-safe sum of ``cost_usd``."""
+    """USD per tenant (NULL: none), per API key and per policy, in the day, ISO week,
+    month and in total, for the budgets seeded at start; parameters
+    (``budget_spend_params``): the day's label, the week's first and next week's first
+    second, the month's label, once per kind. ``total``: the engine's NULL-safe sum of
+    ``cost_usd``."""
     where = {
         "day": "AND day = ?",
         "week": "AND period_start >= ? AND period_start < ?",
@@ -65,28 +75,35 @@ def budget_spend_sql(total: str) -> str:
         "total": "",
     }
     return "\nUNION ALL\n".join(
-        f"SELECT tenant, '{period}', {total} FROM usage_rollup"  # noqa: S608 - fixed parts
-        f" WHERE period = 'day' {clause} GROUP BY tenant"
+        f"SELECT '{kind}', {column}, '{period}', {total} FROM {table}"  # noqa: S608 - fixed parts
+        f" WHERE {only} {clause} GROUP BY {column}"
+        for kind, column, table, only in _SPEND_BY
         for period, clause in where.items()
     )
 
 
-def budget_spend_params(wall: float) -> tuple[str, int, int, str]:
+def budget_spend_params(wall: float) -> tuple[str | int, ...]:
     start = week_start(wall)
-    return period_label("day", wall), start, start + WEEK, period_label("month", wall)
+    once = (period_label("day", wall), start, start + WEEK, period_label("month", wall))
+    return once * len(_SPEND_BY)
 
 
 def budget_rows(rows: Iterable[Sequence[Any]], wall: float) -> list[tuple[str, str, float]]:
-    """(subject, period label, USD) from ``budget_spend_sql``'s rows: each tenant's, and
-    the global limits' (``GLOBAL_SUBJECT``), which count every row."""
+    """(subject, period label, USD) from ``budget_spend_sql``'s rows: each tenant's, the
+    global limits' (``GLOBAL_SUBJECT``), which count every row, each key's
+    (``@key:<id>``) and each policy's (``@policy:<name>``)."""
     labels: dict[str, str] = {period: period_label(period, wall) for period in PERIODS}
     spend: list[tuple[str, str, float]] = []
     everyone: dict[str, float] = {}
-    for tenant, period, usd in rows:
+    for kind, name, period, usd in rows:
         amount = float(usd or 0.0)
-        if tenant is not None:
-            spend.append((str(tenant), labels[period], amount))
-        everyone[period] = everyone.get(period, 0.0) + amount
+        if kind == "tenant":
+            everyone[period] = everyone.get(period, 0.0) + amount
+            if name is not None:
+                spend.append((str(name), labels[period], amount))
+        else:
+            prefix = KEY_PREFIX if kind == "key" else POLICY_PREFIX
+            spend.append((prefix + str(name), labels[period], amount))
     return spend + [(GLOBAL_SUBJECT, labels[p], usd) for p, usd in everyone.items()]
 
 

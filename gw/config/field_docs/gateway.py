@@ -12,6 +12,7 @@ from gw.config.field_docs.rules import (
     section,
 )
 from gw.config.guardrails import MAX_STREAM_WINDOW, MAX_TIMEOUT_S, MIN_STREAM_WINDOW
+from gw.config.plugin_checks import MAX_PLUGIN_TIMEOUT_S
 from gw.config.schema import (
     AuthConfig,
     BackgroundConfig,
@@ -31,7 +32,6 @@ from gw.config.schema import (
 from gw.config.validate import (
     MAX_DASHBOARD_LINK_TTL_S,
     MAX_IDEMPOTENCY_TTL_S,
-    MAX_PLUGIN_TIMEOUT_S,
 )
 
 _SERVER = "Read at start only: a change needs a restart."

@@ -33,6 +33,11 @@ POLICY_SECTIONS: dict[type, Section] = {
         timeout=Field("Time limits."),
         hedge=Field("Racing the rest of the chain when the first target is slow."),
         limits=Field("Ceilings per request."),
+        budget=Field(
+            "USD per day, week, month or in total for every request this policy decides, "
+            "besides the tenant's, the key's and `limits.budget`; counted by the policy's "
+            "name, so a renamed policy starts from nothing."
+        ),
         deny=Field(
             "`true`: a deny rule; the requests it governs get 403 `permission_denied` with "
             "`deny_reason`, before any upstream call."
@@ -147,8 +152,10 @@ POLICY_SECTIONS: dict[type, Section] = {
     ),
     TenantBudget: section(
         "Spend plus what requests in flight have reserved must stay within the budget, else "
-        "402 `budget_exceeded` before any upstream call. A tenant (or gw, for `limits.budget`) "
-        "with a budget may not use a target without a catalog price. `null`: no budget.",
+        "402 `budget_exceeded` before any upstream call. A tenant, a policy (or gw, for "
+        "`limits.budget`) with a budget may not use a target without a catalog price. An API "
+        "key's budget has the same periods, set with `gw keys create/update --daily-usd ...`. "
+        "`null`: no budget.",
         daily_usd=Field("USD per UTC day; `0` stops all spend.", minimum=0),
         weekly_usd=Field("USD per ISO week (Monday to Sunday, UTC).", minimum=0),
         monthly_usd=Field("USD per UTC month; `0` stops all spend.", minimum=0),

@@ -21,7 +21,7 @@ from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
 from gw.record import TraceRecord
 from gw.server.admission import queue_header
-from gw.server.auth import require_model, require_scope
+from gw.server.auth import Principal, require_model, require_scope
 from gw.server.body import read_body
 from gw.server.inference.hints import parse_hints
 from gw.server.inference.idempotency import HEADER, Claim
@@ -113,7 +113,7 @@ async def read_request_body(
     server = ctx.snapshot.config.server
     principal = await services.authenticate(request)
     require_scope(principal, "inference")
-    ctx = _with_principal(ctx, principal.key_id, principal.tenant)
+    ctx = _with_principal(ctx, principal)
     hints = parse_hints(request.headers)
     if hints is not None:
         ctx = msgspec.structs.replace(ctx, hints=hints)
@@ -277,7 +277,9 @@ def _closer(services: ServerServices, session: StreamSession) -> Callable[[], Aw
     return close
 
 
-def _with_principal(ctx: RequestContext, key_id: str | None, tenant: str | None) -> RequestContext:
-    if key_id is None and tenant is None:
+def _with_principal(ctx: RequestContext, principal: Principal) -> RequestContext:
+    if principal.key_id is None and principal.tenant is None:
         return ctx
-    return msgspec.structs.replace(ctx, key_id=key_id, tenant=tenant)
+    return msgspec.structs.replace(
+        ctx, key_id=principal.key_id, tenant=principal.tenant, key_budget=principal.budget
+    )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from gw.config.schema import TenantBudget
 from gw.store.api_keys import ApiKey
-from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, key_from_row, key_params
+from gw.store.key_rows import INSERT_KEY, SELECT_KEYS, budget_update, key_from_row, key_params
 from gw.store.postgres.database import Database
 from gw.store.postgres.sql import numbered
 
@@ -27,6 +28,13 @@ class Keys:
                 time,
                 key_id,
             )
+            row = await conn.fetchrow(numbered(SELECT_KEYS + "WHERE id = ?"), key_id)
+        return None if row is None else key_from_row(tuple(row))
+
+    async def set_budget(self, key_id: str, budget: TenantBudget) -> ApiKey | None:
+        async with self._db.transaction() as conn:
+            sql, params = budget_update(key_id, budget)
+            await conn.execute(numbered(sql), *params)
             row = await conn.fetchrow(numbered(SELECT_KEYS + "WHERE id = ?"), key_id)
         return None if row is None else key_from_row(tuple(row))
 

@@ -20,6 +20,7 @@ from typing import Final, Self
 
 import asyncpg  # type: ignore[import-untyped]  # asyncpg 0.30 ships no type information
 
+from gw.config.schema import TenantBudget
 from gw.config.state_url import safe_url
 from gw.ports import UsageRow
 from gw.record import TraceRecord
@@ -195,6 +196,9 @@ class PostgresStore:
 
     async def list_keys(self) -> list[ApiKey]:
         return await self._keys.list()
+
+    async def set_key_budget(self, key_id: str, budget: TenantBudget) -> ApiKey | None:
+        return await self._keys.set_budget(key_id, budget)
 
     async def revoke_key(self, key_id: str, *, time: float) -> ApiKey | None:
         return await self._keys.revoke(key_id, time=time)

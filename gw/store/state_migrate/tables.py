@@ -31,7 +31,7 @@ LOCAL_COLUMNS: Final = frozenset(
     }
 )
 
-DERIVED_TABLES: Final = ("usage_rollup",)
+DERIVED_TABLES: Final = ("policy_spend", "usage_rollup")
 """Tables a trigger fills from another one's inserts: copied last, after the rows the
 trigger made from the copy are cleared, so they hold the source's own rows (verified like
 any other) rather than a recomputation that may round differently."""

@@ -41,9 +41,10 @@ def row(request_id: str, **fields: object) -> UsageRow:
 
 
 ROWS = [
-    row("r1", gateway="gw-a"),
+    row("r1", gateway="gw-a", policy="batch"),
     row("r2", model="gpt-4o", cost_usd=0.002, input_tokens=200, output_tokens=50, gateway="gw-a"),
-    row("r3", tenant="team-b", key_id="key_b", time=MAR_16, cached_input_tokens=64, gateway="gw-b"),
+    row("r3", tenant="team-b", key_id="key_b", time=MAR_16, cached_input_tokens=64, gateway="gw-b",
+        policy="batch"),
     row("r4", tenant=None, key_id=None, provider=None, model=None, status=404,
         error_code="model_not_found", input_tokens=0, output_tokens=0, cost_usd=None),
     row("r5", cost_usd=None, usage_source="estimate", reasoning_tokens=5, time=MAR_15 + 1800),
@@ -118,8 +119,12 @@ def test_since_and_tenant_filters_read_partial_hours_from_the_rows(target: Targe
     assert team_a == expected("model", [r for r in ROWS if r.tenant == "team-a"])
 
 
-def test_budget_spend_sums_each_period_per_tenant_and_for_everyone(target: Target) -> None:
-    """Seen from MAR_15, a Sunday: MAR_16 is the next day, ISO week, not the next month."""
+def test_budget_spend_sums_each_period_per_tenant_key_policy_and_for_everyone(
+    target: Target,
+) -> None:
+    """Seen from MAR_15, a Sunday: MAR_16 is the next day, ISO week, not the next month.
+    Keys and policies are counted as ``@key:<id>`` and ``@policy:<name>``; a row with no
+    policy (written before schema 14) counts for none."""
 
     async def body(store: StateStore) -> list[tuple[str, str, float]]:
         await store.write_usage(ROWS)
@@ -135,6 +140,11 @@ def test_budget_spend_sums_each_period_per_tenant_and_for_everyone(target: Targe
         ("team-b", total): 0.0001,
         **{("@gw", label): team_a for label in (day, week)},
         **{("@gw", label): team_a + 0.0001 for label in (month, total)},
+        **{("@key:key_a", label): team_a for label in (day, week, month, total)},
+        ("@key:key_b", month): 0.0001,
+        ("@key:key_b", total): 0.0001,
+        **{("@policy:batch", label): 0.0001 for label in (day, week)},
+        **{("@policy:batch", label): 0.0002 for label in (month, total)},
     }
     assert spend.keys() == wanted.keys()
     for key, usd in wanted.items():

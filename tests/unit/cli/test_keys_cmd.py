@@ -12,10 +12,12 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
+from gw.cli.key_budget import budget_from, budget_text, parse_usd
 from gw.cli.keys_cmd import parse_allow_ips, parse_expiry, parse_models
 from gw.cli.keys_view import allowed_ips_text, created_json, describe, key_json, keys_table
 from gw.cli.main import app
 from gw.config import load_config
+from gw.config.schema import TenantBudget
 from gw.store.api_keys import new_key
 
 NOW = 1_773_583_323.0  # 2026-03-15T14:02:03Z
@@ -66,7 +68,7 @@ def test_only_create_shows_the_key() -> None:
     assert created["key"] == made.plaintext
     assert set(created) == {
         "id", "key", "tenant", "name", "scopes", "models", "allowed_ips", "prefix", "suffix",
-        "created_at", "expires_at",
+        "created_at", "expires_at", "budget",
     }  # fmt: skip
     assert created["created_at"] == "2026-03-15T14:02:03.000Z"
     listed = key_json(made.key, NOW + 61)
@@ -155,3 +157,18 @@ def test_a_key_name_reaches_the_terminal_escaped_and_never_as_markup() -> None:
     shown = console.export_text()
     assert "\x1b" not in shown
     assert "[bold]x[/bold]" in shown
+
+
+def test_budget_flags_replace_the_periods_given_and_keep_the_others() -> None:
+    base = TenantBudget(daily_usd=1.0, total_usd=50.0)
+    changed = budget_from(base, daily="none", weekly="2.5", monthly=None, total=None)
+    assert changed == TenantBudget(weekly_usd=2.5, total_usd=50.0)
+    assert budget_text(changed) == "$2.50/week, $50.00/total"
+    assert budget_text(TenantBudget()) == "none"
+    assert parse_usd("--daily-usd", "0") == 0.0  # stops the key's spend: a meaning
+
+
+@pytest.mark.parametrize("text", ["-1", "five", "nan", "inf"])
+def test_a_bad_budget_is_a_usage_error_naming_the_flag(text: str) -> None:
+    with pytest.raises(typer.BadParameter, match=f"--total-usd {re.escape(repr(text))}"):
+        parse_usd("--total-usd", text)

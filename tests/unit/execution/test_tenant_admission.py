@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 
 from gw.config import Snapshot, compile_snapshot, load_config
+from gw.config.schema import TenantBudget
 from gw.errors import BudgetExceededError, ConcurrencyLimitedError, PermissionDeniedError
 from gw.execution.limits import TenantLimiter
 from gw.execution.local_limits import LocalLimits
-from gw.execution.tenant_admission import admit_request, ticket_ids
+from gw.execution.periods import period_label
+from gw.execution.tenant_admission import admit_request, limited, ticket_ids
 from gw.ir import ChatRequest, TextPart, UserMessage
 from gw.routing import RouteDecision, decide
 
@@ -191,3 +193,59 @@ def test_a_global_budget_refuses_an_unpriced_target_naming_limits() -> None:
                 snap, None, decision, limits=LocalLimits(), request_id="r1", clock=FixedClock()
             )
         )
+
+
+POLICY = CONFIG + "policies:\n  - {name: batch, match: {routes: ['*']}, budget: {total_usd: 10}}\n"
+
+
+def test_a_policy_budget_refuses_an_unpriced_target_naming_the_policy() -> None:
+    snap = compile_snapshot(load_config(POLICY, "gw.yaml"), revision=1, source="t")
+    decision = routed(snap, "chat-local", "open-team")
+    policy = snap.config.policies[0]
+    assert limited(snap, None, policy)
+    with pytest.raises(PermissionDeniedError, match=r"policy batch has a budget \(policies"):
+        asyncio.run(
+            admit_request(
+                snap,
+                None,
+                decision,
+                limits=LocalLimits(),
+                request_id="r1",
+                clock=FixedClock(),
+                policy=policy,
+            )
+        )
+
+
+def test_a_keys_budget_is_counted_under_its_own_subject_and_released_by_its_ticket() -> None:
+    snap = compile_snapshot(load_config(CHAIN, "gw.yaml"), revision=1, source="t")
+    decision = routed(snap, "chain", "open-team")
+    limits, budget = LocalLimits(), TenantBudget(daily_usd=0.0)
+    assert not limited(snap, None, None, TenantBudget())  # no budget: nothing to pass
+    assert limited(snap, None, None, budget)
+
+    def admit_with(key_budget: TenantBudget, request_id: str) -> None:
+        asyncio.run(
+            admit_request(
+                snap,
+                "open-team",
+                decision,
+                limits=limits,
+                request_id=request_id,
+                clock=FixedClock(),
+                key_id="key_abc",
+                key_budget=key_budget,
+            )
+        )
+
+    with pytest.raises(BudgetExceededError, match=r"API key key_abc has spent \$0\.000000 of"):
+        admit_with(budget, "r1")
+    assert asyncio.run(limits.in_flight("open-team")) == 0  # the tenant's share released
+    admit_with(TenantBudget(daily_usd=1.0), "r2")
+    assert asyncio.run(limits.in_flight("@key:key_abc")) == 1
+    for ticket in ticket_ids("r2"):
+        limits.settle(ticket, tokens=0, cost_usd=0.25)
+    assert asyncio.run(limits.in_flight("@key:key_abc")) == 0
+    label = period_label("day", FixedClock().time())
+    assert asyncio.run(limits.spent("@key:key_abc", label)) == pytest.approx(0.25)
+    assert asyncio.run(limits.spent("open-team", label)) == 0.0  # the tenant has no budget

@@ -142,6 +142,7 @@ def test_an_answer_gets_one_row_with_the_traces_tokens_and_cost() -> None:
         cached_input_tokens=400,
         cost_usd=(600 * 1.0 + 400 * 0.5 + 200 * 4.0) / 1e6,
         usage_source="provider",
+        policy="p",  # the policy that decided it, for its budget
     )
     assert row.cost_usd == completed.trace.cost_usd
 

@@ -142,8 +142,8 @@ def test_the_migration_sums_the_rows_written_before_it(tmp_path: Path) -> None:
             for statement in migration.statements:
                 db.execute(statement)
         db.execute("PRAGMA user_version = 7")
-        # The fields version 7 had: the gateway came with version 10.
-        fields = [f for f in UsageRow.__struct_fields__ if f != "gateway"]
+        # The fields version 7 had: the gateway came with version 10, the policy with 14.
+        fields = [f for f in UsageRow.__struct_fields__ if f not in {"gateway", "policy"}]
         db.executemany(
             f"INSERT INTO usage ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})",  # noqa: S608 - fixed names
             [msgspec.structs.astuple(row)[: len(fields)] for row in rows],
