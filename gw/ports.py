@@ -199,8 +199,9 @@ class TenantLimits(Protocol):
     (``RateLimitedError``, ``ConcurrencyLimitedError``, ``BudgetExceededError``, ...)
     having taken nothing. ``lease_ttl`` bounds how long a share held by a process that
     died is kept. ``settle`` returns at once (it runs on the request's way out); what it
-    must still write is finished by ``drain``. ``seed`` gives today's and this month's
-    spend from the usage ledger, (tenant, period label, USD) rows.
+    must still write is finished by ``drain``. ``seed`` gives each budget's spend in its
+    current periods from the usage ledger, (subject, period label, USD) rows: a counter
+    holding less is raised to it, never lowered.
     """
 
     async def admit(

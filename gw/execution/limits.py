@@ -94,9 +94,14 @@ class TenantLimiter:
         self._tickets: dict[str, Ticket] = {}  # by request id
 
     def seed(self, spend: Iterable[tuple[str, str, float]]) -> None:
-        """Settled spend from the ledger: (tenant, period label, USD) rows."""
+        """Settled spend from the ledger, (tenant, period label, USD) rows: each counter is
+        raised to the ledger's sum if it holds less, never lowered (it may already count
+        spend the ledger has not written yet)."""
+        totals: dict[tuple[str, str], float] = {}
         for tenant, label, usd in spend:
-            self._spent[(tenant, label)] = self._spent.get((tenant, label), 0.0) + usd
+            totals[(tenant, label)] = totals.get((tenant, label), 0.0) + usd
+        for key, usd in totals.items():
+            self._spent[key] = max(self._spent.get(key, 0.0), usd)
 
     def spent(self, tenant: str, label: str) -> float:
         return self._spent.get((tenant, label), 0.0)

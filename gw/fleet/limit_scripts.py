@@ -137,3 +137,18 @@ if billed > 0 then
 end
 return 1
 """
+
+# Budget spend read back from the ledger: each KEYS[i] (a budget counter) is raised to
+# ARGV[i] USD if it holds less, never lowered (what the fleet counted since the ledger
+# was read stays); ARGV[#KEYS + 1] is the counters' TTL in seconds.
+TOP_UP = """
+local ttl = ARGV[#KEYS + 1]
+for index, key in ipairs(KEYS) do
+  local spent = tonumber(redis.call('HGET', key, 'spent') or '0')
+  if tonumber(ARGV[index]) > spent then
+    redis.call('HSET', key, 'spent', ARGV[index])
+  end
+  redis.call('EXPIRE', key, ttl)
+end
+return #KEYS
+"""

@@ -42,7 +42,7 @@ from gw.execution.limits import (
 )
 from gw.execution.local_limits import ADMITTED
 from gw.execution.periods import Period
-from gw.fleet.limit_scripts import ADMIT, SETTLE
+from gw.fleet.limit_scripts import ADMIT, SETTLE, TOP_UP
 from gw.fleet.limits_fallback import LimitsFallback
 from gw.ports import LimitGrant
 
@@ -88,7 +88,8 @@ class _Script:
             return await client.eval(self.source, len(keys), *keys, *args)  # type: ignore[misc]
 
 
-_ADMIT, _SETTLE = _Script(ADMIT), _Script(SETTLE)
+TOP_UP_BATCH = 500  # counters per script call: a big ledger is read back in steps
+_ADMIT, _SETTLE, _TOP_UP = _Script(ADMIT), _Script(SETTLE), _Script(TOP_UP)
 
 
 class RedisLimits:
@@ -291,12 +292,14 @@ class RedisLimits:
             totals[(tenant, label)] = totals.get((tenant, label), 0.0) + usd
         if not totals:
             return
-        async with self._client.pipeline(transaction=False) as pipe:
-            for (tenant, label), usd in totals.items():
-                key = self._key(tenant, f"b:{label}")
-                pipe.hsetnx(key, "spent", repr(usd))
-                pipe.expire(key, BUDGET_TTL_S)
-            await pipe.execute()
+        # Raised to the ledger's figure, never lowered: the fleet's counter may already
+        # hold spend the ledger has not written yet.
+        items = list(totals.items())
+        for start in range(0, len(items), TOP_UP_BATCH):
+            batch = items[start : start + TOP_UP_BATCH]
+            keys = [self._key(tenant, f"b:{label}") for (tenant, label), _ in batch]
+            amounts = [repr(spent) for _, spent in batch]
+            await _TOP_UP.run(self._client, keys, [*amounts, BUDGET_TTL_S])
 
     async def spent(self, tenant: str, label: str) -> float:
         value = await self._client.hget(self._key(tenant, f"b:{label}"), "spent")  # type: ignore[misc]

@@ -3,6 +3,7 @@ with the budgets' spend read back from the usage ledger."""
 
 from __future__ import annotations
 
+from gw.execution.budget_seeding import LedgerSeededLimits
 from gw.execution.local_limits import LocalLimits
 from gw.ports import TenantLimits
 from gw.startup.plan import ServeError, ServePlan, SystemClock
@@ -14,10 +15,11 @@ async def seeded_limiter(
 ) -> TenantLimits:
     """The limits (the fleet's in Redis when ``state.redis_url`` is set, see
     ``shared_limits``), with each budget's spend in its current day, week, month and in
-    total, the tenants' and the global limits' alike, read back from the ledger."""
+    total, the tenants', policies', keys' and the global limits' alike, read back from
+    the ledger; and again for a subject given a budget while gw runs."""
     limits, wall = shared or LocalLimits(), clock.time()
     await limits.seed(await store.budget_spend(wall))
-    return limits
+    return LedgerSeededLimits(limits, store.budget_spend)
 
 
 async def shared_limits(plan: ServePlan) -> TenantLimits | None:

@@ -200,6 +200,39 @@ def test_a_key_budget_set_by_the_cli_refuses_and_changes_on_a_running_gateway(
         wait_until(lambda: _outcome(client) == "ok", "the key budget's removal to take effect")
 
 
+def test_a_budget_given_to_a_key_on_a_running_gateway_counts_what_it_spent_before(
+    tmp_path: Path, upstream: FakeOpenAI, backend: str, redis_server: RedisServer
+) -> None:
+    """The key spends $0.063 with no budget, on this gateway's watch (after its start);
+    a daily budget of $0.10 set then leaves no room for the next request's reservation."""
+    empty(redis_server)
+    config = write_config(tmp_path, upstream, backend, redis_server)
+    with GwServer(tmp_path / "state", config) as gw:
+        made = gw.cli_json("keys", "create", "--tenant", "team", "--config", str(config))
+        key_id = made["id"]
+        client = openai.OpenAI(base_url=gw.base_url, api_key=made["key"], max_retries=0)
+        for _ in range(3):
+            create(client)
+
+        def written() -> bool:
+            rows = gw.cli_json("usage", "--by", "key")
+            return any(row["key"] == key_id and row["requests"] == 3 for row in rows)
+
+        wait_until(written, "the three requests in the usage ledger")
+        gw.cli("keys", "update", key_id, "--daily-usd", "0.1")
+        # Until the key cache sees the change (within a second) requests go through.
+        wait_until(
+            lambda: _outcome(client) == "budget_exceeded", "the new key budget to take effect"
+        )
+        # The refusal counts the spend from before the budget: at least the three written
+        # requests ($0.063), not only what came after (a counter started at zero would
+        # have let the first budgeted request through and said $0.021).
+        message = str(refused(client))
+        spent = re.search(rf"API key {key_id} has spent \$(\d+\.\d+) of its daily budget", message)
+        assert spent is not None, message
+        assert float(spent.group(1)) >= 0.063
+
+
 def _outcome(client: openai.OpenAI) -> str:
     """One request: ``ok``, or the code it was refused with."""
     try:

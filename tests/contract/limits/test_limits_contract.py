@@ -159,6 +159,25 @@ def test_budgets_count_seeded_and_settled_spend_and_reservations(make_limits: Ma
     run(make_limits, scenario)
 
 
+def test_a_seed_raises_a_counter_to_the_ledger_and_never_lowers_it(
+    make_limits: MakeLimits,
+) -> None:
+    """Read back again (a budget given while gw runs): the ledger's figure if higher,
+    else what was counted, which may hold spend the ledger has not written yet."""
+    config = TenantConfig(name="t", budget=TenantBudget(daily_usd=1.0))
+
+    async def scenario(limits: Limits) -> None:
+        await limits.seed([("t", "d:2025-12-01", 0.3)])
+        await admit(limits, config, "a", cost_usd=0.2)
+        await settle(limits, "a", tokens=1, cost_usd=0.2)  # 0.5 counted, 0.3 in the ledger
+        await limits.seed([("t", "d:2025-12-01", 0.3)])
+        assert await limits.spent("t", "d:2025-12-01") == pytest.approx(0.5)
+        await limits.seed([("t", "d:2025-12-01", 0.6), ("t", "d:2025-12-01", 0.2)])
+        assert await limits.spent("t", "d:2025-12-01") == pytest.approx(0.8)
+
+    run(make_limits, scenario)
+
+
 def test_weekly_and_total_budgets_span_their_periods(make_limits: MakeLimits) -> None:
     """DAY is a Monday: its ISO week runs six more days; a total never resets."""
     weekly = TenantConfig(name="w", budget=TenantBudget(weekly_usd=1.0))
