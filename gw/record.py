@@ -13,7 +13,8 @@ from gw.routing.decision import RouteDecision
 AttemptOutcome = Literal[
     "answered", "retried", "next_account", "fell_back", "failed", "aborted", "hedge_lost"
 ]
-UsageSource = Literal["provider", "estimate"]
+UsageSource = Literal["provider", "estimate", "cache"]  # cache: a hit, nothing billed
+CacheOutcome = Literal["hit", "miss", "bypass"]
 REQUEST_ID_PREFIX = "req_"
 MAX_CLIENT_REQUEST_ID = 128
 MESSAGE_ID_PREFIX = "msg_"  # Anthropic's; gw's /v1/messages answers carry msg_ + the id
@@ -134,6 +135,11 @@ class TraceRecord(RecordStruct, frozen=True, kw_only=True):
     # An Idempotency-Key retry answered with a stored answer (gw/server/inference/
     # idempotency.py): the request id that answered first. No upstream call, no usage.
     replay_of: str | None = None
+    # The response cache, where the policy uses it (gw/execution/cache_use.py): ``hit``
+    # (answered from it, ``cache_of`` the request whose answer it was), ``miss`` (looked
+    # up, not found), ``bypass`` (not looked up: the client said no-cache or no-store).
+    cache: CacheOutcome | None = None
+    cache_of: str | None = None
 
     @property
     def route_header(self) -> str:

@@ -26,6 +26,7 @@ from gw.execution.gateway import Gateway
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
 from gw.execution.probes import Prober
+from gw.execution.response_cache import ResponseCache
 from gw.fleet.breaker_mirror import BreakerMirror, MirrorCounts
 from gw.fleet.gateway_id import gateway_id
 from gw.reload import WatchTask
@@ -228,6 +229,9 @@ async def _serve(
         limits=await seeded_limiter(store, clock, shared),
         usage=telemetry.usage,
         gateway=gateway_name,
+        cache=ResponseCache(
+            plan.config.cache.max_bytes.bytes, plan.config.cache.max_entry_bytes.bytes
+        ),
     )
     # What previous_response_id follows, and the background Responses jobs.
     # One seal for all content gw holds (background jobs, Idempotency-Key answers): the

@@ -16,6 +16,10 @@
       "background": false,                // run as a background Responses job
       "replay_of": null,                  // an Idempotency-Key retry answered with this
                                           //   request's stored answer (no upstream call)
+      "cache": null,                      // the response cache, where the policy uses it:
+                                          //   hit | miss | bypass (the client's no-cache
+                                          //   or no-store)
+      "cache_of": null,                   // a hit: the request whose answer it served
       "status": 200,
       "error": null,                      // or {"code": "upstream_error", "message": "..."}
       "revision": 3,
@@ -59,7 +63,8 @@
          "upstream_response_id": null}    // the upstream's own id of its answer
       ],
       "usage": {"input_tokens": 12, "output_tokens": 34, "cached_input_tokens": 0,
-                "reasoning_tokens": 0, "source": "provider"},   // or "estimate"; null if none
+                "reasoning_tokens": 0, "source": "provider"},   // or "estimate"; "cache":
+                                          //   a response cache hit, nothing billed; null if none
       "cost_usd": 0.000022,               // null when the price is unknown
       "gateway": "gw-a"                   // the gateway that served it (GW_GATEWAY_ID, or
                                           //   host-pid-random); null in older traces
@@ -272,6 +277,8 @@ def _endpoint(trace: TraceRecord) -> str:
         shown.append("background job")
     if trace.replay_of is not None:
         shown.append(f"Idempotency-Key replay of {trace.replay_of}: no upstream call")
+    if trace.cache_of is not None:
+        shown.append(f"response cache hit: the answer of {trace.cache_of}, no upstream call")
     return trace.endpoint + (f"  ({', '.join(shown)})" if shown else "")
 
 

@@ -224,6 +224,16 @@ class PolicyLimits(ConfigStruct, frozen=True, kw_only=True):
     unpriced: Literal["exclude", "allow"] = "exclude"
 
 
+class PolicyCache(ConfigStruct, frozen=True, kw_only=True):
+    """The response cache for the policy's requests (gw/execution/response_cache.py):
+    an answer is kept ``ttl`` and served again for the same canonical request, within the
+    caller's tenant unless ``shared``."""
+
+    enabled: bool = False
+    ttl: Duration = Duration(300.0)
+    shared: bool = False
+
+
 class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):
     name: str
     match: PolicyMatch = PolicyMatch()
@@ -239,6 +249,7 @@ class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):
     deny: bool = False  # a deny rule: the requests it matches get 403 permission_denied
     deny_reason: str | None = None
     guardrails: tuple[str, ...] = ()  # names of ``guardrails:`` entries it applies
+    cache: PolicyCache = PolicyCache()
 
 
 class TenantLimits(ConfigStruct, frozen=True, kw_only=True):
@@ -365,6 +376,14 @@ class BackgroundConfig(ConfigStruct, frozen=True, kw_only=True):
     concurrency: int = 4
 
 
+class CacheConfig(ConfigStruct, frozen=True, kw_only=True):
+    """The response cache's bounds, in this process's memory (entries are never written
+    to disk): the least recently used entries go first beyond ``max_bytes``."""
+
+    max_bytes: ByteSize = ByteSize(64 * 1024 * 1024)
+    max_entry_bytes: ByteSize = ByteSize(1024 * 1024)
+
+
 class ResponsesConfig(ConfigStruct, frozen=True, kw_only=True):
     """The Responses API's stateful parts (gw keeps no prompt unless one is enabled)."""
 
@@ -450,3 +469,4 @@ class Config(ConfigStruct, frozen=True, kw_only=True):
     switches: tuple[SwitchConfig, ...] = ()
     plugins: tuple[PluginConfig, ...] = ()
     guardrails: tuple[GuardrailConfig, ...] = ()
+    cache: CacheConfig = CacheConfig()

@@ -9,6 +9,7 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from gw.config.budget_checks import policy_budget_problems
+from gw.config.cache_checks import cache_problems
 from gw.config.catalog import prices
 from gw.config.guardrails import guardrail_problems
 from gw.config.plugin_checks import plugin_problems
@@ -74,6 +75,7 @@ def find_problems(config: Config) -> list[Problem]:
         *_unique("plugins", (p.name for p in config.plugins)),
         *plugin_problems(config.plugins),
         *guardrail_problems(config),
+        *cache_problems(config),
     ]
 
 

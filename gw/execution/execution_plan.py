@@ -37,6 +37,8 @@ class ExecutionPlan(msgspec.Struct, Generic[RequestT], frozen=True, kw_only=True
     # The plugins' before_attempt hooks (gw/execution/plugin_run.py), called before each
     # upstream call; a GatewayError from them ends the request. None: no plugin has one.
     before_attempt: Callable[[TargetRef], Awaitable[None]] | None = None
+    # The response cache's key for its answer (gw/execution/cache_use.py); None: not kept.
+    cache_key: str | None = None
 
 
 class ExecutionFailedError(Exception):

@@ -12,14 +12,19 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-import msgspec
-
-from gw.config.schema import PolicyConfig
 from gw.config.snapshot import MODEL_NAME_MAX_CHARS, Snapshot
 from gw.errors import ClientAbortedError, GatewayError, clipped
 from gw.execution.accounts import AccountBook, AccountPin, pinned_decision
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.breaker_gate import breakers_open_error, gate_breakers
+from gw.execution.cache_replay import ReplayTail, StreamCollector, answer_events
+from gw.execution.cache_use import (
+    Answered,
+    CacheHitFound,
+    cached_or_key,
+    kept,
+    lookup_outcome,
+)
 from gw.execution.cost import cost_usd
 from gw.execution.engine import Engine
 from gw.execution.execution_plan import Answer, ExecutionFailedError, ExecutionPlan, RequestT
@@ -28,15 +33,16 @@ from gw.execution.health import HealthBook
 from gw.execution.health_view import health_view
 from gw.execution.latency import LatencyBook
 from gw.execution.open_stream import OpenStream
-from gw.execution.plugin_run import PluginRun, request_run
+from gw.execution.plugin_run import PluginRun, plugins_after_answer, plugins_before_routing
 from gw.execution.request_context import (
     Completed,
     Embedded,
     RequestContext,
     RequestFailedError,
 )
+from gw.execution.response_cache import ResponseCache
 from gw.execution.stream_session import StreamSession
-from gw.execution.tenant_admission import admit_request, limited, ticket_ids
+from gw.execution.tenant_admission import admitted, limited, ticket_ids
 from gw.execution.usage_estimate import (
     cut_short_usage,
     estimate_output_tokens,
@@ -51,7 +57,7 @@ from gw.ir import (
     Usage,
 )
 from gw.ports import Clock, TenantLimits, TraceSink, UsageSink
-from gw.record import AttemptRecord, TraceRecord, UsageSource
+from gw.record import AttemptRecord, CacheOutcome, TraceRecord, UsageSource
 from gw.routing.decision import RouteDecision, TargetRef
 from gw.routing.estimate import estimate_embedding_tokens
 from gw.routing.health import TargetVerdict
@@ -59,7 +65,6 @@ from gw.routing.policy import kind_of_endpoint
 from gw.routing.router import decide, denied_error, no_candidate_error
 
 T = TypeVar("T")
-LEASE_GRACE_S = 60.0  # a lease outlives its request's timeout.total by at most this much
 
 
 class Gateway:
@@ -75,7 +80,9 @@ class Gateway:
         limits: TenantLimits | None = None,
         usage: UsageSink | None = None,
         gateway: str | None = None,
+        cache: ResponseCache | None = None,
     ) -> None:
+        self._cache = cache  # the response cache (gw/execution/response_cache.py)
         self._gateway = gateway  # this gateway's id, on each trace (gw/fleet/gateway_id.py)
         self._limits = limits
         self._usage = usage  # one row per routed request (gw/execution/usage_row.py)
@@ -109,7 +116,10 @@ class Gateway:
         """``accept`` vets each answer before it counts (see ``Engine.complete``)."""
         await self._wait_for_usage_room()
         request, run = await self._before_routing(ctx, request)
-        decision, plan = await self._plan(ctx, request, run)
+        try:
+            decision, plan = await self._plan(ctx, request, run)
+        except CacheHitFound as hit:
+            return self._from_cache(ctx, request, hit)
         log = AttemptLog(self._clock)
         work = self._engine.complete(plan, log, accept=accept)
         answer = await self._attempt(ctx, request, decision, log, work, run=run)
@@ -126,8 +136,13 @@ class Gateway:
                 ctx, request, decision, answer, usage=usage, source=source, error=blocked
             )
             raise RequestFailedError(blocked, trace) from None
-        decision = await self._after_answer(ctx, run, decision, answer.target, usage)
-        trace = self._answered(ctx, request, decision, answer, usage=usage, source=source)
+        answered = Answered(response, answer.target, usage)
+        decision = kept(self._cache, ctx, plan, answered, decision, now=self._clock.monotonic())
+        decision = await plugins_after_answer(ctx, run, decision, answer.target, usage)
+        cache = lookup_outcome(plan.policy, ctx.endpoint, ctx.cache_mode)
+        trace = self._answered(
+            ctx, request, decision, answer, usage=usage, source=source, cache=cache
+        )
         return Completed(response=response, trace=trace)
 
     async def embed(self, ctx: RequestContext, request: EmbeddingRequest) -> Embedded:
@@ -142,7 +157,7 @@ class Gateway:
         source: UsageSource = "provider"
         if usage is None:
             usage, source = Usage(input_tokens=estimate_embedding_tokens(request)), "estimate"
-        decision = await self._after_answer(ctx, run, decision, answer.target, usage)
+        decision = await plugins_after_answer(ctx, run, decision, answer.target, usage)
         trace = self._answered(ctx, request, decision, answer, usage=usage, source=source)
         return Embedded(response=answer.response, trace=trace)
 
@@ -150,7 +165,13 @@ class Gateway:
         """Run attempts until one stream commits; failures before that raise as usual."""
         await self._wait_for_usage_room()
         request, run = await self._before_routing(ctx, request)
-        decision, plan = await self._plan(ctx, request, run)
+        try:
+            decision, plan = await self._plan(ctx, request, run)
+        except CacheHitFound as hit:
+            completed = self._from_cache(ctx, request, hit)
+            response = completed.response
+            replay = ReplayTail(answer_events(response), hit.entry.target, response.model)
+            return StreamSession(replay, _nothing, warnings=hit.decision.warnings, cache="hit")
         log = AttemptLog(self._clock)
         opened = await self._attempt(
             ctx, request, decision, log, self._engine.open_stream(plan, log), run=run
@@ -158,42 +179,23 @@ class Gateway:
         if run is not None:
             decision = run.noted(decision)  # before_attempt's notes; streams get no after_answer
         opened.guard = stream_guard(ctx.snapshot.guardrails, decision.policy)
-        finish = functools.partial(self.finish_stream, ctx=ctx, request=request, decision=decision)
-        return StreamSession(opened, finish, warnings=decision.warnings)
+        if plan.cache_key is not None:
+            opened.collector = StreamCollector()
+        finish = functools.partial(
+            self.finish_stream, opened, ctx=ctx, request=request, decision=decision, plan=plan
+        )
+        cache = lookup_outcome(plan.policy, ctx.endpoint, ctx.cache_mode)
+        return StreamSession(opened, finish, warnings=decision.warnings, cache=cache)
 
     async def _before_routing(
         self, ctx: RequestContext, request: RequestT
     ) -> tuple[RequestT, PluginRun | None]:
-        """The request as the plugins' before_routing hooks leave it (its model, maybe
-        changed), and the plugin run for its later hooks; with no plugin, as it came."""
-        if not ctx.snapshot.plugins:
-            return request, None
-        run = request_run(ctx, request.model, stream=_streams(request))
         try:
-            model = await run.before_routing()
+            return await plugins_before_routing(ctx, request, stream=_streams(request))
         except GatewayError as error:  # a plugin refused the request, or failed it
             raise self.reject(
                 ctx, error, requested_model=request.model, stream=_streams(request)
             ) from None
-        if model != request.model:
-            request = msgspec.structs.replace(request, model=model)
-        return request, run
-
-    async def _after_answer(
-        self,
-        ctx: RequestContext,
-        run: PluginRun | None,
-        decision: RouteDecision,
-        target: TargetRef,
-        usage: Usage,
-    ) -> RouteDecision:
-        """The plugins' after_answer hooks told what the answer came to; the decision
-        with every plugin note, for the trace."""
-        if run is None:
-            return decision
-        cost = cost_usd(ctx.snapshot.catalog.get((target.provider, target.model)), usage)
-        await run.after_answer(decision.route, target, usage, cost)
-        return run.noted(decision)
 
     async def _wait_for_usage_room(self) -> None:
         """Usage rows are never dropped: while the ledger's queue is full, a new request
@@ -232,6 +234,7 @@ class Gateway:
         usage: Usage,
         source: UsageSource,
         error: GatewayError | None = None,
+        cache: CacheOutcome | None = None,
     ) -> TraceRecord:
         return self._record(
             ctx,
@@ -243,7 +246,30 @@ class Gateway:
             usage=usage,
             usage_source=source,
             error=error,
+            cache=cache,
         )
+
+    def _from_cache(
+        self, ctx: RequestContext, request: ChatRequest, hit: CacheHitFound
+    ) -> Completed:
+        """The cached answer, checked against today's output guardrails; its trace has no
+        attempt, no usage and no cost (the request that paid for it has them)."""
+        response = hit.entry.response
+        try:
+            screen_answer(response, ctx.snapshot.guardrails, hit.decision.policy)
+        except GatewayError as blocked:
+            raise self._failed(ctx, request, hit.decision, blocked, []) from None
+        trace = self._record(
+            ctx,
+            requested_model=request.model,
+            stream=request.stream,
+            decision=hit.decision,
+            usage=Usage(),
+            usage_source="cache",
+            cache="hit",
+            cache_of=hit.entry.request_id,
+        )
+        return Completed(response=response, trace=trace)
 
     def _aborted(
         self,
@@ -293,12 +319,16 @@ class Gateway:
             request, decision = screen_prompt(request, ctx.snapshot.guardrails, decision)
         except GatewayError as blocked:
             raise self._failed(ctx, request, decision, blocked, []) from None
+        key = None
+        if self._cache is not None and isinstance(request, ChatRequest):
+            now = self._clock.monotonic()
+            key = cached_or_key(self._cache, ctx, request, policy, decision, now=now)
         if ctx.pin is not None and decision.chain:
             decision = self._pinned(ctx, request, decision, ctx.pin)
         if decision.chain and limited(ctx.snapshot, ctx.tenant, policy, ctx.key_budget):
             # Before any trial is claimed: a refused request must not hold a breaker's trial.
             try:
-                decision = await self._admit(ctx, decision, policy)
+                decision = await admitted(ctx, decision, policy, self._limits, self._clock)
             except GatewayError as refused:
                 raise self._failed(ctx, request, decision, refused, []) from None
         trials: frozenset[str] = frozenset()
@@ -328,6 +358,7 @@ class Gateway:
             before_attempt=None
             if run is None or not run.has("before_attempt")
             else functools.partial(run.before_attempt, decision.route),
+            cache_key=key,
         )
         return decision, plan
 
@@ -342,36 +373,6 @@ class Gateway:
             return pinned_decision(decision, pin)
         except GatewayError as error:
             raise self._failed(ctx, request, decision, error, []) from None
-
-    async def _admit(
-        self, ctx: RequestContext, decision: RouteDecision, policy: PolicyConfig
-    ) -> RouteDecision:
-        """The tenant's routes and the limits (its own, the global ones, the policy's and
-        the key's budgets), before any upstream call; what the limits noted (a decision
-        taken in a fallback) joins the decision's notes, for ``gw explain``."""
-        total_timeout = policy.timeout.total.seconds
-        grant = await admit_request(
-            ctx.snapshot,
-            ctx.tenant,
-            decision,
-            limits=self._limits,
-            request_id=ctx.request_id,
-            clock=self._clock,
-            # A request ends within its timeout.total (streams included), then settles: a
-            # share still held after that plus a grace (as long again, at most a minute)
-            # belongs to a process that died, and is released (the fleet's leases).
-            lease_ttl=total_timeout + min(total_timeout, LEASE_GRACE_S),
-            policy=policy,
-            key_id=ctx.key_id,
-            key_budget=ctx.key_budget,
-        )
-        if not grant.notes and not grant.warnings:
-            return decision
-        return msgspec.structs.replace(
-            decision,
-            notes=(*decision.notes, *grant.notes, *grant.warnings),
-            warnings=(*decision.warnings, *grant.warnings),
-        )
 
     def _health_view(self, snapshot: Snapshot) -> dict[str, TargetVerdict]:
         return health_view(snapshot, self._health, self._accounts, now=self._clock.monotonic())
@@ -401,12 +402,19 @@ class Gateway:
         ctx: RequestContext,
         request: ChatRequest,
         decision: RouteDecision,
+        plan: ExecutionPlan[ChatRequest],
     ) -> TraceRecord:
-        """Record a committed stream that ended, its usage as far as it got."""
+        """Record a committed stream that ended, its usage as far as it got; a whole
+        answer is kept by the response cache where the request may be."""
         usage = opened.usage
         estimate = tokens_for_chars(opened.output_chars)
         if opened.error is None:
             usage, source = usage_or_estimate(usage, request, estimate)
+            whole = opened.collector.complete() if opened.collector is not None else None
+            if whole is not None:
+                answered = Answered(whole, opened.target, usage)
+                now = self._clock.monotonic()
+                decision = kept(self._cache, ctx, plan, answered, decision, now=now)
         else:  # cut short (a failure after the commit, or the client left): counts are partial
             usage, source = cut_short_usage(usage, request, estimate), "estimate"
         ttft = opened.attempts[-1].ttft_ms if opened.attempts else None
@@ -422,6 +430,7 @@ class Gateway:
             error=opened.error,
             committed=True,
             ttft_ms=ttft,
+            cache=lookup_outcome(plan.policy, ctx.endpoint, ctx.cache_mode),
         )
 
     def _record(
@@ -439,6 +448,8 @@ class Gateway:
         committed: bool = False,
         ttft_ms: float | None = None,
         replay_of: str | None = None,
+        cache: CacheOutcome | None = None,
+        cache_of: str | None = None,
     ) -> TraceRecord:
         attempts = attempts or []
         if target is None and attempts:
@@ -473,6 +484,8 @@ class Gateway:
             background=ctx.background,
             gateway=self._gateway,
             replay_of=replay_of,
+            cache=cache,
+            cache_of=cache_of,
         )
         if self._limits is not None:
             tokens = usage.input_tokens + usage.output_tokens if usage else 0
@@ -488,3 +501,7 @@ class Gateway:
 
 def _streams(request: ChatRequest | EmbeddingRequest) -> bool:
     return isinstance(request, ChatRequest) and request.stream
+
+
+def _nothing() -> None:
+    """A cached answer's stream has its trace written when it is served."""

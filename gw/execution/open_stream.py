@@ -22,6 +22,7 @@ from gw.errors import (
     UpstreamTimeoutError,
 )
 from gw.execution.attempt_log import AttemptLog, PendingAttempt
+from gw.execution.cache_replay import StreamCollector
 from gw.execution.guardrail_check import StreamGuard
 from gw.execution.idle_watch import IdleWatch
 from gw.ir import (
@@ -73,6 +74,8 @@ class OpenStream:
         # The policy's output guardrails (gw/execution/guardrail_check.py), if any: each
         # piece of text is checked before it goes on, and a match ends the stream.
         self.guard: StreamGuard | None = None
+        # Gathers the answer for the response cache, when it may keep it.
+        self.collector: StreamCollector | None = None
         self.began = False  # events() or relay() has started (and so will close the tail)
 
     @property
@@ -224,6 +227,8 @@ class OpenStream:
 
     def _tally(self, event: StreamEvent) -> None:
         """Count ``event``; raises ``ContentBlockedError`` when a guardrail stops it."""
+        if self.collector is not None:
+            self.collector.take(event)
         if isinstance(event, TextDelta):
             self.output_chars += len(event.text)
             if self.guard is not None:

@@ -18,6 +18,8 @@ import msgspec
 
 from gw.config.snapshot import MODEL_NAME_MAX_CHARS, LoadedPlugin
 from gw.errors import GatewayError, InternalError, PermissionDeniedError, clipped
+from gw.execution.cost import cost_usd
+from gw.execution.execution_plan import RequestT
 from gw.execution.request_context import RequestContext
 from gw.ir import Usage
 from gw.plugin_api import AnswerSummary, Refusal, RequestChange, RequestView, TargetView
@@ -173,3 +175,34 @@ def request_run(ctx: RequestContext, model: str, *, stream: bool) -> PluginRun:
         settings={},
     )
     return PluginRun(ctx.snapshot.plugins, shown)
+
+
+async def plugins_before_routing(
+    ctx: RequestContext, request: RequestT, *, stream: bool
+) -> tuple[RequestT, PluginRun | None]:
+    """The request as the plugins' before_routing hooks leave it (its model, maybe
+    changed), and the plugin run for its later hooks; with no plugin, as it came.
+    Raises the ``GatewayError`` of a plugin that refused the request, or failed it."""
+    if not ctx.snapshot.plugins:
+        return request, None
+    run = request_run(ctx, request.model, stream=stream)
+    model = await run.before_routing()
+    if model != request.model:
+        request = msgspec.structs.replace(request, model=model)
+    return request, run
+
+
+async def plugins_after_answer(
+    ctx: RequestContext,
+    run: PluginRun | None,
+    decision: RouteDecision,
+    target: TargetRef,
+    usage: Usage,
+) -> RouteDecision:
+    """The plugins' after_answer hooks told what the answer came to; the decision with
+    every plugin note, for the trace."""
+    if run is None:
+        return decision
+    cost = cost_usd(ctx.snapshot.catalog.get((target.provider, target.model)), usage)
+    await run.after_answer(decision.route, target, usage, cost)
+    return run.noted(decision)

@@ -11,6 +11,7 @@ from gw.config.schema import TenantBudget
 from gw.config.snapshot import Snapshot
 from gw.errors import GatewayError
 from gw.execution.accounts import AccountPin
+from gw.execution.response_cache import CacheMode
 from gw.ir import ChatRequest, ChatResponse, EmbeddingResponse
 from gw.record import TraceRecord
 from gw.routing.hints import RoutingHints
@@ -37,6 +38,8 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
     background: bool = (
         False  # a background Responses job, run by gw/server/inference/background_worker.py
     )
+    # What the client's Cache-Control / x-gw-cache allow the response cache to do.
+    cache_mode: CacheMode = "use"
 
 
 class RequestFailedError(Exception):

@@ -3,9 +3,36 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Protocol
 
-from gw.execution.open_stream import OpenStream
 from gw.ir import StreamEvent
+from gw.routing.decision import TargetRef
+
+Deliver = Callable[[list[StreamEvent]], bool]
+
+
+class CommittedStream(Protocol):
+    """What a session reads: an upstream's stream (``OpenStream``), or a cached answer
+    told again (``cache_replay.ReplayTail``)."""
+
+    target: TargetRef
+    began: bool
+
+    @property
+    def reported_model(self) -> str: ...
+
+    async def abandon(self) -> None: ...
+
+    def events(
+        self, on_end: Callable[[], object] | None = None
+    ) -> AsyncGenerator[StreamEvent, None]: ...
+
+    async def relay(
+        self,
+        deliver: Deliver,
+        flush: Callable[[], Awaitable[None]],
+        on_end: Callable[[], object] | None = None,
+    ) -> None: ...
 
 
 class StreamSession:
@@ -14,15 +41,19 @@ class StreamSession:
 
     def __init__(
         self,
-        opened: OpenStream,
-        finish: Callable[[OpenStream], object],
+        opened: CommittedStream,
+        finish: Callable[[], object],
         *,
         warnings: tuple[str, ...] = (),
+        cache: str | None = None,
     ) -> None:
         self._opened = opened
         self._on_finish = finish
         self.target = opened.target
         self.warnings = warnings  # the decision's, sent with the stream's head
+        self.cache = cache  # x-gw-cache: hit, miss, ... (None: the policy has no cache)
+        # x-gw-route: what answered; a cached answer was not an upstream's this time.
+        self.route_header = "-" if cache == "hit" else opened.target.key
         self.reported_model = opened.reported_model
         self._finished = False
 
@@ -56,4 +87,4 @@ class StreamSession:
         if self._finished:
             return
         self._finished = True
-        self._on_finish(self._opened)
+        self._on_finish()

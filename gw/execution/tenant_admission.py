@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 from fnmatch import fnmatchcase
 
+import msgspec
+
 from gw.config.schema import GlobalLimits, PolicyConfig, TenantBudget, TenantConfig
 from gw.config.snapshot import Snapshot
 from gw.errors import GatewayError, PermissionDeniedError
@@ -22,9 +24,48 @@ from gw.execution.limits import (
     subject_words,
 )
 from gw.execution.local_limits import ADMITTED
+from gw.execution.request_context import RequestContext
 from gw.ports import Clock, LimitGrant, TenantLimits
 from gw.routing.decision import RouteDecision
 from gw.routing.filters import PROJECTED_OUTPUT_TOKENS
+
+LEASE_GRACE_S = 60.0  # a lease outlives its request's timeout.total by at most this much
+
+
+async def admitted(
+    ctx: RequestContext,
+    decision: RouteDecision,
+    policy: PolicyConfig,
+    limits: TenantLimits | None,
+    clock: Clock,
+) -> RouteDecision:
+    """The decision once the tenant's routes and the limits (its own, the global ones,
+    the policy's and the key's budgets) let the request go, before any upstream call;
+    what the limits noted (a decision taken in a fallback) joins its notes, for
+    ``gw explain``, and their warnings its warnings."""
+    total_timeout = policy.timeout.total.seconds
+    grant = await admit_request(
+        ctx.snapshot,
+        ctx.tenant,
+        decision,
+        limits=limits,
+        request_id=ctx.request_id,
+        clock=clock,
+        # A request ends within its timeout.total (streams included), then settles: a
+        # share still held after that plus a grace (as long again, at most a minute)
+        # belongs to a process that died, and is released (the fleet's leases).
+        lease_ttl=total_timeout + min(total_timeout, LEASE_GRACE_S),
+        policy=policy,
+        key_id=ctx.key_id,
+        key_budget=ctx.key_budget,
+    )
+    if not grant.notes and not grant.warnings:
+        return decision
+    return msgspec.structs.replace(
+        decision,
+        notes=(*decision.notes, *grant.notes, *grant.warnings),
+        warnings=(*decision.warnings, *grant.warnings),
+    )
 
 
 def ticket_ids(request_id: str) -> tuple[str, str, str, str]:

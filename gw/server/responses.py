@@ -53,10 +53,18 @@ def warning_headers(warnings: tuple[str, ...]) -> dict[str, str]:
     return {WARNING_HEADER: quote(text, safe="/:@!$&'()*+,;=-._~ %|")}
 
 
+def cache_header(outcome: str | None) -> dict[str, str]:
+    """``x-gw-cache``: what the response cache did (hit, miss, bypass); none when the
+    request's policy has no cache."""
+    return {} if outcome is None else {"x-gw-cache": outcome}
+
+
 def trace_headers(trace: TraceRecord) -> dict[str, str]:
     headers = gw_headers(trace.request_id, trace.route_header, trace.revision)
     if trace.decision is not None and trace.decision.warnings:
         headers |= warning_headers(trace.decision.warnings)
+    if trace.cache is not None:
+        headers["x-gw-cache"] = trace.cache
     return headers
 
 

@@ -30,6 +30,8 @@ def explain_json(trace: TraceRecord) -> dict[str, object]:
         "stream": trace.stream,
         "background": trace.background,
         "replay_of": trace.replay_of,
+        "cache": trace.cache,
+        "cache_of": trace.cache_of,
         "status": trace.status,
         "error": (
             None

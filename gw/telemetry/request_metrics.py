@@ -25,6 +25,8 @@ Semantics (the contract ``gw top`` and dashboards read):
   request (a retry, or the same target through its next account); hedges not counted.
 - ``gw_fallbacks_total{route}``: requests that moved on to another target at least once
   (an attempt ended ``fell_back``), whether or not that target then answered.
+- ``gw_cache_requests_total{route,outcome}``: requests of a policy with the response cache,
+  by ``hit``, ``miss`` or ``bypass`` (gw/execution/cache_use.py); a hit calls no upstream.
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ class RequestMetrics:
         self._attempts: dict[tuple[str, str, str], int] = {}
         self._retries: dict[tuple[str, str], int] = {}
         self._fallbacks: dict[str, int] = {}
+        self._cache: dict[tuple[str, str], int] = {}
 
     def submit(self, trace: TraceRecord) -> None:
         snapshot = self._snapshot()
@@ -142,6 +145,8 @@ class RequestMetrics:
             series.cost = (series.cost or 0.0) + trace.cost_usd
         if trace.attempts:
             self._count_attempts(trace.attempts, space, route)
+        if trace.cache is not None:
+            _bump(self._cache, (route, trace.cache))
 
     def _labels(self, snapshot: Snapshot) -> LabelSpace:
         """The snapshot's label space, built again only when the config changed."""
@@ -209,6 +214,12 @@ class RequestMetrics:
             "Requests that moved on to another target at least once.",
             ("route",),
             [((route,), n) for route, n in list(self._fallbacks.items())],
+        )
+        yield _counter(
+            "gw_cache_requests_total",
+            "Requests of a policy with the response cache, by hit, miss or bypass.",
+            ("route", "outcome"),
+            list(self._cache.items()),
         )
 
     def _requests(self) -> prometheus.Metric:

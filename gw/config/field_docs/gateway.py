@@ -16,6 +16,7 @@ from gw.config.plugin_checks import MAX_PLUGIN_TIMEOUT_S
 from gw.config.schema import (
     AuthConfig,
     BackgroundConfig,
+    CacheConfig,
     Config,
     GuardrailConfig,
     HealthConfig,
@@ -77,6 +78,15 @@ GATEWAY_SECTIONS: dict[type, Section] = {
             "Content rules (block or mask by pattern, word list or PII) and model "
             "blocklists, applied by the policies that list them (docs/guides/guardrails.md)."
         ),
+        cache=Field(
+            "The response cache's bounds; policies turn it on (docs/guides/response-cache.md)."
+        ),
+    ),
+    CacheConfig: section(
+        "The response cache's bounds. Entries live in this process's memory only, never on "
+        "disk; beyond `max_bytes` the least recently used go first.",
+        max_bytes=Field("All entries together (`64MiB`, ...).", minimum=1),
+        max_entry_bytes=Field("One answer; a larger one is not kept.", minimum=1),
     ),
     GuardrailConfig: section(
         "One guardrail. `block` refuses a prompt (before any upstream call) or an answer "

@@ -3,11 +3,13 @@ tenants (allowed routes, limits, budgets)."""
 
 from __future__ import annotations
 
+from gw.config.cache_checks import MAX_CACHE_TTL_S
 from gw.config.field_docs.rules import ERROR_CODES, NAME, PRINTABLE, Field, Section, section
 from gw.config.schema import (
     FallbackConfig,
     GlobalLimits,
     HedgeConfig,
+    PolicyCache,
     PolicyConfig,
     PolicyLimits,
     PolicyMatch,
@@ -50,6 +52,18 @@ POLICY_SECTIONS: dict[type, Section] = {
         guardrails=Field(
             "Names of `guardrails:` rules the requests it governs are checked against, "
             "besides every rule marked `everywhere` (docs/guides/guardrails.md)."
+        ),
+        cache=Field("The response cache for its requests (docs/guides/response-cache.md)."),
+    ),
+    PolicyCache: section(
+        "The response cache: an answer kept and served again, at no cost, for the same "
+        "request (in any client format) while it lasts. Chat requests only (OpenAI Chat "
+        "Completions, Anthropic Messages, Gemini); a client's `Cache-Control: no-store` "
+        "(or `x-gw-cache: off`) skips it, `no-cache` (or `x-gw-cache: refresh`) asks anew.",
+        enabled=Field("`true`: answers are kept and served again."),
+        ttl=Field("How long an answer is served again.", above=0, maximum=MAX_CACHE_TTL_S),
+        shared=Field(
+            "`true`: one cache for every caller; `false`: each tenant its own (open mode: one)."
         ),
     ),
     PolicyMatch: section(

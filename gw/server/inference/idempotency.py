@@ -43,8 +43,9 @@ from gw.errors import (
     InternalError,
     InvalidRequestError,
 )
-from gw.execution.gateway import LEASE_GRACE_S, Gateway
+from gw.execution.gateway import Gateway
 from gw.execution.request_context import RequestContext
+from gw.execution.tenant_admission import LEASE_GRACE_S
 from gw.ports import Clock
 from gw.server.responses import gw_headers
 from gw.store.idempotency_keys import HeldKey, StoredAnswer

@@ -16,6 +16,7 @@ from litestar import Response
 from litestar.datastructures import Headers
 
 from gw.errors import ClientAbortedError, GatewayError, RequestTimeoutError
+from gw.execution.cache_use import CACHE_HEADER, cache_mode
 from gw.execution.request_context import RequestContext, RequestFailedError
 from gw.execution.stream_session import StreamSession
 from gw.ir import ChatRequest, ChatResponse
@@ -25,7 +26,7 @@ from gw.server.auth import Principal, require_model, require_scope
 from gw.server.body import read_body
 from gw.server.inference.hints import parse_hints
 from gw.server.inference.idempotency import HEADER, Claim
-from gw.server.responses import JSON, gw_headers, trace_headers, warning_headers
+from gw.server.responses import JSON, cache_header, gw_headers, trace_headers, warning_headers
 from gw.server.runtime.disconnect import ClientGoneError, ClientWatch
 from gw.server.runtime.sse_stream import SSEStream, StreamEncoder
 from gw.server.services import HttpRequest, ServerServices
@@ -117,6 +118,8 @@ async def read_request_body(
     hints = parse_hints(request.headers)
     if hints is not None:
         ctx = msgspec.structs.replace(ctx, hints=hints)
+    if CACHE_HEADER in request.headers or "cache-control" in request.headers:
+        ctx = msgspec.structs.replace(ctx, cache_mode=cache_mode(request.headers))
     # The body is read before taking an admission slot, within a time limit, so a slow
     # sender holds no slot and cannot hold its connection forever.
     try:
@@ -238,8 +241,9 @@ async def _admitted(
             on_close=_closer(services, session),
             relay=session.relay,
             headers={
-                **gw_headers(ctx.request_id, session.target.key, ctx.snapshot.revision),
+                **gw_headers(ctx.request_id, session.route_header, ctx.snapshot.revision),
                 **warning_headers(session.warnings),
+                **cache_header(session.cache),
                 **queue_header(queued_ms),
                 "cache-control": "no-cache",
                 "x-accel-buffering": "no",

@@ -153,6 +153,8 @@ EXPLAIN_KEYS = {
     "stream",
     "background",
     "replay_of",
+    "cache",
+    "cache_of",
     "status",
     "error",
     "revision",

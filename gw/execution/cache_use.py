@@ -1,0 +1,188 @@
+"""How one request uses the response cache (gw/execution/response_cache.py): whether it
+may, under which key, whether an entry serves it, and what is kept of its answer.
+
+A request uses the cache when its policy turns it on (``policies[].cache.enabled``), it
+is a chat request (OpenAI Chat Completions, Anthropic Messages, Gemini generateContent;
+the Responses API keeps state of its own and is left out) and the client has not said
+``Cache-Control: no-store`` (or ``x-gw-cache: off``). ``no-cache`` (or
+``x-gw-cache: refresh``) skips the lookup and keeps the new answer. A kept answer is
+one an upstream finished (not cut by a failure or a content filter) that passed the
+policy's output guardrails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import msgspec
+
+from gw.config.schema import PolicyConfig
+from gw.execution.cost import cost_usd
+from gw.execution.execution_plan import ExecutionPlan
+from gw.execution.request_context import RequestContext
+from gw.execution.response_cache import (
+    UNCACHED_FINISHES,
+    CachedAnswer,
+    CacheMode,
+    ResponseCache,
+    answer_size,
+    cache_key,
+)
+from gw.ir import ChatRequest, ChatResponse, Usage
+from gw.record import CacheOutcome
+from gw.routing.decision import RouteDecision, TargetRef
+
+CACHE_HEADER = "x-gw-cache"
+CACHED_ENDPOINTS = frozenset(
+    {"chat.completions", "messages", "gemini.generateContent", "gemini.streamGenerateContent"}
+)
+
+
+class CacheHitFound(Exception):  # noqa: N818 - not an error: how planning hands a hit back
+    """Planning found a cached answer for the request: it is answered from it, and no
+    upstream is called, no limit taken and nothing charged."""
+
+    def __init__(self, entry: CachedAnswer, decision: RouteDecision) -> None:
+        super().__init__(entry.request_id)
+        self.entry = entry
+        self.decision = decision
+
+
+def cache_mode(headers: Mapping[str, str]) -> CacheMode:
+    """What the client's ``Cache-Control`` and ``x-gw-cache`` allow."""
+    ours = headers.get(CACHE_HEADER, "").strip().lower()
+    if ours in ("off", "bypass", "no-store"):
+        return "off"
+    directives = {word.strip() for word in headers.get("cache-control", "").lower().split(",")}
+    if "no-store" in directives:
+        return "off"
+    if ours in ("refresh", "no-cache") or "no-cache" in directives:
+        return "refresh"
+    return "use"
+
+
+def request_key(
+    request: ChatRequest,
+    policy: PolicyConfig,
+    *,
+    endpoint: str,
+    tenant: str | None,
+    mode: CacheMode,
+) -> str | None:
+    """The key the request looks up and keeps its answer under; None when it does not use
+    the cache. The scope is the tenant's (open mode: one), or everyone's when shared."""
+    if not policy.cache.enabled or mode == "off" or endpoint not in CACHED_ENDPOINTS:
+        return None
+    return cache_key(request, "*" if policy.cache.shared else f"tenant:{tenant or ''}")
+
+
+def hit_note(entry: CachedAnswer, *, now: float, ttl: float) -> str:
+    age = max(0.0, now - (entry.expires_at - ttl))
+    saved = "" if entry.cost_usd is None else f", saving ${entry.cost_usd:.6f}"
+    return (
+        f"response cache hit: the answer {entry.target.key} gave request {entry.request_id} "
+        f"{age:.0f}s ago{saved}"
+    )
+
+
+def lookup_outcome(policy: PolicyConfig, endpoint: str, mode: CacheMode) -> CacheOutcome | None:
+    """What a request the cache did not answer says of it: ``miss`` (looked up),
+    ``bypass`` (the client said no-cache or no-store); None where it has no cache."""
+    if not policy.cache.enabled or endpoint not in CACHED_ENDPOINTS:
+        return None
+    return "miss" if mode == "use" else "bypass"
+
+
+def keep_answer(
+    cache: ResponseCache,
+    key: str,
+    *,
+    request: ChatRequest,
+    response: ChatResponse,
+    request_id: str,
+    target: TargetRef,
+    ttl: float,
+    now: float,
+    cost_usd: float | None,
+) -> str | None:
+    """Keep ``response`` under ``key`` if it may be kept; the note saying so, or None
+    when it is not (its finish, or its size)."""
+    if response.finish_reason in UNCACHED_FINISHES:
+        return None
+    entry = CachedAnswer(
+        response=response,
+        request_id=request_id,
+        target=target,
+        expires_at=now + ttl,
+        size=answer_size(response),
+        max_tokens=request.max_tokens,
+        cost_usd=cost_usd,
+    )
+    if not cache.put(key, entry):
+        return None
+    return f"response cache: answer kept for {ttl:g}s"
+
+
+def cached_or_key(
+    cache: ResponseCache,
+    ctx: RequestContext,
+    request: ChatRequest,
+    policy: PolicyConfig,
+    decision: RouteDecision,
+    *,
+    now: float,
+) -> str | None:
+    """The key the request's answer is kept under (None: it does not use the cache);
+    raises ``CacheHitFound`` when an entry answers it."""
+    mode = ctx.cache_mode
+    key = request_key(request, policy, endpoint=ctx.endpoint, tenant=ctx.tenant, mode=mode)
+    if key is None or mode != "use":
+        return key
+    entry = cache.get(key, now=now)
+    if entry is not None and entry.serves(request.max_tokens):
+        note = hit_note(entry, now=now, ttl=policy.cache.ttl.seconds)
+        raise CacheHitFound(entry, msgspec.structs.replace(decision, notes=(*decision.notes, note)))
+    return key
+
+
+class Answered(NamedTuple):
+    """A whole answer, what gave it and what it used."""
+
+    response: ChatResponse
+    target: TargetRef
+    usage: Usage
+
+
+def kept(
+    cache: ResponseCache | None,
+    ctx: RequestContext,
+    plan: ExecutionPlan[ChatRequest],
+    answered: Answered,
+    decision: RouteDecision,
+    *,
+    now: float,
+) -> RouteDecision:
+    """The decision once the answer is kept where the request may be; it says so.
+    ``now``: the monotonic clock's, which entries expire by."""
+    if plan.cache_key is None or cache is None:
+        return decision
+    bounds = ctx.snapshot.config.cache  # a reload may have changed them
+    if (bounds.max_bytes.bytes, bounds.max_entry_bytes.bytes) != cache.bounds:
+        cache.reconfigure(bounds.max_bytes.bytes, bounds.max_entry_bytes.bytes)
+    target = answered.target
+    price = ctx.snapshot.catalog.get((target.provider, target.model))
+    note = keep_answer(
+        cache,
+        plan.cache_key,
+        request=plan.request,
+        response=answered.response,
+        request_id=ctx.request_id,
+        target=target,
+        ttl=plan.policy.cache.ttl.seconds,
+        now=now,
+        cost_usd=cost_usd(price, answered.usage),
+    )
+    if note is None:
+        return decision
+    return msgspec.structs.replace(decision, notes=(*decision.notes, note))
