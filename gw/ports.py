@@ -14,6 +14,7 @@ import msgspec
 from gw.config.schema import ProviderConfig, TenantConfig
 from gw.ir import ChatRequest, ChatResponse, EmbeddingRequest, EmbeddingResponse, StreamEvent
 from gw.record import TraceRecord, UsageSource
+from gw.routing.sticky import SessionPin
 
 
 class AttemptTimeouts(msgspec.Struct, frozen=True, kw_only=True):
@@ -230,5 +231,23 @@ class TenantLimits(Protocol):
         ...
 
     async def drain(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class SessionPins(Protocol):
+    """Where sticky sessions are pinned (gw/execution/sticky_sessions.py): ``key`` is a
+    keyed digest of a session key, never the key itself. In the process
+    (``LocalSessionPins``) or shared by a fleet in Redis (gw/fleet/redis_sessions.py).
+
+    Pins are a hint, lossy by design: ``get`` answers None when it cannot tell, and
+    ``put`` and ``drop`` never block or raise (a fleet's writes go out in the background).
+    """
+
+    async def get(self, key: str) -> SessionPin | None: ...
+
+    def put(self, key: str, pin: SessionPin, *, ttl: float) -> None: ...
+
+    def drop(self, key: str) -> None: ...
 
     async def aclose(self) -> None: ...

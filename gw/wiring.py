@@ -44,6 +44,7 @@ from gw.startup.limits import seeded_limiter, shared_limits
 from gw.startup.plan import ServeError, ServePlan, SnapshotHolder, SystemClock, reachable_as
 from gw.startup.reloading import build_reloader, start_snapshot
 from gw.startup.responses_state import responses_state
+from gw.startup.sticky import sticky_sessions
 from gw.startup.store_health import StoreHealth
 from gw.startup.telemetry import add_otel, gateway_metrics, with_request_log
 from gw.startup.usage_recovery import journaled_telemetry
@@ -154,10 +155,9 @@ async def serve(plan: ServePlan) -> None:
 
 
 def _idempotency(
-    plan: ServePlan, store: StateStore, gateway: Gateway, clock: SystemClock
-) -> tuple[ContentSeal, Idempotency]:
-    seal = ContentSeal(plan.home, plan.environ)
-    return seal, Idempotency(store.idempotency_keys(), seal, gateway, clock)
+    seal: ContentSeal, store: StateStore, gateway: Gateway, clock: SystemClock
+) -> Idempotency:
+    return Idempotency(store.idempotency_keys(), seal, gateway, clock)
 
 
 async def _serve(
@@ -191,7 +191,9 @@ async def _serve(
         max_per_host=server_config.upstream_max_connections_per_host,
     )
     (health, breakers), latency = health_book(plan, clock, snapshots, gateway_name), LatencyBook()
-    accounts = AccountBook(plan.config.health)
+    # One seal for all content gw holds (background jobs, Idempotency-Key answers) and the
+    # sticky sessions' digest key: the vault identity is found, or made, once.
+    accounts, seal = AccountBook(plan.config.health), ContentSeal(plan.home, plan.environ)
     directory = AdapterDirectory(transport, plan.environ, vault)
     engine = Engine(
         directory, clock, asyncio.sleep, health=health, latency=latency, accounts=accounts
@@ -232,11 +234,10 @@ async def _serve(
         cache=ResponseCache(
             plan.config.cache.max_bytes.bytes, plan.config.cache.max_entry_bytes.bytes
         ),
+        sticky=sticky_sessions(plan, seal, clock),
     )
     # What previous_response_id follows, and the background Responses jobs.
-    # One seal for all content gw holds (background jobs, Idempotency-Key answers): the
-    # vault identity is found, or made, once.
-    seal, idempotency = _idempotency(plan, store, gateway, clock)
+    idempotency = _idempotency(seal, store, gateway, clock)
     links, background = responses_state(
         plan, store, gateway, seal=seal, telemetry=telemetry, snapshots=snapshots, clock=clock
     )

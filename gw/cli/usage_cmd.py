@@ -16,7 +16,7 @@ from rich.text import Text
 from gw.cli.console import fail, print_json, stdout
 from gw.cli.options import JsonOption, StateDirOption, resolve_home
 from gw.cli.state_target import state_target
-from gw.store.usage import UsageGroup, UsageTotals, parse_since, report_json
+from gw.store.usage import UsageGroup, UsageTotals, cached_share, parse_since, report_json
 
 ByOption = Annotated[
     UsageGroup,
@@ -133,10 +133,16 @@ def _numbers(group: UsageTotals) -> list[tuple[str, str]]:
         ("errors", f"{group.errors:,}"),
         ("input", f"{group.input_tokens:,}"),
         ("cached", f"{group.cached_input_tokens:,}"),
+        ("cached %", _share(cached_share(group))),
         ("output", f"{group.output_tokens:,}"),
         ("reasoning", f"{group.reasoning_tokens:,}"),
         ("cost", f"${group.cost_usd:,.6f}" + _unpriced(group.unpriced)),
     ]
+
+
+def _share(share: float | None) -> str:
+    """The prompt cache's share of input tokens; '-' with no input tokens."""
+    return "-" if share is None else f"{share:.1%}"
 
 
 def _unpriced(count: int) -> str:

@@ -217,6 +217,26 @@ class HedgeConfig(ConfigStruct, frozen=True, kw_only=True):
     after: Duration | None = None  # None: no hedging
 
 
+# Where a sticky session's key is read from, tried in the order configured.
+SessionKeySource = Literal["header", "prompt_cache_key", "user", "first_messages"]
+SESSION_KEY_SOURCES: tuple[SessionKeySource, ...] = (
+    "header",
+    "prompt_cache_key",
+    "user",
+    "first_messages",
+)
+
+
+class StickyConfig(ConfigStruct, frozen=True, kw_only=True):
+    """Sticky sessions (gw/execution/sticky_sessions.py): a conversation stays on the
+    target and account that answered it, while healthy, so a provider's prompt cache
+    keeps hitting. Off unless a policy turns it on."""
+
+    enabled: bool = False
+    ttl: Duration = Duration(3600.0)  # a pin unused this long is forgotten
+    key_from: tuple[SessionKeySource, ...] = SESSION_KEY_SOURCES
+
+
 class PolicyLimits(ConfigStruct, frozen=True, kw_only=True):
     max_output_tokens: int | None = None
     max_cost_per_request_usd: float | None = None
@@ -250,6 +270,7 @@ class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):
     deny_reason: str | None = None
     guardrails: tuple[str, ...] = ()  # names of ``guardrails:`` entries it applies
     cache: PolicyCache = PolicyCache()
+    sticky: StickyConfig = StickyConfig()  # sticky sessions for prompt caches
 
 
 class TenantLimits(ConfigStruct, frozen=True, kw_only=True):

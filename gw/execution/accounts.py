@@ -63,6 +63,17 @@ def pinned_decision(decision: RouteDecision, pin: AccountPin) -> RouteDecision:
     return msgspec.structs.replace(decision, chain=chain, notes=(*decision.notes, note))
 
 
+def preferred_first(
+    ordered: list[ProviderAccount], prefer: AccountPin | None, provider: str
+) -> list[ProviderAccount]:
+    """``ordered`` with the preferred account first when it is among them (a locked one,
+    left out by ``AccountBook.order``, stays out)."""
+    if prefer is None or prefer.provider != provider or len(ordered) < 2:
+        return ordered
+    first = [a for a in ordered if a.name == prefer.account]
+    return first + [a for a in ordered if a.name != prefer.account] if first else ordered
+
+
 class AccountLock(msgspec.Struct, frozen=True, kw_only=True):
     """``account`` of ``provider`` may not serve ``model`` until ``until`` (monotonic)."""
 

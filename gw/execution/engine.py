@@ -24,7 +24,7 @@ from gw.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
-from gw.execution.accounts import AccountBook
+from gw.execution.accounts import AccountBook, preferred_first
 from gw.execution.attempt_log import AttemptLog, PendingAttempt
 from gw.execution.backoff import backoff_delay
 from gw.execution.calls import chat_calls, embedding_calls, fresh_attempt, limit_notes
@@ -387,7 +387,10 @@ class Engine:
             accounts = tuple(a for a in accounts if a.name == pin.account)
         if self._accounts is None:
             return list(accounts[:1])
-        return self._accounts.order(provider, accounts, target.model, now=self._clock.monotonic())
+        ordered = self._accounts.order(
+            provider, accounts, target.model, now=self._clock.monotonic()
+        )
+        return preferred_first(ordered, plan.prefer, provider.name)
 
     def _lock_account(self, target: TargetRef, account: str, error: GatewayError) -> bool:
         if self._accounts is None:

@@ -12,6 +12,7 @@ from gw.config.schema import ModelEntry, PolicyConfig, ProviderConfig
 from gw.config.snapshot import ProviderAccount
 from gw.errors import GatewayError
 from gw.execution.accounts import AccountPin
+from gw.execution.sticky_sessions import SessionTicket
 from gw.ir import ChatRequest, ChatResponse, EmbeddingRequest, EmbeddingResponse
 from gw.record import AttemptRecord
 from gw.routing.decision import RouteDecision, TargetRef
@@ -34,11 +35,19 @@ class ExecutionPlan(msgspec.Struct, Generic[RequestT], frozen=True, kw_only=True
     catalog: Mapping[tuple[str, str], ModelEntry] = msgspec.field(default_factory=dict)
     # Only this account of its provider may serve (the gateway keeps the chain on it).
     pin: AccountPin | None = None
+    # A sticky request's session, pinned to what answers (gw/execution/sticky_sessions.py).
+    session: SessionTicket | None = None
     # The plugins' before_attempt hooks (gw/execution/plugin_run.py), called before each
     # upstream call; a GatewayError from them ends the request. None: no plugin has one.
     before_attempt: Callable[[TargetRef], Awaitable[None]] | None = None
     # The response cache's key for its answer (gw/execution/cache_use.py); None: not kept.
     cache_key: str | None = None
+
+    @property
+    def prefer(self) -> AccountPin | None:
+        """Tried first of its provider's accounts when free: a kept sticky session's
+        account, whose prompt cache is warm. Unlike ``pin``, not the only one."""
+        return None if self.session is None else self.session.prefer
 
 
 class ExecutionFailedError(Exception):

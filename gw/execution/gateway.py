@@ -41,6 +41,7 @@ from gw.execution.request_context import (
     RequestFailedError,
 )
 from gw.execution.response_cache import ResponseCache
+from gw.execution.sticky_sessions import StickySessions
 from gw.execution.stream_session import StreamSession
 from gw.execution.tenant_admission import admitted, limited, ticket_ids
 from gw.execution.usage_estimate import (
@@ -81,8 +82,10 @@ class Gateway:
         usage: UsageSink | None = None,
         gateway: str | None = None,
         cache: ResponseCache | None = None,
+        sticky: StickySessions | None = None,
     ) -> None:
         self._cache = cache  # the response cache (gw/execution/response_cache.py)
+        self._sticky = sticky or StickySessions.local(clock)  # policies[].sticky
         self._gateway = gateway  # this gateway's id, on each trace (gw/fleet/gateway_id.py)
         self._limits = limits
         self._usage = usage  # one row per routed request (gw/execution/usage_row.py)
@@ -123,6 +126,7 @@ class Gateway:
         log = AttemptLog(self._clock)
         work = self._engine.complete(plan, log, accept=accept)
         answer = await self._attempt(ctx, request, decision, log, work, run=run)
+        self._sticky.remember(plan.session, answer.target, answer.attempts)
         response = answer.response
         usage, source = usage_or_estimate(
             response.usage,
@@ -176,6 +180,7 @@ class Gateway:
         opened = await self._attempt(
             ctx, request, decision, log, self._engine.open_stream(plan, log), run=run
         )
+        self._sticky.remember(plan.session, opened.target, opened.attempts)
         if run is not None:
             decision = run.noted(decision)  # before_attempt's notes; streams get no after_answer
         opened.guard = stream_guard(ctx.snapshot.guardrails, decision.policy)
@@ -288,6 +293,7 @@ class Gateway:
         if self._limits is not None:
             await self._limits.drain()
             await self._limits.aclose()
+        await self._sticky.aclose()
 
     async def _plan(
         self, ctx: RequestContext, request: RequestT, run: PluginRun | None = None
@@ -325,6 +331,7 @@ class Gateway:
             key = cached_or_key(self._cache, ctx, request, policy, decision, now=now)
         if ctx.pin is not None and decision.chain:
             decision = self._pinned(ctx, request, decision, ctx.pin)
+        decision, session = await self._sticky.steer(ctx, request, decision, policy, view)
         if decision.chain and limited(ctx.snapshot, ctx.tenant, policy, ctx.key_budget):
             # Before any trial is claimed: a refused request must not hold a breaker's trial.
             try:
@@ -355,6 +362,7 @@ class Gateway:
             trials=trials,
             catalog=ctx.snapshot.catalog,
             pin=ctx.pin,
+            session=session,
             before_attempt=None
             if run is None or not run.has("before_attempt")
             else functools.partial(run.before_attempt, decision.route),

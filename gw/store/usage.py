@@ -17,7 +17,10 @@ group, the biggest spender first (by day: oldest first)::
       "requests": 12,                // routed requests (see gw/execution/usage_row.py)
       "errors": 1,                   // ... of which ended with an error code
       "input_tokens": 3400,          // every prompt token, cached ones included
-      "cached_input_tokens": 1024,
+      "cached_input_tokens": 1024,   // ... of which read from a provider's prompt cache
+      "cached_share": 0.3012,        // cached_input_tokens / input_tokens (4 places);
+                                     //   null without input tokens (sticky sessions,
+                                     //   docs/guides/sticky-sessions.md, raise it)
       "output_tokens": 560,          // every answer token, reasoning included
       "reasoning_tokens": 128,
       "cost_usd": 0.0041,            // the sum of the requests' costs, as traced
@@ -164,8 +167,16 @@ def report_json(by: UsageGroup, totals: Sequence[UsageTotals]) -> list[dict[str,
     for group in totals:
         fields = msgspec.structs.asdict(group)
         key = fields.pop("key")
-        rows.append({by: key, **fields})
+        rows.append({by: key, **fields, "cached_share": cached_share(group)})
     return rows
+
+
+def cached_share(group: UsageTotals) -> float | None:
+    """The share of the group's input tokens a provider's prompt cache served; None
+    without input tokens (embeddings-free, failed-only or empty groups)."""
+    if group.input_tokens <= 0:
+        return None
+    return round(group.cached_input_tokens / group.input_tokens, 4)
 
 
 def parse_since(text: str, *, now: float) -> float:

@@ -14,6 +14,7 @@ from gw.config.schema import (
     PolicyLimits,
     PolicyMatch,
     RetryConfig,
+    StickyConfig,
     TenantBudget,
     TenantConfig,
     TenantLimits,
@@ -54,6 +55,7 @@ POLICY_SECTIONS: dict[type, Section] = {
             "besides every rule marked `everywhere` (docs/guides/guardrails.md)."
         ),
         cache=Field("The response cache for its requests (docs/guides/response-cache.md)."),
+        sticky=Field("Sticky sessions: a conversation kept on one target for its prompt cache."),
     ),
     PolicyCache: section(
         "The response cache: an answer kept and served again, at no cost, for the same "
@@ -64,6 +66,24 @@ POLICY_SECTIONS: dict[type, Section] = {
         ttl=Field("How long an answer is served again.", above=0, maximum=MAX_CACHE_TTL_S),
         shared=Field(
             "`true`: one cache for every caller; `false`: each tenant its own (open mode: one)."
+        ),
+    ),
+    StickyConfig: section(
+        "Sticky sessions, off by default: a conversation (its session key) stays on the target "
+        "and account that last answered it, first in the chain, while that target is healthy, "
+        "so the provider's prompt cache keeps hitting. The pin moves when the target is "
+        "unhealthy (breaker open or recently failing), switched off, rejected by routing or "
+        "gone from the route; it survives config reloads, and is shared by a fleet through "
+        "`state.redis_url`. Session keys are kept only as keyed digests "
+        "(docs/guides/sticky-sessions.md).",
+        enabled=Field("`true`: the requests this policy governs are sticky."),
+        ttl=Field("A pin unused this long is forgotten; each answer renews it.", above=0),
+        key_from=Field(
+            "Where the session key is read from, the first present wins: `header` "
+            "(`x-gw-session-id`), `prompt_cache_key` (OpenAI chat and Responses), `user` "
+            "(OpenAI `user` or `safety_identifier`, Anthropic `metadata.user_id`), "
+            "`first_messages` (a digest of the system prompt and the first user message).",
+            min_items=1,
         ),
     ),
     PolicyMatch: section(

@@ -83,3 +83,10 @@ def test_headers_parse_into_hints_and_bad_values_name_the_header() -> None:
         with pytest.raises(InvalidRequestError) as caught:
             parse_hints({header: value})
         assert caught.value.param == header
+
+
+def test_a_session_header_is_a_hint_that_orders_nothing_by_itself() -> None:
+    hints = parse_hints({"x-gw-session-id": " conv-1 "})
+    assert hints == RoutingHints(session="conv-1")
+    assert chain(hints)[0] == ["openai/big", "claude/haiku"]
+    assert parse_hints({"x-gw-session-id": "  "}) == RoutingHints()

@@ -11,9 +11,19 @@ const METRICS = {
   requests: { label: "requests", value: (row) => row.requests, format: fmt.compact },
   tokens: { label: "tokens (in + out)", value: (row) => row.input_tokens + row.output_tokens, format: fmt.compact },
   errors: { label: "errors", value: (row) => row.errors, format: fmt.compact },
+  // The provider prompt cache's share of input tokens: what sticky sessions keep high.
+  cached_share: { label: "cached input share", value: (row) => share(row.cached_input_tokens, row.input_tokens), format: percent },
 };
 const DAY_MS = 86400000;
 const settings = { since: "30d", metric: "cost_usd" };
+
+function share(part, whole) {
+  return whole > 0 ? part / whole : 0;
+}
+
+function percent(value) {
+  return `${(value * 100).toFixed(1)}%`;
+}
 
 function utcDay(ms) {
   return new Date(ms).toISOString().slice(0, 10);
@@ -66,6 +76,7 @@ export function usageView() {
         ["requests", fmt.int(total("requests"))],
         ["errors", fmt.int(total("errors"))],
         ["input tokens", fmt.compact(total("input_tokens"))],
+        ["cached input", percent(share(total("cached_input_tokens"), total("input_tokens")))],
         ["output tokens", fmt.compact(total("output_tokens"))],
         ["cost", fmt.usd(total("cost_usd"))],
       ].map(([label, value]) => h("div", { class: "tile" }, h("div", { class: "tile-value" }, value), h("div", { class: "tile-label" }, label))),
