@@ -224,6 +224,16 @@ class PolicyLimits(ConfigStruct, frozen=True, kw_only=True):
     unpriced: Literal["exclude", "allow"] = "exclude"
 
 
+# What gw may do with a conversation too long for a target's context window (gw/routing/
+# shaping.py): nothing; trim it to fit the first choice; choose a larger window; or a
+# larger window when one fits, else trim.
+ShapingMode = Literal["off", "trim", "larger_window", "larger_window_then_trim"]
+
+
+class ShapingConfig(ConfigStruct, frozen=True, kw_only=True):
+    mode: ShapingMode = "off"
+
+
 class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):
     name: str
     match: PolicyMatch = PolicyMatch()
@@ -239,6 +249,7 @@ class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):
     deny: bool = False  # a deny rule: the requests it matches get 403 permission_denied
     deny_reason: str | None = None
     guardrails: tuple[str, ...] = ()  # names of ``guardrails:`` entries it applies
+    shaping: ShapingConfig = ShapingConfig()  # a prompt too long for a context window
 
 
 class TenantLimits(ConfigStruct, frozen=True, kw_only=True):
