@@ -225,13 +225,13 @@ class PolicyLimits(ConfigStruct, frozen=True, kw_only=True):
 
 
 # What gw may do with a conversation too long for a target's context window (gw/routing/
-# shaping.py): nothing; trim it to fit the first choice; choose a larger window; or a
-# larger window when one fits, else trim.
-ShapingMode = Literal["off", "trim", "larger_window", "larger_window_then_trim"]
+# shaping.py): nothing (``none``: a bare ``off`` reads as false in YAML); trim it to fit
+# the first choice; choose a larger window; or a larger window when one fits, else trim.
+ShapingMode = Literal["none", "trim", "larger_window", "larger_window_then_trim"]
 
 
 class ShapingConfig(ConfigStruct, frozen=True, kw_only=True):
-    mode: ShapingMode = "off"
+    mode: ShapingMode = "none"
 
 
 class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):

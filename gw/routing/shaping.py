@@ -3,7 +3,7 @@ a target's context window, and how the decision says so. Pure, like the router.
 
 Shaping starts from the decision routing made for the request as it came, and acts only
 when a target was rejected for its window (``context_window``); otherwise, and under
-``mode: off``, the request and its decision pass unchanged. The *first choice* is the
+``mode: none``, the request and its decision pass unchanged. The *first choice* is the
 target routing picks for the request trimmed as far as the rule allows
 (``trim.shortest_form``): the target it would have had, had its length not mattered.
 
@@ -70,10 +70,10 @@ def decide_shaped(
 ) -> tuple[ChatRequest | EmbeddingRequest, RouteDecision, PolicyConfig]:
     """``decide``, then shaping: the request as its policy's ``shaping`` lets it go
     upstream, its decision (noting what shaping did, or why it could not) and the policy
-    that governs it. An embeddings request, or a policy with ``mode: off``, is decided
+    that governs it. An embeddings request, or a policy with ``mode: none``, is decided
     as ``decide`` does and passes unchanged."""
     decision, policy = decide(request, snapshot, **inputs)
-    if policy.shaping.mode == "off" or not isinstance(request, ChatRequest):
+    if policy.shaping.mode == "none" or not isinstance(request, ChatRequest):
         return request, decision, policy
 
     def route(changed: ChatRequest) -> tuple[RouteDecision, PolicyConfig]:
@@ -94,7 +94,7 @@ def shape_prompt(
     decides for a changed request exactly as for the original (same snapshot, request
     id, tenant, hints, health)."""
     mode = policy.shaping.mode
-    if mode == "off" or not any(c.rejected == "context_window" for c in decision.candidates):
+    if mode == "none" or not any(c.rejected == "context_window" for c in decision.candidates):
         return request, decision, policy
     shortest = shortest_form(request)
     floor = decision if shortest is request else route(shortest)[0]

@@ -12,6 +12,7 @@ from gw.config.schema import (
     PolicyLimits,
     PolicyMatch,
     RetryConfig,
+    ShapingConfig,
     TenantBudget,
     TenantConfig,
     TenantLimits,
@@ -50,6 +51,24 @@ POLICY_SECTIONS: dict[type, Section] = {
         guardrails=Field(
             "Names of `guardrails:` rules the requests it governs are checked against, "
             "besides every rule marked `everywhere` (docs/guides/guardrails.md)."
+        ),
+        shaping=Field(
+            "What to do with a conversation too long for a target's context window "
+            '(docs/routing.md, "Prompt shaping").'
+        ),
+    ),
+    ShapingConfig: section(
+        "Prompt shaping: what gw does with a conversation too long for a target's context "
+        "window (routing's estimate of its input plus its `max_tokens`). Whatever it does is "
+        "said in `x-gw-warning` and `gw explain`; a conversation that cannot be made to fit "
+        "gets 400 `context_length_exceeded` before any upstream call.",
+        mode=Field(
+            "`none`: nothing; targets whose window is too small are skipped. `larger_window`: "
+            "the same, and when that moves the request off its first choice, a warning says "
+            "so. `trim`: drop the oldest turns (never the system messages, the current turn "
+            "or half of a tool call and its result) until it fits the first choice's window. "
+            "`larger_window_then_trim`: a larger window when one fits, else trim to fit the "
+            "largest."
         ),
     ),
     PolicyMatch: section(
