@@ -145,6 +145,7 @@ def test_a_too_long_conversation_is_trimmed_and_the_client_is_told(
     assert shown["decision"]["warnings"] == [said]
     assert shown["decision"]["estimated_input_tokens"] + 100 <= 1000
     assert shown["decision"]["policy"] == "trim-long"
+    assert f"Note: {said}" in gw.cli("explain", headers["x-gw-request-id"]).stdout
 
 
 @pytest.mark.parametrize("stream", [False, True])
