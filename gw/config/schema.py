@@ -254,6 +254,16 @@ class PolicyCache(ConfigStruct, frozen=True, kw_only=True):
     shared: bool = False
 
 
+# What gw may do with a conversation too long for a target's context window (gw/routing/
+# shaping.py): nothing (``none``: a bare ``off`` reads as false in YAML); trim it to fit
+# the first choice; choose a larger window; or a larger window when one fits, else trim.
+ShapingMode = Literal["none", "trim", "larger_window", "larger_window_then_trim"]
+
+
+class ShapingConfig(ConfigStruct, frozen=True, kw_only=True):
+    mode: ShapingMode = "none"
+
+
 class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):
     name: str
     match: PolicyMatch = PolicyMatch()
@@ -271,6 +281,7 @@ class PolicyConfig(ConfigStruct, frozen=True, kw_only=True):
     guardrails: tuple[str, ...] = ()  # names of ``guardrails:`` entries it applies
     cache: PolicyCache = PolicyCache()
     sticky: StickyConfig = StickyConfig()  # sticky sessions for prompt caches
+    shaping: ShapingConfig = ShapingConfig()  # a prompt too long for a context window
 
 
 class TenantLimits(ConfigStruct, frozen=True, kw_only=True):

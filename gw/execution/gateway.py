@@ -63,7 +63,8 @@ from gw.routing.decision import RouteDecision, TargetRef
 from gw.routing.estimate import estimate_embedding_tokens
 from gw.routing.health import TargetVerdict
 from gw.routing.policy import kind_of_endpoint
-from gw.routing.router import decide, denied_error, no_candidate_error
+from gw.routing.router import denied_error, no_candidate_error
+from gw.routing.shaping import decide_shaped
 
 T = TypeVar("T")
 
@@ -300,7 +301,7 @@ class Gateway:
     ) -> tuple[RouteDecision, ExecutionPlan[RequestT]]:
         view = self._health_view(ctx.snapshot)
         try:
-            decision, policy = decide(
+            request, decision, policy = decide_shaped(
                 request,
                 ctx.snapshot,
                 request_id=ctx.request_id,

@@ -14,6 +14,7 @@ from gw.config.schema import (
     PolicyLimits,
     PolicyMatch,
     RetryConfig,
+    ShapingConfig,
     StickyConfig,
     TenantBudget,
     TenantConfig,
@@ -56,6 +57,10 @@ POLICY_SECTIONS: dict[type, Section] = {
         ),
         cache=Field("The response cache for its requests (docs/guides/response-cache.md)."),
         sticky=Field("Sticky sessions: a conversation kept on one target for its prompt cache."),
+        shaping=Field(
+            "What to do with a conversation too long for a target's context window "
+            '(docs/routing.md, "Prompt shaping").'
+        ),
     ),
     PolicyCache: section(
         "The response cache: an answer kept and served again, at no cost, for the same "
@@ -84,6 +89,20 @@ POLICY_SECTIONS: dict[type, Section] = {
             "(OpenAI `user` or `safety_identifier`, Anthropic `metadata.user_id`), "
             "`first_messages` (a digest of the system prompt and the first user message).",
             min_items=1,
+        ),
+    ),
+    ShapingConfig: section(
+        "Prompt shaping: what gw does with a conversation too long for a target's context "
+        "window (routing's estimate of its input plus its `max_tokens`). Whatever it does is "
+        "said in `x-gw-warning` and `gw explain`; a conversation that cannot be made to fit "
+        "gets 400 `context_length_exceeded` before any upstream call.",
+        mode=Field(
+            "`none`: nothing; targets whose window is too small are skipped. `larger_window`: "
+            "the same, and when that moves the request off its first choice, a warning says "
+            "so. `trim`: drop the oldest turns (never the system messages, the current turn "
+            "or half of a tool call and its result) until it fits the first choice's window. "
+            "`larger_window_then_trim`: a larger window when one fits, else trim to fit the "
+            "largest."
         ),
     ),
     PolicyMatch: section(
