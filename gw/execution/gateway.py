@@ -12,8 +12,8 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from gw.config.snapshot import MODEL_NAME_MAX_CHARS, Snapshot
-from gw.errors import ClientAbortedError, GatewayError, clipped
+from gw.config.snapshot import Snapshot
+from gw.errors import ClientAbortedError, GatewayError
 from gw.execution.accounts import AccountBook, AccountPin, pinned_decision
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.breaker_gate import breakers_open_error, gate_breakers
@@ -25,7 +25,6 @@ from gw.execution.cache_use import (
     kept,
     lookup_outcome,
 )
-from gw.execution.cost import cost_usd
 from gw.execution.engine import Engine
 from gw.execution.execution_plan import Answer, ExecutionFailedError, ExecutionPlan, RequestT
 from gw.execution.guardrail_check import screen_answer, screen_prompt, stream_guard
@@ -34,6 +33,7 @@ from gw.execution.health_view import health_view
 from gw.execution.latency import LatencyBook
 from gw.execution.open_stream import OpenStream
 from gw.execution.plugin_run import PluginRun, plugins_after_answer, plugins_before_routing
+from gw.execution.recorder import TraceRecorder
 from gw.execution.request_context import (
     Completed,
     Embedded,
@@ -43,14 +43,13 @@ from gw.execution.request_context import (
 from gw.execution.response_cache import ResponseCache
 from gw.execution.sticky_sessions import StickySessions
 from gw.execution.stream_session import StreamSession
-from gw.execution.tenant_admission import admitted, limited, ticket_ids
+from gw.execution.tenant_admission import admitted, limited
 from gw.execution.usage_estimate import (
     cut_short_usage,
     estimate_output_tokens,
     tokens_for_chars,
     usage_or_estimate,
 )
-from gw.execution.usage_row import usage_row
 from gw.ir import (
     ChatRequest,
     ChatResponse,
@@ -59,7 +58,7 @@ from gw.ir import (
 )
 from gw.ports import Clock, TenantLimits, TraceSink, UsageSink
 from gw.record import AttemptRecord, CacheOutcome, TraceRecord, UsageSource
-from gw.routing.decision import RouteDecision, TargetRef
+from gw.routing.decision import RouteDecision
 from gw.routing.estimate import estimate_embedding_tokens
 from gw.routing.health import TargetVerdict
 from gw.routing.policy import kind_of_endpoint
@@ -87,12 +86,14 @@ class Gateway:
     ) -> None:
         self._cache = cache  # the response cache (gw/execution/response_cache.py)
         self._sticky = sticky or StickySessions.local(clock)  # policies[].sticky
-        self._gateway = gateway  # this gateway's id, on each trace (gw/fleet/gateway_id.py)
         self._limits = limits
         self._usage = usage  # one row per routed request (gw/execution/usage_row.py)
         self._engine = engine
-        self._traces = traces
         self._clock = clock
+        # Every request's trace and usage row, and its limits settled, in one place.
+        self._record = TraceRecorder(
+            traces, clock, limits=limits, usage=usage, gateway=gateway
+        ).record
         self._health = health
         self._latency = latency
         self._accounts = accounts
@@ -441,71 +442,6 @@ class Gateway:
             ttft_ms=ttft,
             cache=lookup_outcome(plan.policy, ctx.endpoint, ctx.cache_mode),
         )
-
-    def _record(
-        self,
-        ctx: RequestContext,
-        *,
-        requested_model: str,
-        stream: bool,
-        decision: RouteDecision | None = None,
-        attempts: list[AttemptRecord] | None = None,
-        target: TargetRef | None = None,
-        usage: Usage | None = None,
-        usage_source: UsageSource | None = None,
-        error: GatewayError | None = None,
-        committed: bool = False,
-        ttft_ms: float | None = None,
-        replay_of: str | None = None,
-        cache: CacheOutcome | None = None,
-        cache_of: str | None = None,
-    ) -> TraceRecord:
-        attempts = attempts or []
-        if target is None and attempts:
-            target = TargetRef(provider=attempts[-1].provider, model=attempts[-1].model)
-        entry = ctx.snapshot.catalog.get((target.provider, target.model)) if target else None
-        status = 200 if error is None else error.status
-        trace = TraceRecord(
-            request_id=ctx.request_id,
-            time=ctx.started_at,
-            endpoint=ctx.endpoint,
-            requested_model=clipped(requested_model, MODEL_NAME_MAX_CHARS),  # client text
-            stream=stream,
-            status=status,
-            revision=ctx.snapshot.revision,
-            latency_ms=round((self._clock.monotonic() - ctx.started_mono) * 1000, 3),
-            route=decision.route if decision else None,
-            policy=decision.policy if decision else None,
-            provider=target.provider if target else None,
-            model=target.model if target else None,
-            error_code=error.code if error else None,
-            error_message=error.message if error else None,
-            client_request_id=ctx.client_request_id,
-            tenant=ctx.tenant,
-            key_id=ctx.key_id,
-            ttft_ms=ttft_ms,
-            decision=decision,
-            attempts=tuple(attempts),
-            usage=usage,
-            usage_source=usage_source,
-            cost_usd=cost_usd(entry, usage),
-            committed=committed,
-            background=ctx.background,
-            gateway=self._gateway,
-            replay_of=replay_of,
-            cache=cache,
-            cache_of=cache_of,
-        )
-        if self._limits is not None:
-            tokens = usage.input_tokens + usage.output_tokens if usage else 0
-            for ticket in ticket_ids(ctx.request_id):
-                self._limits.settle(ticket, tokens=tokens, cost_usd=trace.cost_usd)
-        self._traces.submit(trace)
-        if self._usage is not None:
-            row = usage_row(trace)
-            if row is not None:
-                self._usage.submit(row)
-        return trace
 
 
 def _streams(request: ChatRequest | EmbeddingRequest) -> bool:
