@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from gw.config import compile_snapshot, load_config
+from gw.config.catalog import ShippedCatalog
 from gw.config.snapshot import Snapshot
 from gw.execution.cost import DIGITS
 from gw.execution.replay import ASSUMPTIONS, Outcome, Replayed, replay_trace
@@ -21,6 +23,14 @@ from gw.record import TraceRecord
 
 MAX_CHANGES = 200
 """Changed requests listed one by one (``changes``); the groups count all of them."""
+
+
+def candidate_snapshot(text: str, source: str, shipped: ShippedCatalog) -> Snapshot:
+    """The snapshot a candidate config's ``text`` would compile to (revision 0, no
+    plugins loaded, no ``GW_*`` overrides); ``ConfigError`` (file, line, field, reason)
+    when it is not a valid config."""
+    config = load_config(text, source)
+    return compile_snapshot(config, revision=0, source=source, shipped=shipped)
 
 
 def replay_report(
