@@ -111,7 +111,8 @@ def _number(whole: dict[str, Any], field: str) -> str:
 
 
 def _usd(value: float, *, signed: bool = False) -> str:
-    return f"${value:+.6f}" if signed else f"${value:.6f}"
+    sign = ("-" if value < 0 else "+") if signed else ""
+    return f"{sign}${abs(value):.6f}"
 
 
 def _before(before: dict[str, int]) -> str:
