@@ -2,8 +2,8 @@
 
 Pure, like routing: ``replay_trace`` takes a trace and a candidate ``Snapshot`` and
 returns what the recorded decision chose and what the candidate's would, with the cost
-of each. No upstream is called, nothing is written. ``gw replay`` and the dashboard's
-config preview aggregate these (gw/execution/replay_report.py).
+of each. No upstream is called, nothing is written. ``gw replay`` and
+``POST /admin/v1/config/replay`` aggregate these (gw/execution/replay_report.py).
 
 What it assumes, stated wherever the comparison is shown (``ASSUMPTIONS``):
 

@@ -1,6 +1,6 @@
 """``gw replay`` through a live gw: record traffic of two tenants, replay it under a
 candidate config that removes a provider, then apply the candidate and check the live
-gateway does what the replay said (targets, refusals, cost). The dashboard's preview
+gateway does what the replay said (targets, refusals, cost). The admin API's preview
 (``POST /admin/v1/config/replay``) answers the same report.
 """
 
@@ -180,9 +180,7 @@ def test_replay_shows_moved_traffic_and_cost_and_the_live_gateway_agrees(
     revision = live_revision(gw)
     (home / "state" / "gw.yaml").write_text(candidate.read_text())
     wait_until(lambda: live_revision(gw) > revision, lambda: f"the candidate to apply:\n{gw.log()}")
-    for (tenant, route, stream, tools), (old_id, _) in zip(
-        Traffic.REQUESTS, recorded, strict=True
-    ):
+    for (tenant, route, stream, tools), (old_id, _) in zip(Traffic.REQUESTS, recorded, strict=True):
         new_id, live = send(gw, keys[tenant], route, stream=stream, tools=tools)
         change = changes.get(old_id)
         if change is None:  # unchanged by the candidate

@@ -6,8 +6,7 @@ answer is the report ``gw replay --json`` prints (gw/execution/replay_report.py,
 docs/reference/cli.md). ``since`` and ``until`` take what ``gw replay`` takes (``30m``,
 ``24h``, ``7d``, a date); ``limit`` bounds the requests read, newest first. A candidate
 that is not a valid config is 400 ``invalid_request`` naming the field and the reason
-(``param`` the field), as an admin write would be. The dashboard's Config tab calls this
-to preview an edit before it is applied.
+(``param`` the field), as an admin write would be.
 
 Routing a period again is CPU work (tens of microseconds a request): it runs in a worker
 thread, so requests being served are not held up.
