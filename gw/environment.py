@@ -6,16 +6,19 @@ This is the only module that reads the process environment; it hands values down
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from gw.config import Config, ConfigError, load_config
+from gw.config.catalog import ShippedCatalog, parse_catalog
 from gw.config.limits import ConfigLimits, check_size
 from gw.config.loader import BUILTIN_SOURCE, DEFAULT_LIMITS
 from gw.config.units import ByteSize
@@ -183,3 +186,14 @@ def running_server_pid(home: Path) -> int | None:
 def database_path(home: Path) -> Path:
     """The state database in state directory ``home``."""
     return home / DATABASE_FILE_NAME
+
+
+CATALOG_FILE = "catalog.yaml"
+
+
+@functools.cache  # package data: the same for the life of the process
+def read_shipped_catalog() -> ShippedCatalog:
+    """The model catalog gw ships (``gw/catalog.yaml``, package data); ``ConfigError``
+    when it does not parse (a gw bug)."""
+    text = resources.files("gw").joinpath(CATALOG_FILE).read_text(encoding="utf-8")
+    return parse_catalog(text, f"gw/{CATALOG_FILE}")

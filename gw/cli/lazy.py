@@ -29,6 +29,7 @@ LAZY_COMMANDS = {
     "top": ("gw.cli.top_cmd", "top_command"),
     "usage": ("gw.cli.usage_cmd", "usage_command"),
     "route-preview": ("gw.cli.route_preview_cmd", "route_preview_command"),
+    "replay": ("gw.cli.replay_cmd", "replay_command"),
     "dashboard": ("gw.cli.dashboard_cmd", "dashboard_command"),
 }
 LAZY_SUB_APPS = {

@@ -204,6 +204,12 @@ def _budgeted(name: str, budget: TenantBudget) -> TenantConfig | None:
     return budget_subject(name, budget)
 
 
+def check_tenant_route(snapshot: Snapshot, name: str, decision: RouteDecision) -> None:
+    """403 ``permission_denied`` when tenant ``name`` is not configured or may not use
+    ``decision``'s route, as admission checks it (``gw replay`` asks without admitting)."""
+    _tenant(snapshot, name, decision)
+
+
 def _tenant(snapshot: Snapshot, name: str, decision: RouteDecision) -> TenantConfig:
     tenant = snapshot.tenants.get(name)
     if tenant is None:

@@ -7,6 +7,7 @@ from typing import Literal
 import msgspec
 
 from gw.config.schema import Strategy
+from gw.routing.inputs import RoutingInputs
 
 RejectReason = Literal[
     "missing_capability",  # the request needs tools/vision/json_schema the model lacks
@@ -72,6 +73,9 @@ class RouteDecision(DecisionStruct, frozen=True, kw_only=True):
     # Non-blocking warnings the client is sent (``x-gw-warning``): a clamp applied, a
     # budget nearly spent. Each is also among ``notes``.
     warnings: tuple[str, ...] = ()
+    # What the request was routed on (gw/routing/inputs.py), for ``gw replay``; None in
+    # traces written before gw kept them.
+    inputs: RoutingInputs | None = None
 
     @property
     def chosen(self) -> TargetRef | None:

@@ -29,7 +29,6 @@ cannot succeed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import msgspec
@@ -38,6 +37,7 @@ from gw.config.schema import Capability, ModelEntry
 from gw.ir import NativeBlock
 from gw.routing.decision import Candidate, RejectReason
 from gw.routing.health import HealthView
+from gw.routing.needs import native_tool_names
 from gw.routing.plan import PlannedTarget
 
 PROJECTED_OUTPUT_TOKENS = 1024
@@ -167,21 +167,6 @@ def native_tools_detail(tools: tuple[NativeBlock, ...]) -> str:
         f"cannot run {', '.join(native_tool_names(tools))} ({fmt} tools, run by the "
         f"provider): only a kind: {fmt} provider can"
     )
-
-
-def native_tool_names(tools: tuple[NativeBlock, ...]) -> list[str]:
-    """The tools' types, each once, in order; a type that is not a plain name (client
-    text, which must not reach traces) as ``a tool of format <format>``."""
-    names: dict[str, None] = {}
-    for tool in tools:
-        kind = tool.data.get("type")
-        plain = isinstance(kind, str) and _TYPE_NAME.fullmatch(kind)
-        names[kind if plain and isinstance(kind, str) else f"a tool of format {tool.format}"] = None
-    return list(names)
-
-
-# A type name safe to quote (as gw.codecs.fields.is_type_name: routing does not import codecs).
-_TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 
 def projected_cost_usd(

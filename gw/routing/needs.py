@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from gw.config.schema import Capability
-from gw.ir.content import NativeFormat
+from gw.ir.content import NativeBlock, NativeFormat
 from gw.ir.request import ChatRequest
 
 # An embeddings request needs exactly this, whatever its inputs.
@@ -58,3 +60,18 @@ def required_native_format(request: ChatRequest) -> NativeFormat | None:
     if not native or request.tools:
         return None
     return native[0].format
+
+
+def native_tool_names(tools: tuple[NativeBlock, ...]) -> tuple[str, ...]:
+    """The tools' types, each once, in order; a type that is not a plain name (client
+    text, which must not reach traces) as ``a tool of format <format>``."""
+    names: dict[str, None] = {}
+    for tool in tools:
+        kind = tool.data.get("type")
+        plain = isinstance(kind, str) and _TYPE_NAME.fullmatch(kind)
+        names[kind if plain and isinstance(kind, str) else f"a tool of format {tool.format}"] = None
+    return tuple(names)
+
+
+# A type name safe to quote (as gw.codecs.fields.is_type_name: routing does not import codecs).
+_TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")

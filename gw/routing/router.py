@@ -43,12 +43,13 @@ from gw.errors import (
 from gw.ir.embeddings import EmbeddingRequest
 from gw.ir.request import ChatRequest
 from gw.routing.decision import Candidate, RouteDecision, TargetRef
-from gw.routing.estimate import embedding_input_tokens, estimate_input_tokens
+from gw.routing.estimate import estimate_input_tokens
 from gw.routing.filters import format_usd, screen_targets
 from gw.routing.health import HealthView
 from gw.routing.hints import RoutingHints
+from gw.routing.inputs import RoutingInputs, routing_inputs
 from gw.routing.model_block import without_blocked_models
-from gw.routing.needs import EMBEDDING_NEEDS, required_capabilities, required_native_format
+from gw.routing.needs import required_capabilities
 from gw.routing.plan import PlannedTarget, RoutePlan, route_plan
 from gw.routing.policy import first_matching
 from gw.routing.strategies import Ranking, rank
@@ -75,20 +76,38 @@ def decide(
     is what policies match on (``kind_of_endpoint``); None: chat, or embeddings for an
     ``EmbeddingRequest``. A deny rule's decision has no chain and says why in its notes.
     """
-    # What routing reads of the request, whichever endpoint it came to (kept in locals:
-    # this runs on every chat request).
-    if isinstance(request, ChatRequest):
-        needs = required_capabilities(request)
-        streaming, max_tokens = request.stream, request.max_tokens
-        input_tokens = window_tokens = estimate_input_tokens(request)
-        # Only tools the request cannot do without narrow the targets (see needs.py).
-        native_tools = request.native_tools if required_native_format(request) else ()
-    else:
-        needs, streaming, max_tokens = EMBEDDING_NEEDS, False, 0
-        input_tokens, window_tokens = embedding_token_estimates(request)
-        native_tools = ()
-        kind = kind or "embeddings"
-    plan = route_plan(snapshot, request.model)
+    inputs = routing_inputs(request, kind=kind, hints=hints)
+    return decide_inputs(
+        request.model,
+        inputs,
+        snapshot,
+        request_id=request_id,
+        tenant=tenant,
+        api_key_id=api_key_id,
+        latency_ms=latency_ms,
+        health=health,
+    )
+
+
+def decide_inputs(
+    model: str,
+    inputs: RoutingInputs,
+    snapshot: Snapshot,
+    *,
+    request_id: str,
+    tenant: str | None = None,
+    api_key_id: str | None = None,
+    latency_ms: Mapping[str, float] | None = None,
+    health: HealthView | None = None,
+) -> tuple[RouteDecision, PolicyConfig]:
+    """``decide`` for a request already read into ``inputs`` (gw/routing/inputs.py),
+    addressed to ``model``: how ``gw replay`` routes a recorded request again."""
+    # Kept in locals: this runs on every request.
+    needs, streaming, max_tokens = inputs.needs, inputs.stream, inputs.max_tokens
+    input_tokens, window_tokens, hints = inputs.input_tokens, inputs.window_tokens, inputs.hints
+    native_tools = inputs.native_blocks()
+    kind = inputs.kind
+    plan = route_plan(snapshot, model)
     route = plan.route
     if snapshot.switches.routes_off:
         refuse_switched_off_route(snapshot, route.name)
@@ -98,11 +117,11 @@ def decide(
         tenant=tenant,
         api_key_id=api_key_id,
         capabilities=needs,
-        kind=kind or "chat",
+        kind=kind,
         prompt_tokens=input_tokens,
     )
     if policy.deny:
-        return denied_decision(plan, policy, input_tokens), policy
+        return denied_decision(plan, policy, input_tokens, inputs), policy
     strategy = policy.strategy or route.strategy
     max_cost = policy.limits.max_cost_per_request_usd
     targets = plan.targets
@@ -158,6 +177,7 @@ def decide(
         degraded_reasons=screening.degraded_reasons,
         notes=hint_notes + clamp_notes + screening.notes + ranking.notes,
         warnings=clamp_notes,
+        inputs=inputs,
     )
     guards = snapshot.guardrails.for_policy(policy.name)
     if guards is not None and guards.models:
@@ -197,7 +217,12 @@ def governing_policy(
     )
 
 
-def denied_decision(plan: RoutePlan, policy: PolicyConfig, input_tokens: int) -> RouteDecision:
+def denied_decision(
+    plan: RoutePlan,
+    policy: PolicyConfig,
+    input_tokens: int,
+    inputs: RoutingInputs | None = None,
+) -> RouteDecision:
     """A deny rule's decision: nothing to try, and the rule's reason in the notes."""
     return RouteDecision(
         route=plan.route.name,
@@ -209,6 +234,7 @@ def denied_decision(plan: RoutePlan, policy: PolicyConfig, input_tokens: int) ->
         estimated_input_tokens=input_tokens,
         max_output_tokens=None,
         notes=(f"denied by policy {policy.name}: {deny_reason(policy)}",),
+        inputs=inputs,
     )
 
 
@@ -265,13 +291,6 @@ def _unhealthy_last(ranked: tuple[Candidate, ...], health: HealthView) -> tuple[
     return tuple(
         msgspec.structs.replace(c, rank=position) for position, c in enumerate(healthy + others)
     )
-
-
-def embedding_token_estimates(request: EmbeddingRequest) -> tuple[int, int]:
-    """(all inputs together, the largest one): each input is embedded on its own, so it is
-    the largest that must fit a context window, and the sum that is paid for."""
-    per_input = [embedding_input_tokens(item) for item in request.inputs]
-    return sum(per_input), max(per_input, default=0)
 
 
 def clamp_max_tokens(

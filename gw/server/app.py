@@ -18,6 +18,7 @@ from gw.server.admin.config_api import config_handlers
 from gw.server.admin.dashboard import dashboard_handlers
 from gw.server.admin.inspect_api import inspect_handlers
 from gw.server.admin.metrics_endpoint import metrics_handlers
+from gw.server.admin.replay_api import replay_handlers
 from gw.server.admin.switches_api import switches_handlers
 from gw.server.browser_guard import open_mode_refusal
 from gw.server.edges import cors_config
@@ -89,6 +90,7 @@ def build_app(
             *admin_handlers(services),
             *config_handlers(services),
             *inspect_handlers(services),
+            *replay_handlers(services),
             *switches_handlers(services),
             *dashboard_handlers(services),
             *metrics_handlers(services),

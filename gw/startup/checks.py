@@ -5,12 +5,12 @@ catalog. Each refusal is a ``ServeError`` that says what to change."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib import resources
 
 from gw.adapters.secrets import SecretResolver, vault_references
 from gw.config import Config, ConfigError
-from gw.config.catalog import ShippedCatalog, parse_catalog
+from gw.config.catalog import ShippedCatalog
 from gw.config.validate import SECRET_SCHEMES
+from gw.environment import read_shipped_catalog
 from gw.errors import GatewayError
 from gw.server.auth import exposure_problem
 from gw.server.edges import edge_problem
@@ -18,8 +18,6 @@ from gw.startup.plan import ServeError, ServePlan, reachable_as
 from gw.telemetry.otel import OtelUnavailableError, require_otel
 from gw.upstream_http.env_proxy import ProxySettingError, proxy_settings
 from gw.vault import Vault, VaultError
-
-CATALOG_FILE = "catalog.yaml"
 
 
 def checked_start(
@@ -115,8 +113,7 @@ def check_otel(plan: ServePlan) -> dict[str, str]:
 def shipped_catalog() -> ShippedCatalog:
     """The model catalog gw ships (``gw/catalog.yaml``, package data): prices, windows
     and capabilities by provider kind, under config's own ``models:`` entries."""
-    text = resources.files("gw").joinpath(CATALOG_FILE).read_text(encoding="utf-8")
     try:
-        return parse_catalog(text, f"gw/{CATALOG_FILE}")
+        return read_shipped_catalog()
     except ConfigError as error:  # pragma: no cover - a test parses the shipped file
         raise ServeError(f"the shipped model catalog is broken (a gw bug): {error}") from None

@@ -183,6 +183,9 @@ class SqliteStore:
         """``TraceReads.list_traces``."""
         return await self._traces.list_traces(limit=limit, client_request_id=client_request_id)
 
+    async def traces_between(self, since: float, until: float, *, limit: int) -> list[TraceRecord]:
+        return await self._traces.traces_between(since, until, limit=limit)
+
     async def traces_written_after(
         self, cursor: int | None, *, limit: int
     ) -> tuple[list[TraceRecord], int]:

@@ -13,7 +13,7 @@ import msgspec
 from gw.record import TraceRecord, kept_client_request_id, request_id_of
 from gw.store.migrations import StoreError
 from gw.store.read_connection import ReadConnection
-from gw.store.trace_rows import readable_traces
+from gw.store.trace_rows import TRACES_BETWEEN, readable_traces
 
 MIN_PREFIX: Final = 8
 """Shortest request id prefix ``get_trace`` resolves (shorter ones only match exactly)."""
@@ -51,6 +51,15 @@ class TraceReads:
         sql += " ORDER BY time DESC, request_id DESC LIMIT ?"
         async with self._reads.use() as conn:
             rows = await conn.execute_fetchall(sql, params)
+        return readable_traces(rows, self._decoder)
+
+    async def traces_between(self, since: float, until: float, *, limit: int) -> list[TraceRecord]:
+        """The traces of requests that started in ``[since, until)``, newest first, at most
+        ``limit`` (``gw replay``'s period)."""
+        if limit < 0:
+            raise ValueError("limit must be >= 0")
+        async with self._reads.use() as conn:
+            rows = await conn.execute_fetchall(TRACES_BETWEEN, (since, until, limit))
         return readable_traces(rows, self._decoder)
 
     async def traces_written_after(

@@ -26,6 +26,10 @@ INSERT OR REPLACE INTO traces (
 )"""
 TRACE_ROW_OVERHEAD: Final = 200
 """Estimated bytes a trace takes besides its body: the other columns and index entries."""
+TRACES_BETWEEN: Final = """
+SELECT request_id, body FROM traces WHERE time >= ? AND time < ?
+ORDER BY time DESC, request_id DESC LIMIT ?
+"""
 # Prune deletes: ORDER BY time alone walks the traces_time_size index and stops at LIMIT (a
 # tie-break on request_id would sort every matching row first).
 DELETE_TRACES_BEFORE: Final = """

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from gw.record import AttemptRecord, TraceRecord
 from gw.routing.decision import RouteDecision
+from gw.routing.inputs import RoutingInputs
 
 
 def iso_utc(timestamp: float) -> str:
@@ -76,6 +77,7 @@ def decision_json(decision: RouteDecision) -> dict[str, object]:
         "estimated_input_tokens": decision.estimated_input_tokens,
         "max_output_tokens": decision.max_output_tokens,
         "chain": [target.key for target in decision.chain],
+        "inputs": None if decision.inputs is None else inputs_json(decision.inputs),
         "candidates": [
             {
                 "provider": c.provider,
@@ -115,4 +117,26 @@ def attempt_json(attempt: AttemptRecord) -> dict[str, object]:
         "limit_notes": list(attempt.limit_notes),
         "hedge": attempt.hedge,
         "upstream_response_id": attempt.upstream_response_id,
+    }
+
+
+def inputs_json(inputs: RoutingInputs) -> dict[str, object]:
+    """What the request was routed on (``decision.inputs``): sizes and flags, never text."""
+    hints = inputs.hints
+    return {
+        "kind": inputs.kind,
+        "stream": inputs.stream,
+        "max_tokens": inputs.max_tokens,
+        "needs": sorted(inputs.needs),
+        "input_tokens": inputs.input_tokens,
+        "window_tokens": inputs.window_tokens,
+        "native_format": inputs.native_format,
+        "native_tools": list(inputs.native_tools),
+        "hints": None
+        if hints is None
+        else {
+            "strategy": hints.strategy,
+            "max_cost_usd": hints.max_cost_usd,
+            "provider": hints.provider,
+        },
     }

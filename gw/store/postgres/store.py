@@ -132,6 +132,9 @@ class PostgresStore:
     ) -> list[TraceRecord]:
         return await self._traces.newest(limit=limit, client_request_id=client_request_id)
 
+    async def traces_between(self, since: float, until: float, *, limit: int) -> list[TraceRecord]:
+        return await self._traces.between(since, until, limit=limit)
+
     async def traces_written_after(
         self, cursor: int | None, *, limit: int
     ) -> tuple[list[TraceRecord], int]:

@@ -19,7 +19,7 @@ import msgspec
 from gw.record import TraceRecord, kept_client_request_id, request_id_of
 from gw.store.postgres.database import Database, execute_many
 from gw.store.trace_reads import MIN_PREFIX, AmbiguousRequestIdError, UnreadableTraceError
-from gw.store.trace_rows import TRACE_ROW_OVERHEAD, readable_traces, trace_row
+from gw.store.trace_rows import TRACE_ROW_OVERHEAD, TRACES_BETWEEN, readable_traces, trace_row
 
 _COLUMNS: Final = (
     "request_id", "time", "status", "error_code", "route", "provider", "model", "latency_ms",
@@ -69,6 +69,13 @@ class Traces:
             params = (kept_client_request_id(client_request_id), limit)
         sql += " ORDER BY time DESC, request_id DESC LIMIT ?"
         return readable_traces(await self._db.fetch(sql, *params), self._decoder)
+
+    async def between(self, since: float, until: float, *, limit: int) -> list[TraceRecord]:
+        """As ``TraceReads.traces_between``."""
+        if limit < 0:
+            raise ValueError("limit must be >= 0")
+        rows = await self._db.fetch(TRACES_BETWEEN, since, until, limit)
+        return readable_traces(rows, self._decoder)
 
     async def written_after(
         self, cursor: int | None, *, limit: int

@@ -6,6 +6,8 @@ import pytest
 from store_targets import Target, run
 
 from gw.record import TraceRecord
+from gw.routing.decision import RouteDecision, TargetRef
+from gw.routing.inputs import RoutingInputs
 from gw.store.port import StateStore
 from gw.store.trace_reads import AmbiguousRequestIdError
 from gw.store.trace_rows import TRACE_ROW_OVERHEAD
@@ -56,6 +58,31 @@ def test_a_prefix_matching_several_traces_is_refused(target: Target) -> None:
         await store.write_traces([trace("abcdefgh1", 1.0), trace("abcdefgh2", 2.0)])
         with pytest.raises(AmbiguousRequestIdError):
             await store.get_trace("abcdefgh")
+
+    run(target, body)
+
+
+def test_a_period_is_read_newest_first_with_its_routing_inputs(target: Target) -> None:
+    async def body(store: StateStore) -> None:
+        inputs = RoutingInputs(stream=True, needs=frozenset({"tools"}), input_tokens=42)
+        decision = RouteDecision(
+            route="chat",
+            direct=False,
+            policy="default",
+            strategy="priority",
+            chain=(TargetRef(provider="p", model="m"),),
+            candidates=(),
+            estimated_input_tokens=42,
+            max_output_tokens=None,
+            inputs=inputs,
+        )
+        await store.write_traces([trace(f"p{n}", 100.0 + n, decision=decision) for n in range(6)])
+        assert ids(await store.traces_between(101.0, 104.0, limit=10)) == ["p3", "p2", "p1"]
+        newest = await store.traces_between(0.0, 1000.0, limit=2)
+        assert ids(newest) == ["p5", "p4"]
+        assert newest[0].decision is not None
+        assert newest[0].decision.inputs == inputs
+        assert await store.traces_between(200.0, 300.0, limit=10) == []
 
     run(target, body)
 

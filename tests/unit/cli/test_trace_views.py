@@ -179,6 +179,7 @@ DECISION_KEYS = {
     "estimated_input_tokens",
     "max_output_tokens",
     "chain",
+    "inputs",
     "candidates",
 }
 CANDIDATE_KEYS = {

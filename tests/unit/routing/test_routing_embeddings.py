@@ -9,7 +9,7 @@ from gw.errors import ContextLengthExceededError, NativeFeatureUnsupportedError
 from gw.ir import EmbeddingInput, EmbeddingRequest
 from gw.routing import decide, no_candidate_error
 from gw.routing.estimate import embedding_input_tokens, estimate_embedding_tokens
-from gw.routing.router import embedding_token_estimates
+from gw.routing.inputs import routing_inputs
 
 CONFIG = """
 providers:
@@ -114,4 +114,5 @@ def test_token_estimates() -> None:
     assert embedding_input_tokens((1, 2, 3)) == 3
     assert estimate_embedding_tokens(embed("m", "abcde", (1, 2, 3))) == 5
     # For cost all inputs count; for the context window the largest alone.
-    assert embedding_token_estimates(embed("m", "abcde", (1, 2, 3))) == (5, 3)
+    inputs = routing_inputs(embed("m", "abcde", (1, 2, 3)))
+    assert (inputs.input_tokens, inputs.window_tokens) == (5, 3)

@@ -43,6 +43,7 @@ from gw.ir import (
 from gw.routing import DEFAULT_POLICY, decide, required_capabilities
 from gw.routing.decision import Candidate, RejectReason, RouteDecision, TargetRef
 from gw.routing.filters import format_usd
+from gw.routing.inputs import RoutingInputs
 from gw.routing.plan import route_plan
 from gw.routing.router import clamp_max_tokens
 
@@ -63,6 +64,15 @@ def reference_decide(
     route = snapshot.resolve_model(request.model)
     needs = required_capabilities(request)
     input_tokens = _estimate(request)
+    # What the decision records it was routed on (gw/routing/inputs.py).
+    inputs = RoutingInputs(
+        kind=kind,
+        stream=request.stream,
+        max_tokens=request.max_tokens,
+        needs=needs,
+        input_tokens=input_tokens,
+        window_tokens=input_tokens,
+    )
     policy = _policy(
         snapshot.policies,
         route,
@@ -86,6 +96,7 @@ def reference_decide(
             estimated_input_tokens=input_tokens,
             max_output_tokens=None,
             notes=(f"denied by policy {policy.name}: {reason}",),
+            inputs=inputs,
         )
         return denied, policy
     max_output, clamp_notes = clamp_max_tokens(request.max_tokens, policy.limits.max_output_tokens)
@@ -164,6 +175,7 @@ def reference_decide(
         degraded_reasons=degraded,
         notes=(*notes, *rank_notes),
         warnings=clamp_notes,
+        inputs=inputs,
     )
     return decision, policy
 
