@@ -244,14 +244,25 @@ class PolicyLimits(ConfigStruct, frozen=True, kw_only=True):
     unpriced: Literal["exclude", "allow"] = "exclude"
 
 
+class SemanticCache(ConfigStruct, frozen=True, kw_only=True):
+    """The response cache's second level (gw/execution/semantic_cache.py): a request whose
+    last user message means nearly the same as a kept one's (cosine similarity of their
+    embeddings, from gw's own embeddings ``route``, at least ``threshold``), all else
+    equal, is served that answer."""
+
+    route: str
+    threshold: float = 0.95
+
+
 class PolicyCache(ConfigStruct, frozen=True, kw_only=True):
     """The response cache for the policy's requests (gw/execution/response_cache.py):
     an answer is kept ``ttl`` and served again for the same canonical request, within the
-    caller's tenant unless ``shared``."""
+    caller's tenant unless ``shared``; and for a similar one with ``semantic``."""
 
     enabled: bool = False
     ttl: Duration = Duration(300.0)
     shared: bool = False
+    semantic: SemanticCache | None = None
 
 
 # What gw may do with a conversation too long for a target's context window (gw/routing/

@@ -12,24 +12,24 @@ policy's output guardrails.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import NamedTuple
 
 import msgspec
 
 from gw.config.schema import PolicyConfig
+from gw.execution.cache_keys import answer_size, cache_key
 from gw.execution.cost import cost_usd
 from gw.execution.execution_plan import ExecutionPlan
-from gw.execution.request_context import RequestContext
+from gw.execution.request_context import Embedded, RequestContext, RequestFailedError
 from gw.execution.response_cache import (
     UNCACHED_FINISHES,
     CachedAnswer,
     CacheMode,
     ResponseCache,
-    answer_size,
-    cache_key,
 )
-from gw.ir import ChatRequest, ChatResponse, Usage
+from gw.execution.semantic_cache import Probe, question_and_frame, unit_vector
+from gw.ir import ChatRequest, ChatResponse, EmbeddingRequest, Usage
 from gw.record import CacheOutcome
 from gw.routing.decision import RouteDecision, TargetRef
 
@@ -74,7 +74,11 @@ def request_key(
     the cache. The scope is the tenant's (open mode: one), or everyone's when shared."""
     if not policy.cache.enabled or mode == "off" or endpoint not in CACHED_ENDPOINTS:
         return None
-    return cache_key(request, "*" if policy.cache.shared else f"tenant:{tenant or ''}")
+    return cache_key(request, cache_scope(policy, tenant))
+
+
+def cache_scope(policy: PolicyConfig, tenant: str | None) -> str:
+    return "*" if policy.cache.shared else f"tenant:{tenant or ''}"
 
 
 def hit_note(entry: CachedAnswer, *, now: float, ttl: float) -> str:
@@ -105,6 +109,7 @@ def keep_answer(
     ttl: float,
     now: float,
     cost_usd: float | None,
+    probe: Probe | None = None,
 ) -> str | None:
     """Keep ``response`` under ``key`` if it may be kept; the note saying so, or None
     when it is not (its finish, or its size)."""
@@ -115,9 +120,10 @@ def keep_answer(
         request_id=request_id,
         target=target,
         expires_at=now + ttl,
-        size=answer_size(response),
+        size=answer_size(response) + (len(probe.vector) if probe is not None else 0),
         max_tokens=request.max_tokens,
         cost_usd=cost_usd,
+        probe=probe,
     )
     if not cache.put(key, entry):
         return None
@@ -182,7 +188,56 @@ def kept(
         ttl=plan.policy.cache.ttl.seconds,
         now=now,
         cost_usd=cost_usd(price, answered.usage),
+        probe=plan.probe,
     )
     if note is None:
         return decision
     return msgspec.structs.replace(decision, notes=(*decision.notes, note))
+
+
+Embed = Callable[[RequestContext, EmbeddingRequest], Awaitable[Embedded]]
+
+
+async def semantic_probe(
+    cache: ResponseCache,
+    ctx: RequestContext,
+    request: ChatRequest,
+    policy: PolicyConfig,
+    decision: RouteDecision,
+    *,
+    embed: Embed,
+    now: Callable[[], float],
+) -> tuple[Probe | None, RouteDecision]:
+    """The request's question embedded by the policy's embeddings route (traced and
+    billed as its own request, ``<id>-q``), and the decision noting it; raises
+    ``CacheHitFound`` when a kept answer of the same frame is similar enough. No probe
+    when the last message is not a user's text, or the embedding failed (noted: the
+    exact level still applies)."""
+    semantic = policy.cache.semantic
+    split = question_and_frame(request, cache_scope(policy, ctx.tenant))
+    if semantic is None or split is None:
+        return None, decision
+    question, frame = split
+    asked = msgspec.structs.replace(
+        ctx, request_id=f"{ctx.request_id}-q", endpoint="embeddings", hints=None, pin=None
+    )
+    try:
+        embedded = await embed(asked, EmbeddingRequest(model=semantic.route, inputs=(question,)))
+    except RequestFailedError as failed:
+        note = (
+            f"semantic cache: the question could not be embedded by route {semantic.route!r} "
+            f"({failed.error.code}, request {asked.request_id}): exact matches only"
+        )
+        return None, msgspec.structs.replace(decision, notes=(*decision.notes, note))
+    probe = Probe(frame=frame, vector=unit_vector(embedded.response.vectors[0]))
+    if ctx.cache_mode != "use":
+        return probe, decision
+    found = cache.similar(probe, threshold=semantic.threshold, now=now())
+    if found is not None and found[0].serves(request.max_tokens):
+        entry, score = found
+        note = (
+            f"semantic cache hit: similarity {score:.3f} (threshold {semantic.threshold:g}) "
+            f"with the question of request {entry.request_id}, embedded as {asked.request_id}"
+        )
+        raise CacheHitFound(entry, msgspec.structs.replace(decision, notes=(*decision.notes, note)))
+    return probe, decision

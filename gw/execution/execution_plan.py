@@ -12,6 +12,7 @@ from gw.config.schema import ModelEntry, PolicyConfig, ProviderConfig
 from gw.config.snapshot import ProviderAccount
 from gw.errors import GatewayError
 from gw.execution.accounts import AccountPin
+from gw.execution.semantic_cache import Probe
 from gw.execution.sticky_sessions import SessionTicket
 from gw.ir import ChatRequest, ChatResponse, EmbeddingRequest, EmbeddingResponse
 from gw.record import AttemptRecord
@@ -42,6 +43,8 @@ class ExecutionPlan(msgspec.Struct, Generic[RequestT], frozen=True, kw_only=True
     before_attempt: Callable[[TargetRef], Awaitable[None]] | None = None
     # The response cache's key for its answer (gw/execution/cache_use.py); None: not kept.
     cache_key: str | None = None
+    # Its question's embedding, kept with its answer (gw/execution/semantic_cache.py).
+    probe: Probe | None = None
 
     @property
     def prefer(self) -> AccountPin | None:

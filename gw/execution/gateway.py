@@ -24,6 +24,7 @@ from gw.execution.cache_use import (
     cached_or_key,
     kept,
     lookup_outcome,
+    semantic_probe,
 )
 from gw.execution.engine import Engine
 from gw.execution.execution_plan import Answer, ExecutionFailedError, ExecutionPlan, RequestT
@@ -327,10 +328,15 @@ class Gateway:
             request, decision = screen_prompt(request, ctx.snapshot.guardrails, decision)
         except GatewayError as blocked:
             raise self._failed(ctx, request, decision, blocked, []) from None
-        key = None
+        key, probe = None, None
         if self._cache is not None and isinstance(request, ChatRequest):
             now = self._clock.monotonic()
             key = cached_or_key(self._cache, ctx, request, policy, decision, now=now)
+            if key is not None and policy.cache.semantic is not None:
+                probe, decision = await semantic_probe(
+                    self._cache, ctx, request, policy, decision,
+                    embed=self.embed, now=self._clock.monotonic,
+                )  # fmt: skip
         if ctx.pin is not None and decision.chain:
             decision = self._pinned(ctx, request, decision, ctx.pin)
         decision, session = await self._sticky.steer(ctx, request, decision, policy, view)
@@ -369,6 +375,7 @@ class Gateway:
             if run is None or not run.has("before_attempt")
             else functools.partial(run.before_attempt, decision.route),
             cache_key=key,
+            probe=probe,
         )
         return decision, plan
 

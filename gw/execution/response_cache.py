@@ -17,13 +17,13 @@ larger than ``max_entry_bytes`` is not kept; each expires after its policy's ``t
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from typing import Literal
 
 import msgspec
 
-from gw.ir import ChatRequest, ChatResponse, TextPart
+from gw.execution.semantic_cache import Probe, similarity
+from gw.ir import ChatResponse
 from gw.routing.decision import TargetRef
 
 CacheMode = Literal["use", "refresh", "off"]
@@ -32,6 +32,7 @@ CacheMode = Literal["use", "refresh", "off"]
 
 # Answers that are not kept: an upstream's filter or failure says nothing of the question.
 UNCACHED_FINISHES = frozenset({"content_filter", "error", "pause"})
+MAX_PER_FRAME = 64  # questions compared for one frame: the most recent kept
 
 
 class CachedAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -42,6 +43,7 @@ class CachedAnswer(msgspec.Struct, frozen=True, kw_only=True):
     size: int  # bytes, as encoded
     max_tokens: int | None  # the limit it was asked with
     cost_usd: float | None  # what it cost then: what each hit saves
+    probe: Probe | None = None  # its frame and question's embedding (the semantic level)
 
     def serves(self, max_tokens: int | None) -> bool:
         """Whether this answer is one a request with ``max_tokens`` could have got."""
@@ -53,56 +55,12 @@ class CachedAnswer(msgspec.Struct, frozen=True, kw_only=True):
         return max_tokens is None or (usage is not None and usage.output_tokens <= max_tokens)
 
 
-def _canonical(request: ChatRequest) -> ChatRequest:
-    """The request as far as the answer depends on it."""
-    messages = request.messages
-    if any(
-        isinstance(part, TextPart) and part.cache is not None
-        for message in messages
-        for part in message.content
-    ):
-        messages = tuple(
-            msgspec.structs.replace(
-                message,
-                content=tuple(
-                    msgspec.structs.replace(part, cache=None)
-                    if isinstance(part, TextPart) and part.cache is not None
-                    else part
-                    for part in message.content
-                ),
-            )
-            for message in messages
-        )
-    return msgspec.structs.replace(
-        request,
-        messages=messages,
-        stream=False,
-        include_usage=False,
-        user=None,
-        max_tokens=None,
-    )
-
-
-_ENCODER = msgspec.json.Encoder(order="deterministic")
-
-
-def cache_key(request: ChatRequest, scope: str) -> str:
-    """The entry's key: a SHA-256 of the scope and the canonical request."""
-    digest = hashlib.sha256(scope.encode())
-    digest.update(b"\x00")
-    digest.update(_ENCODER.encode(_canonical(request)))
-    return digest.hexdigest()
-
-
-def answer_size(response: ChatResponse) -> int:
-    return len(_ENCODER.encode(response))
-
-
 class ResponseCache:
     """Entries by key, least recently used first; ``max_bytes`` bounds their sum."""
 
     def __init__(self, max_bytes: int, max_entry_bytes: int) -> None:
         self._entries: OrderedDict[str, CachedAnswer] = OrderedDict()
+        self._frames: dict[str, list[str]] = {}  # frame -> keys of entries with a probe
         self._bytes = 0
         self.max_bytes = max_bytes
         self.max_entry_bytes = max_entry_bytes
@@ -118,6 +76,24 @@ class ResponseCache:
     @property
     def bounds(self) -> tuple[int, int]:
         return self.max_bytes, self.max_entry_bytes
+
+    def similar(
+        self, probe: Probe, *, threshold: float, now: float
+    ) -> tuple[CachedAnswer, float] | None:
+        """The kept answer of the same frame whose question is the most similar to
+        ``probe``'s, if at least ``threshold``; with its similarity."""
+        best: tuple[CachedAnswer, float, str] | None = None
+        for key in list(self._frames.get(probe.frame, ())):
+            entry = self.get(key, now=now)  # an expired one is dropped, and its key
+            if entry is None or entry.probe is None:
+                continue
+            score = similarity(probe.vector, entry.probe.vector)
+            if score >= threshold and (best is None or score > best[1]):
+                best = (entry, score, key)
+        if best is None:
+            return None
+        self._entries.move_to_end(best[2])
+        return best[0], best[1]
 
     def get(self, key: str, *, now: float) -> CachedAnswer | None:
         entry = self._entries.get(key)
@@ -137,6 +113,11 @@ class ResponseCache:
             self._drop(key)
         self._entries[key] = entry
         self._bytes += entry.size
+        if entry.probe is not None:
+            keys = self._frames.setdefault(entry.probe.frame, [])
+            if key not in keys:
+                keys.append(key)
+            del keys[:-MAX_PER_FRAME]
         self._shrink()
         return True
 
@@ -153,3 +134,9 @@ class ResponseCache:
     def _drop(self, key: str) -> None:
         entry = self._entries.pop(key)
         self._bytes -= entry.size
+        if entry.probe is not None:
+            keys = self._frames.get(entry.probe.frame, [])
+            if key in keys:
+                keys.remove(key)
+            if not keys:
+                self._frames.pop(entry.probe.frame, None)

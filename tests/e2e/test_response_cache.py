@@ -32,14 +32,20 @@ auth: {{mode: keys, admin_key: env:GW_ADMIN_KEY}}
 providers:
   - {{name: up, kind: openai_compatible, base_url: "{upstream}"}}
 models:
-  - {{provider: up, model: gpt-c, input_per_mtok: 1.0, output_per_mtok: 2.0}}
+  - {{provider: up, model: gpt-c, input_per_mtok: 1.0, output_per_mtok: 2.0, capabilities: [tools]}}
+  - {{provider: up, model: emb, input_per_mtok: 0.02, capabilities: [embeddings]}}
 routes:
   - {{name: chat, targets: [{{provider: up, model: gpt-c}}]}}
   - {{name: uncached, targets: [{{provider: up, model: gpt-c}}]}}
+  - {{name: faq, targets: [{{provider: up, model: gpt-c}}]}}
+  - {{name: embed, targets: [{{provider: up, model: emb}}]}}
 policies:
   - name: cached
     match: {{routes: [chat]}}
     cache: {{enabled: true, ttl: 10m}}
+  - name: similar
+    match: {{routes: [faq]}}
+    cache: {{enabled: true, semantic: {{route: embed, threshold: 0.8}}}}
 tenants: [{{name: team-a}}, {{name: team-b}}]
 """
 
@@ -60,7 +66,7 @@ def keys(tmp_path: Path) -> dict[str, str]:
 
 @pytest.fixture
 def gw(tmp_path: Path, keys: dict[str, str], primary: FakeOpenAI) -> Iterator[GwServer]:
-    primary.default = Behavior(text=ANSWER)
+    primary.default = Behavior(text=ANSWER, word_embeddings=True)
     config = tmp_path / "gw.yaml"
     config.write_text(CONFIG.format(upstream=primary.base_url))
     with GwServer(tmp_path / "state", config, env={"GW_ADMIN_KEY": ADMIN}) as server:
@@ -208,3 +214,50 @@ def test_a_tenant_never_gets_another_tenants_entry_and_no_content_is_recorded(
     for where, content in places.items():
         assert "turnips make" not in content, where
         assert "team A's stew" not in content, where
+
+
+def chat_calls(upstream: FakeOpenAI) -> int:
+    return sum(request.path.endswith("/chat/completions") for request in upstream.requests)
+
+
+def test_a_similar_question_is_a_semantic_hit_and_a_different_one_a_miss(
+    gw: GwServer, keys: dict[str, str], primary: FakeOpenAI
+) -> None:
+    """The fake embeds by words: the two turnip questions share 6 of their 7 words
+    (similarity 6/7, about 0.857, above the 0.8 threshold); France shares one."""
+    client = oa(gw, keys["team-a"])
+    first = client.chat.completions.with_raw_response.create(
+        model="faq", messages=ask("How many turnips go in the stew?")
+    )
+    assert first.headers["x-gw-cache"] == "miss"
+    assert chat_calls(primary) == 1
+    similar = client.chat.completions.with_raw_response.create(
+        model="faq", messages=ask("How many turnips are in the stew?")
+    )
+    assert similar.headers["x-gw-cache"] == "hit"
+    assert similar.parse().choices[0].message.content == ANSWER
+    assert chat_calls(primary) == 1
+    hit = gw.wait_for_trace(similar.headers["x-gw-request-id"])
+    assert hit["cache_of"] == first.headers["x-gw-request-id"]
+    note = next(n for n in hit["decision"]["notes"] if n.startswith("semantic cache hit"))
+    assert "similarity 0.857 (threshold 0.8)" in note
+    # Its question was embedded as a request of its own, traced and billed.
+    embedded = gw.wait_for_trace(similar.headers["x-gw-request-id"] + "-q")
+    assert embedded["endpoint"] == "embeddings"
+    assert embedded["answered_by"] == {"provider": "up", "model": "emb"}
+    different = client.chat.completions.with_raw_response.create(
+        model="faq", messages=ask("What is the capital of France?")
+    )
+    assert different.headers["x-gw-cache"] == "miss"
+    assert chat_calls(primary) == 2
+    # The same wording with tools, or on another tenant, is another frame: a miss.
+    tools = [{"type": "function", "function": {"name": "count", "parameters": {"type": "object"}}}]
+    with_tools = client.chat.completions.with_raw_response.create(
+        model="faq", messages=ask("How many turnips are in the stew?"), tools=tools
+    )
+    assert with_tools.headers["x-gw-cache"] == "miss"
+    other = oa(gw, keys["team-b"]).chat.completions.with_raw_response.create(
+        model="faq", messages=ask("How many turnips are in the stew?")
+    )
+    assert other.headers["x-gw-cache"] == "miss"
+    assert chat_calls(primary) == 4

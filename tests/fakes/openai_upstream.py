@@ -85,6 +85,9 @@ class Behavior(Faults):
     usage: tuple[int, int] | None = None  # (prompt, completion); default: word counts
     omit_usage: bool = False
     finish_reason: str | None = None  # default: "stop", or "tool_calls"
+    # Embeddings by words (a bag of words, hashed into the dimensions), so texts sharing
+    # words are similar, as a real model's would be; default: a hash of the whole text.
+    word_embeddings: bool = False
 
 
 def default_error_body(status: int, model: str = DEFAULT_MODEL) -> dict[str, Any]:
@@ -159,6 +162,15 @@ def fake_embedding(item: str | list[int], dimensions: int = EMBEDDING_DIMENSIONS
     return array.array("f", values).tolist()
 
 
+def word_embedding(text: str, dimensions: int) -> list[float]:
+    """A bag of words: each lowercased word adds 1 to the dimension its hash picks."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"[a-z0-9']+", text.lower()):
+        digest = hashlib.sha256(word.encode()).digest()
+        vector[int.from_bytes(digest[:4], "little") % dimensions] += 1.0
+    return vector
+
+
 def _embedding_items(value: Any) -> list[Any]:
     """`input` as a list of inputs (a string or a token array each)."""
     if isinstance(value, str) or (isinstance(value, list) and value and isinstance(value[0], int)):
@@ -172,7 +184,11 @@ def _embedding_list(behavior: Behavior, body: dict[str, Any]) -> bytes:
     as_base64 = body.get("encoding_format") == "base64"
     data = []
     for index, item in enumerate(items):
-        vector: Any = fake_embedding(item, dimensions)
+        vector: Any = (
+            word_embedding(item, dimensions)
+            if behavior.word_embeddings and isinstance(item, str)
+            else fake_embedding(item, dimensions)
+        )
         if as_base64:
             vector = base64.b64encode(array.array("f", vector).tobytes()).decode()
         data.append({"object": "embedding", "index": index, "embedding": vector})

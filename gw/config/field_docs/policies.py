@@ -14,6 +14,7 @@ from gw.config.schema import (
     PolicyLimits,
     PolicyMatch,
     RetryConfig,
+    SemanticCache,
     ShapingConfig,
     StickyConfig,
     TenantBudget,
@@ -71,6 +72,23 @@ POLICY_SECTIONS: dict[type, Section] = {
         ttl=Field("How long an answer is served again.", above=0, maximum=MAX_CACHE_TTL_S),
         shared=Field(
             "`true`: one cache for every caller; `false`: each tenant its own (open mode: one)."
+        ),
+        semantic=Field(
+            "A second level: a request whose last user message means nearly the same as a "
+            "kept one's, all else equal, gets that answer. `null`: exact matches only."
+        ),
+    ),
+    SemanticCache: section(
+        "The response cache's semantic level. On an exact miss the request's last user "
+        "message is embedded by `route` (a request of its own, `<id>-q`, traced and billed); "
+        "a kept answer whose request was the same but for that message (model, earlier "
+        "turns, system prompt, tools, sampling) and whose message's embedding has a cosine "
+        "similarity of at least `threshold` with this one serves it.",
+        route=Field("An embeddings route of this config (its targets make embeddings)."),
+        threshold=Field(
+            "The least cosine similarity that counts as the same question (0 to 1).",
+            above=0,
+            maximum=1,
         ),
     ),
     StickyConfig: section(

@@ -11,10 +11,12 @@ import pytest
 
 from gw.codecs.anthropic_messages.client_request import decode_messages_request
 from gw.codecs.openai_chat.client_request import decode_chat_request
+from gw.execution.cache_keys import cache_key
 from gw.execution.cache_replay import StreamCollector, answer_events
 from gw.execution.cache_use import cache_mode
-from gw.execution.response_cache import CachedAnswer, ResponseCache, cache_key
-from gw.ir import ChatResponse, TextDelta, ToolCall, Usage
+from gw.execution.response_cache import CachedAnswer, ResponseCache
+from gw.execution.semantic_cache import Probe, question_and_frame, similarity, unit_vector
+from gw.ir import ChatRequest, ChatResponse, TextDelta, TextPart, ToolCall, Usage, UserMessage
 from gw.routing.decision import TargetRef
 
 OPENAI = {"model": "chat", "messages": [{"role": "system", "content": "be brief"},
@@ -81,9 +83,7 @@ def test_entries_expire_and_the_least_recently_used_go_first() -> None:
     assert cache.get("c", now=0) is not None
     assert cache.get("a", now=10.0) is None  # expired
     assert cache.bytes == 100
-    big = CachedAnswer(
-        **{**{f: getattr(entry(), f) for f in CachedAnswer.__struct_fields__}, "size": 151}
-    )
+    big = CachedAnswer(**{**_fields(entry()), "size": 151})
     assert not cache.put("d", big)
     cache.reconfigure(max_bytes=50, max_entry_bytes=50)
     assert len(cache) == 0
@@ -116,3 +116,47 @@ def test_an_answer_streams_in_pieces_and_gathers_back_whole() -> None:
     for event in events:
         collector.take(event)
     assert collector.complete() == response
+
+
+def chat(*texts: str) -> ChatRequest:
+    return ChatRequest(
+        model="m", messages=tuple(UserMessage(content=(TextPart(text=t),)) for t in texts)
+    )
+
+
+def test_a_question_is_split_from_its_frame() -> None:
+    split = question_and_frame(chat("earlier", "how many?"), "t")
+    assert split is not None
+    question, frame = split
+    assert question == "how many?"
+    assert frame == question_and_frame(chat("earlier", "something else"), "t")[1]  # type: ignore[index]
+    assert frame != question_and_frame(chat("other", "how many?"), "t")[1]  # type: ignore[index]
+    assert frame != question_and_frame(chat("earlier", "how many?"), "u")[1]  # type: ignore[index]
+    assert question_and_frame(ChatRequest(model="m", messages=()), "t") is None
+
+
+def probe(frame: str, *values: float) -> Probe:
+    return Probe(frame=frame, vector=unit_vector(list(values)))
+
+
+def test_the_most_similar_kept_question_of_the_same_frame_serves() -> None:
+    assert similarity(unit_vector([1.0, 0.0]), unit_vector([1.0, 1.0])) == pytest.approx(
+        0.7071, abs=1e-4
+    )
+    cache = ResponseCache(max_bytes=10_000, max_entry_bytes=1_000)
+    close = CachedAnswer(
+        **{**_fields(entry()), "probe": probe("f", 1.0, 0.1), "request_id": "close"}
+    )
+    far = CachedAnswer(**{**_fields(entry()), "probe": probe("f", 0.0, 1.0), "request_id": "far"})
+    cache.put("a", far)
+    cache.put("b", close)
+    found = cache.similar(probe("f", 1.0, 0.0), threshold=0.9, now=0)
+    assert found is not None
+    assert found[0].request_id == "close"
+    assert cache.similar(probe("f", 1.0, 0.0), threshold=0.999, now=0) is None
+    assert cache.similar(probe("g", 1.0, 0.1), threshold=0.5, now=0) is None  # another frame
+    assert cache.similar(probe("f", 1.0, 0.1), threshold=0.5, now=10.0) is None  # expired
+
+
+def _fields(answer: CachedAnswer) -> dict[str, object]:
+    return {name: getattr(answer, name) for name in CachedAnswer.__struct_fields__}
