@@ -6,7 +6,7 @@ and ``gw/wiring.py`` plugs them in.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
@@ -251,3 +251,26 @@ class SessionPins(Protocol):
     def drop(self, key: str) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+class CachedAnswerRows(Protocol):
+    """The response cache's answers at rest (gw/store/cached_answers.py documents each
+    call): sealed bytes by cache key, with a wall-clock expiry."""
+
+    async def keys(self, *, now: float) -> list[tuple[str, float, int]]: ...
+
+    async def get(self, key: str, *, now: float) -> bytes | None: ...
+
+    async def put(self, key: str, *, expires_at: float, entry: bytes) -> None: ...
+
+    async def delete(self, keys: Sequence[str]) -> None: ...
+
+    async def expire(self, *, now: float) -> int: ...
+
+
+class Sealer(Protocol):
+    """Seals content to the vault identity and opens it (gw/vault/content_seal.py)."""
+
+    def seal(self, plain: bytes) -> bytes: ...
+
+    def open(self, sealed: bytes) -> bytes: ...

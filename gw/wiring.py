@@ -26,7 +26,6 @@ from gw.execution.gateway import Gateway
 from gw.execution.health import HealthBook
 from gw.execution.latency import LatencyBook
 from gw.execution.probes import Prober
-from gw.execution.response_cache import ResponseCache
 from gw.fleet.breaker_mirror import BreakerMirror, MirrorCounts
 from gw.fleet.gateway_id import gateway_id
 from gw.reload import WatchTask
@@ -43,6 +42,7 @@ from gw.startup.fleet import fleet_duties
 from gw.startup.limits import seeded_limiter, shared_limits
 from gw.startup.plan import ServeError, ServePlan, SnapshotHolder, SystemClock, reachable_as
 from gw.startup.reloading import build_reloader, start_snapshot
+from gw.startup.response_cache import response_cache
 from gw.startup.responses_state import responses_state
 from gw.startup.sticky import sticky_sessions
 from gw.startup.store_health import StoreHealth
@@ -220,7 +220,11 @@ async def _serve(
         plan, store, reloader, snapshots, ready=store_health.check, gateway_id=gateway_name,
         url=url, clock=clock,
     )  # fmt: skip
-    counts = RequestCounts(telemetry.sink())  # for GET /admin/v1/status
+    # Requests counted for GET /admin/v1/status; the response cache, with what is at rest.
+    counts, (cache, at_rest) = (
+        RequestCounts(telemetry.sink()),
+        await response_cache(plan, store, seal, clock),
+    )
     gateway = Gateway(
         engine,
         counts,
@@ -231,9 +235,8 @@ async def _serve(
         limits=await seeded_limiter(store, clock, shared),
         usage=telemetry.usage,
         gateway=gateway_name,
-        cache=ResponseCache(
-            plan.config.cache.max_bytes.bytes, plan.config.cache.max_entry_bytes.bytes
-        ),
+        cache=cache,
+        at_rest=at_rest,
         sticky=sticky_sessions(plan, seal, clock),
     )
     # What previous_response_id follows, and the background Responses jobs.
@@ -304,6 +307,7 @@ async def _serve(
             authenticator.stop(),
             background.worker.stop(server_config.drain_timeout.seconds),
             idempotency.aclose(),  # keys let go by the last requests, before the store
+            at_rest.drain(),  # cached answers still being sealed into the store
         )
         await telemetry.stop()  # every queued trace and usage row is written
         await transport.close()

@@ -420,8 +420,8 @@ class BackgroundConfig(ConfigStruct, frozen=True, kw_only=True):
 
 
 class CacheConfig(ConfigStruct, frozen=True, kw_only=True):
-    """The response cache's bounds, in this process's memory (entries are never written
-    to disk): the least recently used entries go first beyond ``max_bytes``."""
+    """The response cache's bounds, in memory and at rest (sealed, in the store): the
+    least recently used entries go first beyond ``max_bytes``."""
 
     max_bytes: ByteSize = ByteSize(64 * 1024 * 1024)
     max_entry_bytes: ByteSize = ByteSize(1024 * 1024)

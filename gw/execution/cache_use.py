@@ -18,6 +18,7 @@ from typing import NamedTuple
 import msgspec
 
 from gw.config.schema import PolicyConfig
+from gw.execution.answers_at_rest import AnswersAtRest
 from gw.execution.cache_keys import answer_size, cache_key
 from gw.execution.cost import cost_usd
 from gw.execution.execution_plan import ExecutionPlan
@@ -30,6 +31,7 @@ from gw.execution.response_cache import (
 )
 from gw.execution.semantic_cache import Probe, question_and_frame, unit_vector
 from gw.ir import ChatRequest, ChatResponse, EmbeddingRequest, Usage
+from gw.ports import Clock
 from gw.record import CacheOutcome
 from gw.routing.decision import RouteDecision, TargetRef
 
@@ -110,9 +112,9 @@ def keep_answer(
     now: float,
     cost_usd: float | None,
     probe: Probe | None = None,
-) -> str | None:
-    """Keep ``response`` under ``key`` if it may be kept; the note saying so, or None
-    when it is not (its finish, or its size)."""
+) -> CachedAnswer | None:
+    """Keep ``response`` under ``key`` if it may be kept: the entry, or None when it is
+    not (its finish, or its size)."""
     if response.finish_reason in UNCACHED_FINISHES:
         return None
     entry = CachedAnswer(
@@ -125,27 +127,32 @@ def keep_answer(
         cost_usd=cost_usd,
         probe=probe,
     )
-    if not cache.put(key, entry):
-        return None
-    return f"response cache: answer kept for {ttl:g}s"
+    return entry if cache.put(key, entry) else None
 
 
-def cached_or_key(
+async def cached_or_key(
     cache: ResponseCache,
     ctx: RequestContext,
     request: ChatRequest,
     policy: PolicyConfig,
     decision: RouteDecision,
     *,
-    now: float,
+    clock: Clock,
+    at_rest: AnswersAtRest | None = None,
 ) -> str | None:
     """The key the request's answer is kept under (None: it does not use the cache);
-    raises ``CacheHitFound`` when an entry answers it."""
+    raises ``CacheHitFound`` when an entry answers it: in memory, or kept at rest before
+    a restart (then held in memory again)."""
     mode = ctx.cache_mode
     key = request_key(request, policy, endpoint=ctx.endpoint, tenant=ctx.tenant, mode=mode)
     if key is None or mode != "use":
         return key
+    now = clock.monotonic()
     entry = cache.get(key, now=now)
+    if entry is None and at_rest is not None and at_rest.holds(key, wall=clock.time()):
+        entry = await at_rest.fetch(key, wall=clock.time(), mono=now)
+        if entry is not None:
+            cache.put(key, entry)
     if entry is not None and entry.serves(request.max_tokens):
         note = hit_note(entry, now=now, ttl=policy.cache.ttl.seconds)
         raise CacheHitFound(entry, msgspec.structs.replace(decision, notes=(*decision.notes, note)))
@@ -167,31 +174,37 @@ def kept(
     answered: Answered,
     decision: RouteDecision,
     *,
-    now: float,
+    clock: Clock,
+    at_rest: AnswersAtRest | None = None,
 ) -> RouteDecision:
-    """The decision once the answer is kept where the request may be; it says so.
-    ``now``: the monotonic clock's, which entries expire by."""
+    """The decision once the answer is kept (in memory, and sealed at rest) where the
+    request may be; it says so."""
     if plan.cache_key is None or cache is None:
         return decision
     bounds = ctx.snapshot.config.cache  # a reload may have changed them
     if (bounds.max_bytes.bytes, bounds.max_entry_bytes.bytes) != cache.bounds:
         cache.reconfigure(bounds.max_bytes.bytes, bounds.max_entry_bytes.bytes)
-    target = answered.target
+    target, ttl = answered.target, plan.policy.cache.ttl.seconds
     price = ctx.snapshot.catalog.get((target.provider, target.model))
-    note = keep_answer(
+    entry = keep_answer(
         cache,
         plan.cache_key,
         request=plan.request,
         response=answered.response,
         request_id=ctx.request_id,
         target=target,
-        ttl=plan.policy.cache.ttl.seconds,
-        now=now,
+        ttl=ttl,
+        now=clock.monotonic(),
         cost_usd=cost_usd(price, answered.usage),
         probe=plan.probe,
     )
-    if note is None:
+    if entry is None:
         return decision
+    if at_rest is not None:
+        at_rest.keep(
+            plan.cache_key, entry, expires=clock.time() + ttl, max_bytes=bounds.max_bytes.bytes
+        )
+    note = f"response cache: answer kept for {ttl:g}s"
     return msgspec.structs.replace(decision, notes=(*decision.notes, note))
 
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from gw.config.snapshot import Snapshot
 from gw.errors import ClientAbortedError, GatewayError
 from gw.execution.accounts import AccountBook, AccountPin, pinned_decision
+from gw.execution.answers_at_rest import AnswersAtRest
 from gw.execution.attempt_log import AttemptLog
 from gw.execution.breaker_gate import breakers_open_error, gate_breakers
 from gw.execution.cache_replay import ReplayTail, StreamCollector, answer_events
@@ -83,9 +84,11 @@ class Gateway:
         usage: UsageSink | None = None,
         gateway: str | None = None,
         cache: ResponseCache | None = None,
+        at_rest: AnswersAtRest | None = None,
         sticky: StickySessions | None = None,
     ) -> None:
-        self._cache = cache  # the response cache (gw/execution/response_cache.py)
+        self._cache = cache  # the response cache (gw/execution/response_cache.py) ...
+        self._at_rest = at_rest  # ... and its answers sealed in the store
         self._sticky = sticky or StickySessions.local(clock)  # policies[].sticky
         self._limits = limits
         self._usage = usage  # one row per routed request (gw/execution/usage_row.py)
@@ -144,7 +147,9 @@ class Gateway:
             )
             raise RequestFailedError(blocked, trace) from None
         answered = Answered(response, answer.target, usage)
-        decision = kept(self._cache, ctx, plan, answered, decision, now=self._clock.monotonic())
+        decision = kept(
+            self._cache, ctx, plan, answered, decision, clock=self._clock, at_rest=self._at_rest
+        )
         decision = await plugins_after_answer(ctx, run, decision, answer.target, usage)
         cache = lookup_outcome(plan.policy, ctx.endpoint, ctx.cache_mode)
         trace = self._answered(
@@ -330,8 +335,10 @@ class Gateway:
             raise self._failed(ctx, request, decision, blocked, []) from None
         key, probe = None, None
         if self._cache is not None and isinstance(request, ChatRequest):
-            now = self._clock.monotonic()
-            key = cached_or_key(self._cache, ctx, request, policy, decision, now=now)
+            key = await cached_or_key(
+                self._cache, ctx, request, policy, decision,
+                clock=self._clock, at_rest=self._at_rest,
+            )  # fmt: skip
             if key is not None and policy.cache.semantic is not None:
                 probe, decision = await semantic_probe(
                     self._cache, ctx, request, policy, decision,
@@ -430,8 +437,10 @@ class Gateway:
             whole = opened.collector.complete() if opened.collector is not None else None
             if whole is not None:
                 answered = Answered(whole, opened.target, usage)
-                now = self._clock.monotonic()
-                decision = kept(self._cache, ctx, plan, answered, decision, now=now)
+                decision = kept(
+                    self._cache, ctx, plan, answered, decision,
+                    clock=self._clock, at_rest=self._at_rest,
+                )  # fmt: skip
         else:  # cut short (a failure after the commit, or the client left): counts are partial
             usage, source = cut_short_usage(usage, request, estimate), "estimate"
         ttft = opened.attempts[-1].ttft_ms if opened.attempts else None

@@ -10,9 +10,10 @@ its answer fits, one cut at its limit only a request with the same limit. Entrie
 scoped to the caller's tenant (open mode: one scope) unless the policy says ``shared``;
 the scope is part of the hashed key, so one tenant can never read another's.
 
-Entries live in this process's memory only, never on disk: nothing of them is at rest,
-in a trace or a log. The least recently used go first beyond ``max_bytes``; an answer
-larger than ``max_entry_bytes`` is not kept; each expires after its policy's ``ttl``.
+Entries live in this process's memory (and, sealed, in the store: gw/execution/
+answers_at_rest.py); nothing of them reaches a trace or a log. The least recently used
+go first beyond ``max_bytes``; an answer larger than ``max_entry_bytes`` is not kept;
+each expires after its policy's ``ttl``.
 """
 
 from __future__ import annotations

@@ -118,6 +118,21 @@ _V12_AUDIT: Final = (
 )
 
 
+def _v15_cached_answers(real: str, blob: str) -> tuple[str, ...]:
+    """Version 15's statements in an engine's types (never edit: released SQL)."""
+    return (
+        f"""
+        CREATE TABLE cached_answers (
+            key TEXT PRIMARY KEY,
+            expires_at {real} NOT NULL,
+            size INTEGER NOT NULL,
+            entry {blob} NOT NULL
+        )
+        """,
+        "CREATE INDEX cached_answers_expires ON cached_answers (expires_at)",
+    )
+
+
 def _v13_idempotency(real: str, blob: str) -> tuple[str, ...]:
     """Version 13's statements in an engine's types (never edit: released SQL)."""
     return (
@@ -420,6 +435,14 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         # the rollup is, for the policy budgets seeded at start (usage_rollup.py).
         statements=V14_SQLITE,
         postgres=V14_POSTGRES,
+    ),
+    Migration(
+        version=15,
+        description="the response cache's answers at rest",
+        # gw/store/cached_answers.py: one row per cache key (a digest), the answer sealed
+        # to the vault identity; nothing of a request or an answer in the clear.
+        statements=_v15_cached_answers("REAL", "BLOB"),
+        postgres=_v15_cached_answers("double precision", "bytea"),
     ),
 )
 

@@ -18,7 +18,7 @@ from typing import Protocol, Self
 import msgspec
 
 from gw.config.schema import TenantBudget
-from gw.ports import UsageRow
+from gw.ports import CachedAnswerRows, UsageRow
 from gw.record import TraceRecord
 from gw.store.api_keys import ApiKey
 from gw.store.file_checks import StoreProblem
@@ -200,6 +200,8 @@ class StateStore(Protocol):
     def response_jobs(self) -> ResponseJobStore: ...
 
     def idempotency_keys(self) -> IdempotencyStore: ...
+
+    def cached_answers(self) -> CachedAnswerRows: ...
 
     def runs(self) -> RunLog: ...
 

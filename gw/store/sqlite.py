@@ -7,9 +7,8 @@ up front (no lock upgrade deadlock between a running server and a CLI command), 
 rolled back when its writer is cancelled before the commit. Traces (lossy) go in 32 rows
 per statement, which SQLite runs as its own transaction, write lock taken at its start:
 no ``BEGIN`` and ``COMMIT`` round trips to aiosqlite's thread, each a thread wake-up for
-the event loop. WAL lets readers proceed while the server writes;
-``synchronous=NORMAL`` in WAL mode can lose the last commits on power loss but never
-corrupts the file, which is the right trade for lossy traces.
+the event loop. WAL lets readers proceed while the server writes; ``synchronous=NORMAL``
+in WAL mode can lose the last commits on power loss but never corrupts the file.
 
 One store object serialises its own calls with a lock: aiosqlite runs statements on one
 thread, but two coroutines interleaving ``BEGIN`` ... ``COMMIT`` would collide. The reads
@@ -39,6 +38,7 @@ from gw.ports import UsageRow
 from gw.record import TraceRecord
 from gw.store.api_keys import ApiKey
 from gw.store.batch_insert import insert_statements
+from gw.store.cached_answers import CachedAnswers
 from gw.store.file_checks import (
     DatabaseFile,
     GuardedLock,
@@ -200,13 +200,15 @@ class SqliteStore:
         """Trace reads for the request path, on a connection no admin read uses."""
         return TraceReads(self._request_reads)
 
+    # Tables on this connection, each documented in its module.
     def response_jobs(self) -> ResponseJobs:
-        """The background Responses jobs (gw/store/response_jobs.py), on this connection."""
         return ResponseJobs(lambda: self._conn, self._lock, self._transaction)
 
     def idempotency_keys(self) -> IdempotencyKeys:
-        """Keys held for Idempotency-Key retries (gw/store/idempotency_keys.py)."""
         return IdempotencyKeys(lambda: self._conn, self._lock, self._transaction)
+
+    def cached_answers(self) -> CachedAnswers:
+        return CachedAnswers(lambda: self._conn, self._lock, self._transaction)
 
     def runs(self) -> Runs:
         """Each run of gw serve and the traces it lost (gw/store/runs.py)."""

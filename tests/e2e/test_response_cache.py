@@ -261,3 +261,29 @@ def test_a_similar_question_is_a_semantic_hit_and_a_different_one_a_miss(
     )
     assert other.headers["x-gw-cache"] == "miss"
     assert chat_calls(primary) == 4
+
+
+def test_a_kept_answer_is_sealed_at_rest_and_served_after_a_restart(
+    tmp_path: Path, keys: dict[str, str], primary: FakeOpenAI
+) -> None:
+    primary.default = Behavior(text=ANSWER)
+    config = tmp_path / "gw.yaml"
+    config.write_text(CONFIG.format(upstream=primary.base_url))
+    question = ask("Is the stew ready yet?")
+    env = {"GW_ADMIN_KEY": ADMIN}
+    with GwServer(tmp_path / "state", config, env=env) as gw:
+        oa(gw, keys["team-a"]).chat.completions.create(model="chat", messages=question)
+    assert primary.count == 1
+    database = (tmp_path / "state" / "gw.db").read_bytes()
+    assert b"turnips make" not in database  # sealed: the answer is not there in the clear
+    with GwServer(tmp_path / "state", config, env=env) as gw:
+        raw = oa(gw, keys["team-a"]).chat.completions.with_raw_response.create(
+            model="chat", messages=question
+        )
+        assert raw.headers["x-gw-cache"] == "hit"
+        assert raw.parse().choices[0].message.content == ANSWER
+        assert primary.count == 1
+        other = oa(gw, keys["team-b"]).chat.completions.with_raw_response.create(
+            model="chat", messages=question
+        )
+        assert other.headers["x-gw-cache"] == "miss"  # still per tenant

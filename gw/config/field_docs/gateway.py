@@ -83,8 +83,9 @@ GATEWAY_SECTIONS: dict[type, Section] = {
         ),
     ),
     CacheConfig: section(
-        "The response cache's bounds. Entries live in this process's memory only, never on "
-        "disk; beyond `max_bytes` the least recently used go first.",
+        "The response cache's bounds. Entries live in memory and, sealed with the vault "
+        "identity, in the state store (so a restart keeps them); beyond `max_bytes` the least "
+        "recently used go first.",
         max_bytes=Field("All entries together (`64MiB`, ...).", minimum=1),
         max_entry_bytes=Field("One answer; a larger one is not kept.", minimum=1),
     ),

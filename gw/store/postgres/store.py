@@ -27,6 +27,7 @@ from gw.record import TraceRecord
 from gw.store.api_keys import ApiKey
 from gw.store.file_checks import StoreProblem
 from gw.store.migrations import StoreError, postgres_pending
+from gw.store.postgres.cached_answers import PgCachedAnswers
 from gw.store.postgres.database import Database
 from gw.store.postgres.gateways import Gateways
 from gw.store.postgres.idempotency_keys import PgIdempotencyKeys
@@ -148,6 +149,9 @@ class PostgresStore:
 
     def response_jobs(self) -> PgResponseJobs:
         return self._jobs
+
+    def cached_answers(self) -> PgCachedAnswers:
+        return PgCachedAnswers(self._db)
 
     def idempotency_keys(self) -> PgIdempotencyKeys:
         return self._idempotency
