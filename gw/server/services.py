@@ -120,7 +120,8 @@ class ServerServices:
     async def authenticate_admin(self, request: HttpRequest) -> Principal:
         """Who sent a request to the admin plane (the admin API, /metrics, the dashboard's
         page), in any auth mode: a key, the local admin token, or, with neither sent, a
-        dashboard session cookie (reads only); never anonymous (gw/server/auth.py)."""
+        dashboard session cookie (reads, and the replay preview); never anonymous
+        (gw/server/auth.py)."""
         if bearer_token(request.headers) is None:
             session = self.dashboard.authorize(
                 request.method, request.url.path, request.headers, request.cookies

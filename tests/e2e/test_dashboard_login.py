@@ -199,6 +199,43 @@ def test_the_session_reads_the_admin_api_and_writes_nothing(keys_gw: GwServer) -
     assert (keys_gw.config.read_text() if keys_gw.config else "") == config
 
 
+def test_the_session_may_post_a_replay_preview_from_its_page_only(keys_gw: GwServer) -> None:
+    # The Config tab's preview: `gw replay` of a candidate, which changes nothing.
+    session = log_in(keys_gw, new_link(keys_gw))
+    cookie = {"cookie": f"gw_dashboard={session}"}
+    page = cookie | {"origin": keys_gw.url, "sec-fetch-site": "same-origin"}
+    config = keys_gw.config.read_text() if keys_gw.config else ""
+    candidate = config.replace("mock-1", "mock-2")
+    with keys_gw.client() as http:
+        served = http.post(
+            "/v1/chat/completions",
+            json={"model": "mock", "messages": [{"role": "user", "content": "hi"}]},
+            headers=BEARER,
+        )
+        keys_gw.wait_for_trace(served.headers["x-gw-request-id"])
+        revision = http.get("/admin/v1/status", headers=BEARER).json()["revision"]
+        answer = http.post("/admin/v1/config/replay?since=1h", content=candidate, headers=page)
+        assert answer.status_code == 200, answer.text
+        report = answer.json()
+        assert report["candidate"]["source"] == "candidate"
+        moved = [(m["route"], m["from"], m["to"]) for m in report["moved"]]
+        assert ("mock", "mock/mock-1", "mock/mock-2") in moved
+        # A bad candidate is the admin API's 400, naming the field.
+        bad = http.post("/admin/v1/config/replay", content="routes: 3\n", headers=page)
+        assert bad.status_code == 400, bad.text
+        assert bad.json()["error"]["param"] == "routes"
+        # Not from the page: no Origin is refused; another page's gets nothing.
+        bare = http.post("/admin/v1/config/replay", content=candidate, headers=cookie)
+        assert bare.status_code == 403, bare.text
+        assert "dashboard's page only" in bare.json()["error"]["message"]
+        other = cookie | {"origin": "http://127.0.0.1:1", "sec-fetch-site": "same-site"}
+        elsewhere = http.post("/admin/v1/config/replay", content=candidate, headers=other)
+        assert elsewhere.status_code == 401, elsewhere.text
+        # Nothing changed: the same revision, the same file.
+        assert http.get("/admin/v1/status", headers=BEARER).json()["revision"] == revision
+    assert (keys_gw.config.read_text() if keys_gw.config else "") == config
+
+
 def test_log_out_ends_the_session(keys_gw: GwServer) -> None:
     session = log_in(keys_gw, new_link(keys_gw))
     cookie = {"cookie": f"gw_dashboard={session}"}

@@ -1,8 +1,9 @@
-"""The dashboard: a read-only web view of gw, served by gw itself at ``/``.
+"""The dashboard: a web view of gw that changes nothing, served by gw itself at ``/``.
 
 Static files shipped in the package (gw/server/admin/dashboard_ui/: HTML, ES modules, CSS), no
 build step and nothing fetched from elsewhere; the page draws everything, charts included,
-from the admin API's reads (traces, health, usage, status, config). Routes::
+from the admin API's reads (traces, health, usage, status, config) and its one POST that
+writes nothing, the Config tab's ``gw replay`` preview. Routes::
 
     GET  /                                 the page (never cached): a session, else 401
     GET  /dashboard/assets/{name}          its scripts, stylesheet and icon (no data)
@@ -12,7 +13,7 @@ from the admin API's reads (traces, health, usage, status, config). Routes::
 
 The admin plane is never anonymous (gw/server/auth.py), in ``open`` mode too: the page
 holds no key, so ``gw dashboard`` (with the local admin token, or a key) mints a one-time
-login link, and the session it opens may only read
+login link, and the session it opens may only read, and POST that preview from the page
 (gw/server/admin/dashboard_sessions.py). Without a session the page answers 401, and its
 script shows how to log in. In ``open`` mode gw/server/browser_guard.py still refuses other
 origins and rebound Host names.

@@ -9,9 +9,13 @@ admin key never reaches the browser: not in a page, a URL or its storage.
 
 A session is worth little by design. It authorizes the dashboard's reads only (GET and
 HEAD of its page and under ``/admin/v1/``) as an ``admin:read`` principal with key id
-``dashboard``; any
-other method with only the cookie is 403, and a request a browser marks as coming from
-another site (``Sec-Fetch-Site``, ``Origin``) gets nothing from it.
+``dashboard``, plus one POST that changes nothing: ``/admin/v1/config/replay``, the Config
+tab's preview of a candidate config (``gw replay``: routing re-run on recorded traces, no
+upstream call, no state written). That POST must come from the dashboard's own page: its
+``Origin``, which browsers send on every POST, must be gw's own (a foreign one gets nothing,
+as below; none at all is 403). Any other method or path with only the cookie is 403, and a
+request a browser marks as coming from another site (``Sec-Fetch-Site``, ``Origin``) gets
+nothing from it.
 
 Everything lives in this process's memory: a restart logs the browser out (run
 ``gw dashboard`` again). Only SHA-256 digests of tokens and session ids are kept, and at
@@ -40,6 +44,9 @@ MAX_SESSIONS: Final = 64
 SECRET_BYTES: Final = 32  # 256 bits
 READ_METHODS: Final = frozenset({"GET", "HEAD"})
 READ_PREFIX: Final = "/admin/v1/"
+# POSTs a session may send: each computes an answer and changes nothing (no write, no
+# upstream call), so it is a read that needs a body.
+READ_POSTS: Final = frozenset({"/admin/v1/config/replay"})
 PAGE_PATH: Final = "/"  # the dashboard's page: shown to a session (or an admin) only
 DASHBOARD = Principal(key_id=DASHBOARD_KEY_ID, scopes=("admin:read",))
 
@@ -132,19 +139,31 @@ class DashboardSessions:
     ) -> Principal | None:
         """The dashboard principal for a request carrying a live session cookie, or None
         (then the request is authenticated as any other). A live cookie on anything but a
-        read of the admin API is refused outright: the dashboard never writes."""
+        read of the admin API (``READ_POSTS`` included, from the page's own origin) is
+        refused outright: the dashboard never writes."""
         session = cookies.get(COOKIE_NAME)
         readable = path == PAGE_PATH or path.startswith(READ_PREFIX)
         if not session or not readable or from_elsewhere(headers):
             return None
         if not self.is_live(session):
             return None
-        if method.upper() not in READ_METHODS:
-            raise PermissionDeniedError(
-                f"a dashboard session may only read (GET); {method} {path} needs the admin "
-                "key: send it as 'Authorization: Bearer <key>' (the gw CLI does)"
-            )
-        return DASHBOARD
+        verb = method.upper()
+        if verb in READ_METHODS:
+            return DASHBOARD
+        if verb == "POST" and path in READ_POSTS:
+            # A browser sends Origin on every POST; without one this is no page's fetch
+            # (a foreign one was turned away above), so the page's own is required.
+            if headers.get("origin") is None:
+                raise PermissionDeniedError(
+                    f"a dashboard session may POST {path} from the dashboard's page only "
+                    "(its Origin); elsewhere send the admin key as 'Authorization: Bearer <key>'"
+                )
+            return DASHBOARD
+        raise PermissionDeniedError(
+            f"a dashboard session may only read (GET, and POST {', '.join(sorted(READ_POSTS))}); "
+            f"{method} {path} needs the admin key: send it as 'Authorization: Bearer <key>' "
+            "(the gw CLI does)"
+        )
 
 
 def from_elsewhere(headers: Mapping[str, str]) -> bool:

@@ -1,14 +1,17 @@
 // The running config: revision, reload status (GET /admin/v1/status) and the config
-// itself, redacted by gw (GET /admin/v1/config).
+// itself, redacted by gw (GET /admin/v1/config); and a candidate's preview with
+// `gw replay` (replay.js).
 
 import { api } from "./api.js";
 import { badge, facts, h, replace, table } from "./dom.js";
 import * as fmt from "./format.js";
+import { replayCard } from "./replay.js";
 
 export function configView() {
   const state = h("div", { class: "card", "data-testid": "reload-status" });
   const routes = h("div", { class: "card" });
   const raw = h("pre", { class: "code-block", "data-testid": "config-json" });
+  const replay = replayCard();
   const root = h(
     "section",
     { class: "view", "data-testid": "view-config" },
@@ -16,6 +19,7 @@ export function configView() {
     state,
     routes,
     h("details", { class: "card" }, h("summary", null, "The running config (secrets shown as references or ***)"), raw),
+    replay.root,
   );
 
   async function refresh() {
@@ -47,6 +51,7 @@ export function configView() {
       rows.length ? table(["route", "strategy", "targets"], rows, { class: "grid-table" }) : h("p", { class: "muted" }, "No routes configured."),
     );
     raw.textContent = JSON.stringify(config.config, null, 2);
+    replay.offer(config.config);
   }
 
   return { root, refresh, auto: true, title: "Config" };

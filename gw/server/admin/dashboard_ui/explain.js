@@ -1,5 +1,6 @@
 // One request, explained (GET /admin/v1/traces/{id}): the routing decision, every
-// candidate and why it was passed over, the attempts on a time axis, usage and cost.
+// candidate and why it was passed over, the attempts on a time axis, usage and cost; a
+// response cache hit says so, with a link to the request whose answer it served.
 
 import { api } from "./api.js";
 import { timeline, widthOf } from "./charts.js";
@@ -55,8 +56,30 @@ function endpointText(trace) {
   return shown.length ? `${trace.endpoint} (${shown.join(", ")})` : trace.endpoint;
 }
 
+const CACHE_OUTCOMES = {
+  miss: "miss (looked up, not found: an upstream answered)",
+  bypass: "bypass (not looked up: the client sent no-cache or no-store)",
+};
+
+/** The response cache's part, where the request's policy uses it; null where it does not. */
+function cacheFact(trace) {
+  if (trace.cache !== "hit") return trace.cache ? CACHE_OUTCOMES[trace.cache] || trace.cache : null;
+  return h(
+    "span",
+    { "data-testid": "explain-cache" },
+    badge("cache hit", "info"),
+    " ",
+    trace.cache_of
+      ? ["the answer of ", h("a", { class: "mono", href: `#/requests/${encodeURIComponent(trace.cache_of)}`, "data-testid": "cache-of" }, trace.cache_of), ", no upstream call"]
+      : "no upstream call",
+  );
+}
+
 function summary(trace) {
-  const answered = trace.answered_by ? `${trace.answered_by.provider}/${trace.answered_by.model}` : "nobody";
+  const hit = trace.cache === "hit";
+  const answered = trace.answered_by
+    ? `${trace.answered_by.provider}/${trace.answered_by.model}`
+    : hit ? "the response cache" : "nobody";
   return h(
     "div",
     { class: "card" },
@@ -72,6 +95,7 @@ function summary(trace) {
       ["endpoint", endpointText(trace)],
       ["requested model", trace.requested_model || "–"],
       ["answered by", answered],
+      ["response cache", cacheFact(trace)],
       ["client request id", trace.client_request_id],
       ["tenant", trace.tenant],
       ["API key", trace.key_id],
@@ -146,7 +170,8 @@ function attemptRows(trace) {
 
 function attemptsCard(trace) {
   if (!trace.attempts.length) {
-    return h("div", { class: "card" }, h("h2", null, "Attempts"), h("p", { class: "muted" }, "No upstream was called."));
+    const why = trace.cache === "hit" ? " The answer came from the response cache." : "";
+    return h("div", { class: "card" }, h("h2", null, "Attempts"), h("p", { class: "muted" }, `No upstream was called.${why}`));
   }
   const rows = trace.attempts.map((a) => [
     String(a.number),
@@ -183,6 +208,18 @@ function attemptsCard(trace) {
   );
 }
 
+const USAGE_SOURCES = {
+  estimate: "gw's estimate",
+  provider: "the provider",
+  cache: "the response cache: nothing billed",
+};
+
+function costText(trace) {
+  // A hit is in the ledger with no cost (docs/guides/response-cache.md), not unpriced.
+  if (trace.cache === "hit" && !trace.cost_usd) return "$0 (answered from the response cache)";
+  return trace.cost_usd === null ? "unpriced (no catalog price)" : fmt.usd(trace.cost_usd);
+}
+
 function usageCard(trace) {
   const usage = trace.usage;
   return h(
@@ -193,8 +230,8 @@ function usageCard(trace) {
       ? facts([
           ["input tokens", `${fmt.int(usage.input_tokens)}${usage.cached_input_tokens ? ` (${fmt.int(usage.cached_input_tokens)} cached)` : ""}`],
           ["output tokens", `${fmt.int(usage.output_tokens)}${usage.reasoning_tokens ? ` (${fmt.int(usage.reasoning_tokens)} reasoning)` : ""}`],
-          ["counted by", usage.source === "estimate" ? "gw's estimate" : "the provider"],
-          ["cost", trace.cost_usd === null ? "unpriced (no catalog price)" : fmt.usd(trace.cost_usd)],
+          ["counted by", USAGE_SOURCES[usage.source] || "the provider"],
+          ["cost", costText(trace)],
         ])
       : h("p", { class: "muted" }, "No usage: no upstream answered."),
   );

@@ -1,4 +1,5 @@
-// Recent requests (GET /admin/v1/traces), filtered in the page.
+// Recent requests (GET /admin/v1/traces), filtered in the page. A response cache hit
+// (trace.cache "hit") is marked: no upstream answered it, the answer was cache_of's.
 
 import { api } from "./api.js";
 import { badge, h, replace, select, setOptions, table } from "./dom.js";
@@ -9,6 +10,11 @@ const LIMITS = ["50", "200", "500", "1000"];
 
 // Kept while the page lives, so going to an explain view and back keeps the filters.
 const filters = { limit: "200", model: "", status: "", tenant: "", text: "" };
+
+/** Answered from the response cache (gw/record.py TraceRecord.cache). */
+export function isCacheHit(trace) {
+  return trace.cache === "hit";
+}
 
 function target(trace) {
   if (trace.answered_by) return `${trace.answered_by.provider}/${trace.answered_by.model}`;
@@ -24,6 +30,7 @@ function matches(trace) {
   if (filters.model && !models(trace).includes(filters.model)) return false;
   if (filters.status === "ok" && trace.status >= 400) return false;
   if (filters.status === "error" && trace.status < 400) return false;
+  if (filters.status === "cache:hit" && !isCacheHit(trace)) return false;
   if (filters.status.startsWith("code:") && (!trace.error || `code:${trace.error.code}` !== filters.status)) {
     return false;
   }
@@ -49,6 +56,13 @@ function row(trace, navigate) {
     { class: "status-cell" },
     badge(String(trace.status), fmt.statusTone(trace.status)),
     trace.error ? h("span", { class: "code" }, trace.error.code) : null,
+    isCacheHit(trace)
+      ? h(
+          "span",
+          { class: "badge info", "data-testid": "cache-hit", title: trace.cache_of ? `the answer of ${trace.cache_of}; no upstream call` : "no upstream call" },
+          "cache hit",
+        )
+      : null,
   );
   const tr = h(
     "tr",
@@ -70,14 +84,14 @@ function row(trace, navigate) {
     h(
       "td",
       null,
-      target(trace) || "–",
+      isCacheHit(trace) ? h("span", { class: "muted" }, "response cache") : target(trace) || "–",
       trace.gateway ? h("div", { class: "muted", title: "the gateway that served it", "data-testid": "trace-gateway" }, trace.gateway) : null,
     ),
     h("td", null, status),
     h("td", { class: "num" }, String(trace.attempts.length)),
     h("td", { class: "num" }, fmt.ms(trace.latency_ms)),
     h("td", { class: "num" }, tokens),
-    h("td", { class: "num" }, fmt.usd(trace.cost_usd)),
+    h("td", { class: "num" }, isCacheHit(trace) && !trace.cost_usd ? "$0" : fmt.usd(trace.cost_usd)),
     h("td", null, trace.tenant || "–"),
   );
   tr.addEventListener("click", (event) => {
@@ -128,7 +142,13 @@ export function requestsView({ navigate }) {
     const codes = distinct(traces.map((t) => t.error && t.error.code));
     setOptions(
       status,
-      [["", "any status"], ["ok", "succeeded"], ["error", "failed"], ...codes.map((c) => [`code:${c}`, `error: ${c}`])],
+      [
+        ["", "any status"],
+        ["ok", "succeeded"],
+        ["error", "failed"],
+        ...(traces.some(isCacheHit) ? [["cache:hit", "response cache hits"]] : []),
+        ...codes.map((c) => [`code:${c}`, `error: ${c}`]),
+      ],
       filters.status,
     );
     const tenants = distinct(traces.map((t) => t.tenant));
@@ -141,7 +161,8 @@ export function requestsView({ navigate }) {
 
   function render() {
     const shown = traces.filter(matches);
-    replace(count, `${shown.length} of ${traces.length} shown`);
+    const hits = shown.filter(isCacheHit).length;
+    replace(count, `${shown.length} of ${traces.length} shown${hits ? `, ${hits} from the response cache` : ""}`);
     if (!shown.length) {
       const wanted = filters.text.trim();
       replace(

@@ -1,4 +1,6 @@
-// Usage and cost (GET /admin/v1/usage): by day, route and model.
+// Usage and cost (GET /admin/v1/usage): by day, route and model. The usage report does not
+// count response cache hits apart (a hit is a request with no tokens and no cost), so the
+// hits are counted from the newest traces (GET /admin/v1/traces), and the tile says so.
 
 import { api } from "./api.js";
 import { barList, columnChart, widthOf } from "./charts.js";
@@ -15,6 +17,7 @@ const METRICS = {
   cached_share: { label: "cached input share", value: (row) => share(row.cached_input_tokens, row.input_tokens), format: percent },
 };
 const DAY_MS = 86400000;
+const HIT_TRACES = 1000; // the most GET /admin/v1/traces gives the dashboard
 const settings = { since: "30d", metric: "cost_usd" };
 
 function share(part, whole) {
@@ -23,6 +26,31 @@ function share(part, whole) {
 
 function percent(value) {
   return `${(value * 100).toFixed(1)}%`;
+}
+
+/** Response cache hits among the traces of the window: {hits, traced, partial}. */
+function cacheHits(traces) {
+  const days = settings.since ? Number.parseInt(settings.since, 10) : 0;
+  const start = days ? Date.now() - days * DAY_MS : -Infinity;
+  const inWindow = traces.filter((t) => Date.parse(t.time) >= start);
+  // Every trace read lies inside the window: older ones in it may not have been read.
+  const partial = traces.length >= HIT_TRACES && inWindow.length === traces.length;
+  return { hits: inWindow.filter((t) => t.cache === "hit").length, traced: inWindow.length, partial };
+}
+
+function cacheTile(counted) {
+  const { hits, traced, partial } = counted;
+  const newest = partial ? `the newest ${fmt.int(traced)} traced requests` : `${fmt.int(traced)} traced requests`;
+  return h(
+    "div",
+    {
+      class: "tile",
+      "data-testid": "tile-cache-hits",
+      title: `Requests answered from the response cache (no upstream call, nothing billed), counted from ${newest} of this period: the usage report counts a hit as a request with no tokens and does not count hits apart. Traces are lossy under pressure; the ledger is not.`,
+    },
+    h("div", { class: "tile-value" }, fmt.int(hits)),
+    h("div", { class: "tile-label" }, `from the response cache (of ${newest})`),
+  );
 }
 
 function utcDay(ms) {
@@ -80,6 +108,7 @@ export function usageView() {
         ["output tokens", fmt.compact(total("output_tokens"))],
         ["cost", fmt.usd(total("cost_usd"))],
       ].map(([label, value]) => h("div", { class: "tile" }, h("div", { class: "tile-value" }, value), h("div", { class: "tile-label" }, label))),
+      cacheTile(data.cache),
     );
     const options = (by, container, fallback) => ({ label: `${chosen.label} by ${by}`, format: chosen.format, width: widthOf(container, fallback) });
     replace(byDay, columnChart(dayPoints(data.day, chosen), options("day", byDay, 1000)));
@@ -88,8 +117,11 @@ export function usageView() {
   }
 
   async function refresh() {
-    const [day, route, model] = await Promise.all(["day", "route", "model"].map((by) => api.usage(by, settings.since)));
-    data = { day, route, model };
+    const [day, route, model, traces] = await Promise.all([
+      ...["day", "route", "model"].map((by) => api.usage(by, settings.since)),
+      api.traces(HIT_TRACES),
+    ]);
+    data = { day, route, model, cache: cacheHits(traces) };
     render();
   }
 

@@ -117,6 +117,33 @@ def test_the_cookie_reads_the_admin_api_only(sessions: DashboardSessions) -> Non
     assert sessions.authorize("POST", "/admin/v1/reload", HOST, {COOKIE_NAME: "forged"}) is None
 
 
+def test_the_cookie_may_post_a_replay_preview_from_the_page_only(
+    sessions: DashboardSessions,
+) -> None:
+    session = sessions.redeem(sessions.issue_link_token())
+    assert session is not None
+    cookies = {COOKIE_NAME: session}
+    page = {**HOST, "origin": "http://127.0.0.1:8787", "sec-fetch-site": "same-origin"}
+    replay = "/admin/v1/config/replay"
+    assert sessions.authorize("POST", replay, page, cookies) == DASHBOARD
+    # No Origin: no browser's fetch from the page (browsers send one on every POST).
+    with pytest.raises(PermissionDeniedError, match="dashboard's page only"):
+        sessions.authorize("POST", replay, HOST, cookies)
+    # Another page's (another port of this host): the cookie means nothing.
+    other = {**HOST, "origin": "http://127.0.0.1:3000", "sec-fetch-site": "same-site"}
+    assert sessions.authorize("POST", replay, other, cookies) is None
+    # Only that POST: the others, and other methods on it, stay refused.
+    for method, path in (
+        ("PUT", replay),
+        ("DELETE", replay),
+        ("POST", "/admin/v1/config/replay/x"),
+        ("POST", "/admin/v1/route-preview"),
+        ("POST", "/admin/v1/reload"),
+    ):
+        with pytest.raises(PermissionDeniedError, match="may only read"):
+            sessions.authorize(method, path, page, cookies)
+
+
 @pytest.mark.parametrize(
     ("headers", "elsewhere"),
     [
