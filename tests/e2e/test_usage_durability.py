@@ -247,7 +247,7 @@ def test_a_torn_journal_line_is_skipped_and_the_whole_ones_recovered(
     assert usage == [
         {"route": "mock", "requests": 2, "errors": 0, "input_tokens": 14,
          "cached_input_tokens": 0, "output_tokens": 22, "reasoning_tokens": 0, "cost_usd": 0.0,
-         "unpriced": 2, "estimated": 2, "recovered": 2}  # no cost: no catalog price
+         "unpriced": 2, "estimated": 2, "recovered": 2, "cached_share": 0.0}  # no cost: no price
     ]  # fmt: skip
     assert "2 of them without a trace" in server.log()
     assert "1 torn lines skipped" in server.log()
