@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from bench.results import (
+    CACHE_TARGET_NAMES,
     TARGET_NAMES,
     Goal,
     LoadStep,
@@ -31,6 +32,8 @@ START_LIMIT_S = 1.0
 IDLE_RSS_LIMIT_MB = 80.0
 ROUTING_LIMIT_US = 20.0
 ROUTING_GOAL_MICRO = "routing decision, 10 targets, priority"
+CACHE_MISS_LIMIT_MS = 0.1  # at most, over gw with the cache off (issue 28)
+CACHE_HIT_LIMIT_MS = 1.0  # under, over direct (issue 28: "well under a millisecond")
 
 Results = Mapping[TargetName, TargetResult]
 
@@ -75,6 +78,20 @@ def added_ms(
     if direct is None or target is None or name == "direct":
         return None, None
     base, step = direct.step(concurrency), target.step(concurrency)
+    if base is None or step is None:
+        return None, None
+    return step.p50_ms - base.p50_ms, step.p99_ms - base.p99_ms
+
+
+def added_over_gw_ms(
+    results: Results, name: TargetName, concurrency: int
+) -> tuple[float | None, float | None]:
+    """(p50, p99) of a cache target minus gw's (the same config, the cache off) at
+    ``concurrency``: what the cache adds (a miss) or saves (a hit). None where unknown."""
+    off, target = results.get("gw"), results.get(name)
+    if off is None or target is None or name not in CACHE_TARGET_NAMES:
+        return None, None
+    base, step = off.step(concurrency), target.step(concurrency)
     if base is None or step is None:
         return None, None
     return step.p50_ms - base.p50_ms, step.p99_ms - base.p99_ms
@@ -188,7 +205,7 @@ def goal_table(goals: Sequence[Goal]) -> TableData:
             (g.figure, g.target, g.gw, g.relay, g.litellm, g.status, g.note) for g in goals
         )
         columns = ("figure", "target", "gw", "relay (floor)", "LiteLLM", "result", "note")
-    return TableData("Targets (issue 3)", columns, rows, flagged)
+    return TableData("Targets (issues 3 and 28)", columns, rows, flagged)
 
 
 def _judge(value: float | None, limit: float, errors: bool) -> tuple[Status, str]:
@@ -292,6 +309,68 @@ def _routing_goal(micro: Sequence[MicroResult]) -> Goal:
     )
 
 
+def _c1_p50(results: Results, name: TargetName) -> str:
+    result = results.get(name)
+    step = result.step(1) if result else None
+    return f"{name} {fmt(step.p50_ms if step else None)}"
+
+
+def _cache_miss_goal(results: Results) -> Goal:
+    """What a lookup that finds nothing (and the store after it) adds: the miss target's
+    p50 at c=1 over gw's with the cache off."""
+    value, _ = added_over_gw_ms(results, "gw-cache-miss", 1)
+    return _judged_cache_goal(
+        results,
+        "gw-cache-miss",
+        value,
+        figure="cache miss: added p50 vs cache off, c=1",
+        limit=CACHE_MISS_LIMIT_MS,
+        strict=False,
+        baseline="gw",
+    )
+
+
+def _cache_hit_goal(results: Results) -> Goal:
+    """What a request answered from the cache adds over the upstream alone."""
+    value, _ = added_ms(results, "gw-cache-hit", 1)
+    return _judged_cache_goal(
+        results,
+        "gw-cache-hit",
+        value,
+        figure="cache hit: added p50 vs direct, c=1",
+        limit=CACHE_HIT_LIMIT_MS,
+        strict=True,
+        baseline="direct",
+    )
+
+
+def _judged_cache_goal(
+    results: Results,
+    name: TargetName,
+    value: float | None,
+    *,
+    figure: str,
+    limit: float,
+    strict: bool,
+    baseline: TargetName,
+) -> Goal:
+    target_text = f"{'<' if strict else '<='} {limit:g} ms"
+    result, base = results.get(name), results.get(baseline)
+    if result is None:
+        return Goal(figure, target_text, NA, NA, "n/a", "not measured")
+    if value is None:
+        note = result.error or (f"needs the {baseline} target" if base is None else "not measured")
+        return Goal(figure, target_text, NA, NA, "n/a" if result.error is None else "fail", note)
+    steps = [s for s in (result.step(1), base.step(1) if base else None) if s is not None]
+    note = f"p50 {_c1_p50(results, name)} ms, {_c1_p50(results, baseline)} ms"
+    status: Status = "pass" if (value < limit if strict else value <= limit) else "fail"
+    if result.error is not None:
+        status, note = "fail", f"{result.error}; {note}"
+    elif any(s.errors for s in steps):
+        status, note = "fail", f"errors at c=1; {note}"
+    return Goal(figure, target_text, fmt(value, 2, " ms"), NA, status, note)
+
+
 def evaluate_goals(results: Results, micro: Sequence[MicroResult]) -> list[Goal]:
     """The issue's table, judged from this run (gw's figures against the targets)."""
 
@@ -324,12 +403,28 @@ def evaluate_goals(results: Results, micro: Sequence[MicroResult]) -> list[Goal]
             digits=1,
         ),
         _routing_goal(micro),
+        _cache_miss_goal(results),
+        _cache_hit_goal(results),
     ]
 
 
 def _round(value: float | None) -> float | None:
     """Derived differences, rounded so 0.47 does not print as 0.47000000000000003."""
     return None if value is None else round(value, 4)
+
+
+Added = Callable[[Results, TargetName, int], tuple[float | None, float | None]]
+
+
+def _per_step(result: TargetResult, added: Added, results: Results) -> dict[str, Any]:
+    """``added``'s (p50, p99) at each of ``result``'s concurrencies, rounded."""
+    return {
+        str(step.concurrency): dict(
+            zip(("p50", "p99"), map(_round, added(results, result.name, step.concurrency)),
+                strict=True)
+        )
+        for step in result.load
+    }  # fmt: skip
 
 
 def run_json(
@@ -339,16 +434,9 @@ def run_json(
     targets: dict[str, Any] = {}
     for result in ordered(results):
         entry = asdict(result)
-        entry["added_ms"] = {
-            str(step.concurrency): dict(
-                zip(
-                    ("p50", "p99"),
-                    map(_round, added_ms(results, result.name, step.concurrency)),
-                    strict=True,
-                )
-            )
-            for step in result.load
-        }
+        entry["added_ms"] = _per_step(result, added_ms, results)
+        if result.name in CACHE_TARGET_NAMES:
+            entry["added_over_gw_ms"] = _per_step(result, added_over_gw_ms, results)
         entry["added_ttft_p50_ms"] = _round(added_ttft_ms(results, result.name))
         entry["has_errors"] = result.has_errors
         targets[result.name] = entry

@@ -5,8 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-TargetName = Literal["direct", "relay", "gw", "litellm"]
-TARGET_NAMES: tuple[TargetName, ...] = ("direct", "relay", "gw", "litellm")
+TargetName = Literal["direct", "relay", "gw", "gw-cache-miss", "gw-cache-hit", "litellm"]
+TARGET_NAMES: tuple[TargetName, ...] = (
+    "direct",
+    "relay",
+    "gw",
+    "gw-cache-miss",
+    "gw-cache-hit",
+    "litellm",
+)
+# gw with its response cache on (bench/cache_load.py): every request a miss, or a hit
+CACHE_TARGET_NAMES: tuple[TargetName, ...] = ("gw-cache-miss", "gw-cache-hit")
 Status = Literal["pass", "fail", "n/a"]
 
 
