@@ -90,6 +90,23 @@ class TargetResult:
 
 
 @dataclass(frozen=True)
+class Interleaved:
+    """wrk at concurrency 1 on several running targets in turn, round after round
+    (bench/interleaved.py): what one adds over another is the median of the rounds'
+    differences, which the machine's drift during a run does not skew as it skews two
+    steps measured a minute apart."""
+
+    duration_s: float  # of each step
+    p50_ms: dict[str, tuple[float, ...]]  # by target name, one per round, in order
+    errors: dict[str, int]  # by target name, over every round
+
+    def added_p50_ms(self, name: TargetName, baseline: TargetName) -> tuple[float, ...]:
+        """``name``'s p50 minus ``baseline``'s, round by round (empty: one is missing)."""
+        ours, theirs = self.p50_ms.get(name, ()), self.p50_ms.get(baseline, ())
+        return tuple(a - b for a, b in zip(ours, theirs, strict=False))
+
+
+@dataclass(frozen=True)
 class MicroResult:
     """A pure function timed in-process: the median over repeats of the time per call."""
 

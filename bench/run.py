@@ -15,7 +15,9 @@ Steps: start the fake upstream and measure it alone (``direct``); then each gate
 turn in front of it: start-up time (the median of 3 starts), idle memory, wrk at
 concurrency 1/16/64, streams, memory after; then the micro-benchmarks and the issues'
 targets. ``gw-cache-miss`` and ``gw-cache-hit`` are gw with its response cache on, asked
-questions that always miss or always hit (bench/cache_load.py), started once each.
+questions that always miss or always hit (bench/cache_load.py), started once each; with
+one of them in the run, gw and they stay up until the end, for interleaved rounds at
+concurrency 1 with direct (bench/interleaved.py), which the cache's targets are judged on.
 Results are printed and saved to ``bench-results/<time>.json`` and
 ``bench-results/latest.json``, and the run's tables replace its kind's section of
 ``docs/results.md`` (not for ``--quick``, nor with ``--no-results-page``). Every process
@@ -54,6 +56,7 @@ from bench.cache_load import (
 )
 from bench.errors import BenchError
 from bench.fleet import DEFAULT_SECONDS, run_fleet
+from bench.interleaved import run_interleaved
 from bench.litellm_peer import install_litellm, start_litellm
 from bench.loadgen import ensure_wrk, lua_script
 from bench.measure import Settings, measure
@@ -64,6 +67,7 @@ from bench.render import print_tables
 from bench.results import (
     CACHE_TARGET_NAMES,
     TARGET_NAMES,
+    Interleaved,
     MicroResult,
     RunInfo,
     TargetName,
@@ -213,6 +217,8 @@ class Bench:
         self.logs = RESULTS_DIR / "logs" / stamp
         self.results: dict[TargetName, TargetResult] = {}
         self.micro: list[MicroResult] = []
+        self.kept: dict[TargetName, Target] = {}  # up for the interleaved rounds
+        self.interleaved: Interleaved | None = None
 
     def say(self, text: str) -> None:
         self.console.print(f"[dim]bench:[/dim] {text}", highlight=False)
@@ -236,9 +242,43 @@ class Bench:
                 self.results[name] = self._measure(name, session)
                 if name == "direct":
                     self._print_upstream()
+            self.interleaved = self._interleave(session)
         if not self.args.no_micro:
             self.say("micro-benchmarks")
             self.micro = run_micro(repeats=3 if self.args.quick else 7)
+
+    def _keeps(self, name: TargetName) -> bool:
+        """Whether ``name`` stays up after its measurement, for the interleaved rounds:
+        gw and the cache targets do when a cache target is in the run."""
+        return name in ("gw", *CACHE_TARGET_NAMES) and any(
+            chosen in CACHE_TARGETS for chosen in self.names
+        )
+
+    def _interleave(self, session: Session) -> Interleaved | None:
+        """Interleaved c=1 rounds on direct and every target kept up; then they stop."""
+        members = [(target, self._script(target, session)) for target in self.kept.values()]
+        direct = self.results.get("direct")
+        if direct is not None and direct.error is None:
+            members.insert(0, (session.direct, session.script))
+        try:
+            if not any(target.cache_role for target, _ in members):
+                return None
+            rounds = 3 if self.args.quick else 7
+            self.say(f"interleaved rounds at c=1: {rounds} x {len(members)} targets")
+            return run_interleaved(members, session.wrk, self.settings, rounds, self.say)
+        except BenchError as error:
+            self.console.print(f"[red]bench: interleaved rounds failed:[/red] {error}")
+            return None
+        finally:
+            for target in self.kept.values():
+                session.processes.stop(target.spawned)
+            self.kept.clear()
+
+    @staticmethod
+    def _script(target: Target, session: Session) -> Path:
+        """The wrk script of ``target``'s load: a question of its own each time for the
+        cache-miss target, the same one for every other."""
+        return session.unique_script if target.cache_role == "miss" else session.script
 
     def _start(self, name: TargetName, session: Session) -> Target:
         """``name`` started ``settings.starts`` times, each but the last stopped again; its
@@ -279,17 +319,22 @@ class Bench:
     def _measure(self, name: TargetName, session: Session) -> TargetResult:
         """Start ``name``, measure it and stop it; a failure becomes the row's error."""
         target: Target | None = None
+        result: TargetResult | None = None
         try:
             target = self._start(name, session)
-            script = session.unique_script if target.cache_role == "miss" else session.script
-            result = measure(target, session.wrk, script, self.settings, self.say)
-            return self._checked(target, result)
+            measured = measure(target, session.wrk, self._script(target, session),
+                               self.settings, self.say)  # fmt: skip
+            result = self._checked(target, measured)
         except BenchError as error:
             self.console.print(f"[red]bench: {name} could not be measured:[/red] {error}")
             return TargetResult(name=name, error=str(error).splitlines()[0])
         finally:
             if target is not None and name != "direct":  # the upstream serves the others
-                session.processes.stop(target.spawned)
+                if result is not None and result.error is None and self._keeps(name):
+                    self.kept[name] = target
+                else:
+                    session.processes.stop(target.spawned)
+        return result
 
     def _checked(self, target: Target, result: TargetResult) -> TargetResult:
         """A cache target's result, with what gw counted of its cache lookups in the
@@ -495,17 +540,21 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("[red]bench: interrupted; every process it started was stopped[/red]")
         return 130
-    goals = report.evaluate_goals(bench.results, bench.micro)
+    goals = report.evaluate_goals(bench.results, bench.micro, bench.interleaved)
     console.print()
     tables = [
         report.load_table(bench.results),
         report.stream_table(bench.results),
         report.process_table(bench.results),
+        report.interleaved_table(bench.interleaved),
         report.micro_table(bench.micro),
         report.goal_table(goals),
     ]
     print_tables(console, tables)
-    path = save(report.run_json(bench.info(started), bench.results, bench.micro, goals), stamp)
+    document = report.run_json(
+        bench.info(started), bench.results, bench.micro, goals, bench.interleaved
+    )
+    path = save(document, stamp)
     console.print(f"saved {path.relative_to(REPO)} (and bench-results/latest.json); logs in "
                   f"{bench.logs.relative_to(REPO)}")  # fmt: skip
     if not (args.quick or args.no_results_page):
