@@ -261,8 +261,8 @@ class Bench:
         if direct is not None and direct.error is None:
             members.insert(0, (session.direct, session.script))
         try:
-            if not any(target.cache_role for target, _ in members):
-                return None
+            if len(members) < 2 or not any(target.cache_role for target, _ in members):
+                return None  # nothing to pair with, or nothing the rounds are for
             rounds = 3 if self.args.quick else 7
             self.say(f"interleaved rounds at c=1: {rounds} x {len(members)} targets")
             return run_interleaved(members, session.wrk, self.settings, rounds, self.say)
