@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import proctree
+from bench.cache_load import same_body, unique_bodies
 from bench.loadgen import run_wrk
 from bench.results import LoadStep, ProcessMemory, StreamRun, TargetResult
 from bench.streaming import StreamSample, run_streams
 from bench.targets import Target
-from bench.upstream import chat_body
 
 _MB = 1024 * 1024
 
@@ -155,11 +155,13 @@ def load_steps(
 
 
 def streams(target: Target, settings: Settings, say: Callable[[str], None]) -> StreamRun:
-    """A few warm-up streams (discarded), then the measured ones."""
-    body, concurrency = chat_body(stream=True), settings.stream_concurrency
-    run_streams(target.chat_url, body, concurrency * 4, concurrency)
+    """A few warm-up streams (discarded), then the measured ones; each asking a question
+    of its own for the cache-miss target, the same one for every other."""
+    pick = unique_bodies if target.cache_role == "miss" else same_body
+    concurrency = settings.stream_concurrency
+    run_streams(target.chat_url, pick(stream=True), concurrency * 4, concurrency)
     before = quiet_cpu(target.spawned.pid, settings.quiet_max_s)
-    samples = run_streams(target.chat_url, body, settings.streams, concurrency)
+    samples = run_streams(target.chat_url, pick(stream=True), settings.streams, concurrency)
     cpu_s = quiet_cpu(target.spawned.pid, settings.quiet_max_s) - before
     run = stream_run(samples, concurrency, cpu_s)
     say(

@@ -8,13 +8,16 @@ errors (non-2xx answers, socket errors, broken streams) are flagged, never dropp
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from bench.results import (
+    CACHE_TARGET_NAMES,
     TARGET_NAMES,
     Goal,
+    Interleaved,
     LoadStep,
     MicroResult,
     RunInfo,
@@ -31,6 +34,8 @@ START_LIMIT_S = 1.0
 IDLE_RSS_LIMIT_MB = 80.0
 ROUTING_LIMIT_US = 20.0
 ROUTING_GOAL_MICRO = "routing decision, 10 targets, priority"
+CACHE_MISS_LIMIT_MS = 0.1  # at most, over gw with the cache off (issue 28)
+CACHE_HIT_LIMIT_MS = 1.0  # under, over direct (issue 28: "well under a millisecond")
 
 Results = Mapping[TargetName, TargetResult]
 
@@ -40,6 +45,11 @@ LOAD_COLUMNS = ("target", "conc", "req/s", "p50", "p90", "p99", "+p50", "+p99", 
 STREAM_TITLE = "Streaming (22 chunks, 1 ms apart), times in ms"
 STREAM_COLUMNS = ("target", "ok", "conc", "TTFT p50", "TTFT p99", "+TTFT p50", "total p50",
                   "total p99", "chunks", "CPU ms/stream", "errors")  # fmt: skip
+INTERLEAVED_TITLE = (
+    "Interleaved rounds at c=1 (p50 in ms; + is the median of the rounds' differences)"
+)
+INTERLEAVED_COLUMNS = ("target", "p50 by round", "median", "+p50 vs direct", "+p50 vs gw",
+                       "errors")  # fmt: skip
 PROCESS_TITLE = "Processes (start: from process start to first answered request)"
 PROCESS_COLUMNS = ("target", "procs", "start s", "idle RSS MB", "largest MB", "idle PSS MB",
                    "RSS after MB", "notes")  # fmt: skip
@@ -75,6 +85,20 @@ def added_ms(
     if direct is None or target is None or name == "direct":
         return None, None
     base, step = direct.step(concurrency), target.step(concurrency)
+    if base is None or step is None:
+        return None, None
+    return step.p50_ms - base.p50_ms, step.p99_ms - base.p99_ms
+
+
+def added_over_gw_ms(
+    results: Results, name: TargetName, concurrency: int
+) -> tuple[float | None, float | None]:
+    """(p50, p99) of a cache target minus gw's (the same config, the cache off) at
+    ``concurrency``: what the cache adds (a miss) or saves (a hit). None where unknown."""
+    off, target = results.get("gw"), results.get(name)
+    if off is None or target is None or name not in CACHE_TARGET_NAMES:
+        return None, None
+    base, step = off.step(concurrency), target.step(concurrency)
     if base is None or step is None:
         return None, None
     return step.p50_ms - base.p50_ms, step.p99_ms - base.p99_ms
@@ -188,7 +212,7 @@ def goal_table(goals: Sequence[Goal]) -> TableData:
             (g.figure, g.target, g.gw, g.relay, g.litellm, g.status, g.note) for g in goals
         )
         columns = ("figure", "target", "gw", "relay (floor)", "LiteLLM", "result", "note")
-    return TableData("Targets (issue 3)", columns, rows, flagged)
+    return TableData("Targets (issues 3 and 28)", columns, rows, flagged)
 
 
 def _judge(value: float | None, limit: float, errors: bool) -> tuple[Status, str]:
@@ -292,8 +316,98 @@ def _routing_goal(micro: Sequence[MicroResult]) -> Goal:
     )
 
 
-def evaluate_goals(results: Results, micro: Sequence[MicroResult]) -> list[Goal]:
-    """The issue's table, judged from this run (gw's figures against the targets)."""
+def _cache_goal(
+    results: Results,
+    interleaved: Interleaved | None,
+    name: TargetName,
+    baseline: TargetName,
+    *,
+    figure: str,
+    limit: float,
+    strict: bool,
+) -> Goal:
+    """``name``'s p50 at c=1 over ``baseline``'s: the median of the interleaved rounds'
+    differences when they ran, else the difference of the two targets' own c=1 steps
+    (taken a minute or more apart: on a busy machine, drift can exceed the figure)."""
+    target_text = f"{'<' if strict else '<='} {limit:g} ms"
+    result, base = results.get(name), results.get(baseline)
+    if result is None:
+        return Goal(figure, target_text, NA, NA, "n/a", "not measured")
+    if base is None:
+        return Goal(figure, target_text, NA, NA, "n/a", f"needs the {baseline} target")
+    step, base_step = result.step(1), base.step(1)
+    apart = None if step is None or base_step is None else step.p50_ms - base_step.p50_ms
+    rounds = interleaved.added_p50_ms(name, baseline) if interleaved else ()
+    value = statistics.median(rounds) if rounds else apart
+    if value is None:
+        status: Status = "n/a" if result.error is None else "fail"
+        return Goal(figure, target_text, NA, NA, status, result.error or "not measured")
+    if rounds:
+        each = ", ".join(signed(d, 3) for d in rounds)
+        note = f"median of {len(rounds)} interleaved rounds ({each}); steps apart {signed(apart)}"
+    else:
+        ours = None if step is None else step.p50_ms
+        theirs = None if base_step is None else base_step.p50_ms
+        note = f"steps apart: {name} {fmt(ours)}, {baseline} {fmt(theirs)}"
+    status = "pass" if (value < limit if strict else value <= limit) else "fail"
+    errors = any(s.errors for s in (step, base_step) if s is not None) or (
+        interleaved is not None
+        and rounds
+        and interleaved.errors.get(name, 0) + interleaved.errors.get(baseline, 0) > 0
+    )
+    if result.error is not None:
+        status, note = "fail", f"{result.error}; {note}"
+    elif errors:
+        status, note = "fail", f"errors at c=1; {note}"
+    return Goal(figure, target_text, fmt(value, 2, " ms"), NA, status, note)
+
+
+def _cache_goals(results: Results, interleaved: Interleaved | None) -> list[Goal]:
+    """Issue 28: what a lookup that finds nothing (and the store after it) adds over gw
+    with the cache off, and what a request answered from the cache adds over direct."""
+    return [
+        _cache_goal(
+            results, interleaved, "gw-cache-miss", "gw",
+            figure="cache miss: added p50 vs cache off, c=1",
+            limit=CACHE_MISS_LIMIT_MS, strict=False,
+        ),
+        _cache_goal(
+            results, interleaved, "gw-cache-hit", "direct",
+            figure="cache hit: added p50 vs direct, c=1",
+            limit=CACHE_HIT_LIMIT_MS, strict=True,
+        ),
+    ]  # fmt: skip
+
+
+def interleaved_table(interleaved: Interleaved | None) -> TableData:
+    """The interleaved rounds: each target's p50 by round, and the medians of the rounds'
+    differences over direct and over gw (empty when the rounds did not run)."""
+    if interleaved is None:
+        return TableData(INTERLEAVED_TITLE, INTERLEAVED_COLUMNS, ())
+    rows = []
+    for name in TARGET_NAMES:
+        values = interleaved.p50_ms.get(name)
+        if not values:
+            continue
+        over = [interleaved.added_p50_ms(name, base) if name != base else () for base in
+                ("direct", "gw")]  # fmt: skip
+        rows.append(
+            (
+                name,
+                " ".join(fmt(v, 3) for v in values),
+                fmt(statistics.median(values), 3),
+                *(signed(statistics.median(d), 3) if d else NA for d in over),
+                str(interleaved.errors.get(name, 0)),
+            )
+        )
+    flagged = frozenset(i for i, row in enumerate(rows) if row[-1] != "0")
+    return TableData(INTERLEAVED_TITLE, INTERLEAVED_COLUMNS, tuple(rows), flagged)
+
+
+def evaluate_goals(
+    results: Results, micro: Sequence[MicroResult], interleaved: Interleaved | None = None
+) -> list[Goal]:
+    """The issues' table, judged from this run (gw's figures against the targets)."""
 
     def cpu(r: TargetResult) -> float | None:
         return r.stream.cpu_ms_per_stream if r.stream else None
@@ -324,6 +438,7 @@ def evaluate_goals(results: Results, micro: Sequence[MicroResult]) -> list[Goal]
             digits=1,
         ),
         _routing_goal(micro),
+        *_cache_goals(results, interleaved),
     ]
 
 
@@ -332,23 +447,34 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
+Added = Callable[[Results, TargetName, int], tuple[float | None, float | None]]
+
+
+def _per_step(result: TargetResult, added: Added, results: Results) -> dict[str, Any]:
+    """``added``'s (p50, p99) at each of ``result``'s concurrencies, rounded."""
+    return {
+        str(step.concurrency): dict(
+            zip(("p50", "p99"), map(_round, added(results, result.name, step.concurrency)),
+                strict=True)
+        )
+        for step in result.load
+    }  # fmt: skip
+
+
 def run_json(
-    info: RunInfo, results: Results, micro: Sequence[MicroResult], goals: Sequence[Goal]
+    info: RunInfo,
+    results: Results,
+    micro: Sequence[MicroResult],
+    goals: Sequence[Goal],
+    interleaved: Interleaved | None = None,
 ) -> dict[str, Any]:
     """The saved document: everything measured, plus the derived figures and verdicts."""
     targets: dict[str, Any] = {}
     for result in ordered(results):
         entry = asdict(result)
-        entry["added_ms"] = {
-            str(step.concurrency): dict(
-                zip(
-                    ("p50", "p99"),
-                    map(_round, added_ms(results, result.name, step.concurrency)),
-                    strict=True,
-                )
-            )
-            for step in result.load
-        }
+        entry["added_ms"] = _per_step(result, added_ms, results)
+        if result.name in CACHE_TARGET_NAMES:
+            entry["added_over_gw_ms"] = _per_step(result, added_over_gw_ms, results)
         entry["added_ttft_p50_ms"] = _round(added_ttft_ms(results, result.name))
         entry["has_errors"] = result.has_errors
         targets[result.name] = entry
@@ -358,4 +484,5 @@ def run_json(
         "targets": targets,
         "micro": [asdict(m) for m in micro],
         "goals": [asdict(g) for g in goals],
+        "interleaved_c1": None if interleaved is None else asdict(interleaved),
     }

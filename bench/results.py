@@ -5,8 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-TargetName = Literal["direct", "relay", "gw", "litellm"]
-TARGET_NAMES: tuple[TargetName, ...] = ("direct", "relay", "gw", "litellm")
+TargetName = Literal["direct", "relay", "gw", "gw-cache-miss", "gw-cache-hit", "litellm"]
+TARGET_NAMES: tuple[TargetName, ...] = (
+    "direct",
+    "relay",
+    "gw",
+    "gw-cache-miss",
+    "gw-cache-hit",
+    "litellm",
+)
+# gw with its response cache on (bench/cache_load.py): every request a miss, or a hit
+CACHE_TARGET_NAMES: tuple[TargetName, ...] = ("gw-cache-miss", "gw-cache-hit")
 Status = Literal["pass", "fail", "n/a"]
 
 
@@ -78,6 +87,23 @@ class TargetResult:
     def has_errors(self) -> bool:
         stream_errors = self.stream is not None and self.stream.errors > 0
         return self.error is not None or stream_errors or any(s.errors for s in self.load)
+
+
+@dataclass(frozen=True)
+class Interleaved:
+    """wrk at concurrency 1 on several running targets in turn, round after round
+    (bench/interleaved.py): what one adds over another is the median of the rounds'
+    differences, which the machine's drift during a run does not skew as it skews two
+    steps measured a minute apart."""
+
+    duration_s: float  # of each step
+    p50_ms: dict[str, tuple[float, ...]]  # by target name, one per round, in order
+    errors: dict[str, int]  # by target name, over every round
+
+    def added_p50_ms(self, name: TargetName, baseline: TargetName) -> tuple[float, ...]:
+        """``name``'s p50 minus ``baseline``'s, round by round (empty: one is missing)."""
+        ours, theirs = self.p50_ms.get(name, ()), self.p50_ms.get(baseline, ())
+        return tuple(a - b for a, b in zip(ours, theirs, strict=False))
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """``scripts/bench``: what gw adds on top of its upstream, in one run on this machine.
 
-    scripts/bench                      direct and gw, 5 s per load step
+    scripts/bench                      direct, gw and gw with its response cache, 5 s per step
     scripts/bench --peer litellm       ... and the LiteLLM proxy (own virtualenv)
     scripts/bench --peer relay         ... and a bare byte relay (bench/relay.py): the floor
     scripts/bench --quick              a short smoke run
     scripts/bench --only direct,gw --duration 10
+    scripts/bench --only direct,gw,gw-cache-miss,gw-cache-hit   the response cache's cost
     scripts/bench --only gw --upstream-transport httpx   gw with another upstream client
     scripts/bench --reload-stall [ROUTES]    only a hot reload's cost (bench/reload_stall.py)
     scripts/bench --usage-reports [ROWS]     only the reports' cost (bench/usage_reports.py)
@@ -12,8 +13,12 @@
 
 Steps: start the fake upstream and measure it alone (``direct``); then each gateway in
 turn in front of it: start-up time (the median of 3 starts), idle memory, wrk at
-concurrency 1/16/64, streams, memory after; then the micro-benchmarks and the issue's
-targets. Results are printed and saved to ``bench-results/<time>.json`` and
+concurrency 1/16/64, streams, memory after; then the micro-benchmarks and the issues'
+targets. ``gw-cache-miss`` and ``gw-cache-hit`` are gw with its response cache on, asked
+questions that always miss or always hit (bench/cache_load.py), started once each; with
+one of them in the run, gw and they stay up until the end, for interleaved rounds at
+concurrency 1 with direct (bench/interleaved.py), which the cache's targets are judged on.
+Results are printed and saved to ``bench-results/<time>.json`` and
 ``bench-results/latest.json``, and the run's tables replace its kind's section of
 ``docs/results.md`` (not for ``--quick``, nor with ``--no-results-page``). Every process
 started is stopped by pid at the end, on errors and on Ctrl-C too.
@@ -41,8 +46,17 @@ from typing import Any
 from rich.console import Console
 
 from bench import report, results_page
+from bench.cache_load import (
+    CACHE_TARGETS,
+    cache_outcomes,
+    outcome_note,
+    outcome_problem,
+    read_metrics,
+    unique_lua_script,
+)
 from bench.errors import BenchError
 from bench.fleet import DEFAULT_SECONDS, run_fleet
+from bench.interleaved import run_interleaved
 from bench.litellm_peer import install_litellm, start_litellm
 from bench.loadgen import ensure_wrk, lua_script
 from bench.measure import Settings, measure
@@ -50,7 +64,15 @@ from bench.micro import run_micro
 from bench.processes import ProcessSet, clean_env
 from bench.reload_stall import run_reload_stall
 from bench.render import print_tables
-from bench.results import TARGET_NAMES, MicroResult, RunInfo, TargetName, TargetResult
+from bench.results import (
+    CACHE_TARGET_NAMES,
+    TARGET_NAMES,
+    Interleaved,
+    MicroResult,
+    RunInfo,
+    TargetName,
+    TargetResult,
+)
 from bench.targets import Target, direct_target, start_gw, start_relay
 from bench.upstream import CLIENT_KEY, chat_body, start_upstream, upstream_origin
 from bench.usage_reports import DEFAULT_ROWS, run_usage_reports
@@ -93,7 +115,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--only",
         default=None,
         metavar="TARGETS",
-        help="comma-separated subset of direct,gw,litellm",
+        help="comma-separated subset of direct,relay,gw,gw-cache-miss,gw-cache-hit,litellm "
+        "(default: direct, gw, gw-cache-miss, gw-cache-hit and each --peer)",
     )
     parser.add_argument(
         "--streams",
@@ -145,7 +168,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def chosen_targets(only: str | None, peers: list[str]) -> list[TargetName]:
     if only is None:
-        wanted = {"direct", "gw", *peers}
+        wanted = {"direct", "gw", *CACHE_TARGET_NAMES, *peers}
     else:
         wanted = {name.strip() for name in only.split(",") if name.strip()}
         unknown = wanted - set(TARGET_NAMES)
@@ -179,6 +202,7 @@ class Session:
     origin: str  # the upstream's http://127.0.0.1:<port>
     wrk: str
     script: Path  # wrk's Lua script for the non-streaming request
+    unique_script: Path  # the same request, asking a question of its own each time
     work: Path  # a temporary directory for state dirs and configs
 
 
@@ -193,6 +217,8 @@ class Bench:
         self.logs = RESULTS_DIR / "logs" / stamp
         self.results: dict[TargetName, TargetResult] = {}
         self.micro: list[MicroResult] = []
+        self.kept: dict[TargetName, Target] = {}  # up for the interleaved rounds
+        self.interleaved: Interleaved | None = None
 
     def say(self, text: str) -> None:
         self.console.print(f"[dim]bench:[/dim] {text}", highlight=False)
@@ -201,6 +227,8 @@ class Bench:
         wrk = ensure_wrk(self.say)
         script = work / "post.lua"
         script.write_text(lua_script(chat_body(stream=False), CLIENT_KEY))
+        unique_script = work / "post-unique.lua"
+        unique_script.write_text(unique_lua_script(CLIENT_KEY))
         self.logs.mkdir(parents=True, exist_ok=True)
         with ProcessSet(self.logs) as processes:
             upstream = start_upstream(processes, REPO, clean_env())
@@ -209,25 +237,61 @@ class Bench:
             self.say(
                 f"fake upstream at {origin}, first answer {direct.start_to_first_answer_s:.2f} s"
             )
-            session = Session(processes, direct, origin, wrk, script, work)
+            session = Session(processes, direct, origin, wrk, script, unique_script, work)
             for name in self.names:
                 self.results[name] = self._measure(name, session)
                 if name == "direct":
                     self._print_upstream()
+            self.interleaved = self._interleave(session)
         if not self.args.no_micro:
             self.say("micro-benchmarks")
             self.micro = run_micro(repeats=3 if self.args.quick else 7)
 
+    def _keeps(self, name: TargetName) -> bool:
+        """Whether ``name`` stays up after its measurement, for the interleaved rounds:
+        gw and the cache targets do when a cache target is in the run."""
+        return name in ("gw", *CACHE_TARGET_NAMES) and any(
+            chosen in CACHE_TARGETS for chosen in self.names
+        )
+
+    def _interleave(self, session: Session) -> Interleaved | None:
+        """Interleaved c=1 rounds on direct and every target kept up; then they stop."""
+        members = [(target, self._script(target, session)) for target in self.kept.values()]
+        direct = self.results.get("direct")
+        if direct is not None and direct.error is None:
+            members.insert(0, (session.direct, session.script))
+        try:
+            if len(members) < 2 or not any(target.cache_role for target, _ in members):
+                return None  # nothing to pair with, or nothing the rounds are for
+            rounds = 3 if self.args.quick else 7
+            self.say(f"interleaved rounds at c=1: {rounds} x {len(members)} targets")
+            return run_interleaved(members, session.wrk, self.settings, rounds, self.say)
+        except BenchError as error:
+            self.console.print(f"[red]bench: interleaved rounds failed:[/red] {error}")
+            return None
+        finally:
+            for target in self.kept.values():
+                session.processes.stop(target.spawned)
+            self.kept.clear()
+
+    @staticmethod
+    def _script(target: Target, session: Session) -> Path:
+        """The wrk script of ``target``'s load: a question of its own each time for the
+        cache-miss target, the same one for every other."""
+        return session.unique_script if target.cache_role == "miss" else session.script
+
     def _start(self, name: TargetName, session: Session) -> Target:
         """``name`` started ``settings.starts`` times, each but the last stopped again; its
-        start time is the median (one start on a shared machine swings by 20% and more)."""
+        start time is the median (one start on a shared machine swings by 20% and more).
+        The cache targets start once: their start is gw's, which the gw target measures."""
         if name == "direct":
             return session.direct
         samples: list[float] = []
-        for attempt in range(1, self.settings.starts + 1):
+        starts = 1 if name in CACHE_TARGETS else self.settings.starts
+        for attempt in range(1, starts + 1):
             target = self._start_once(name, session, attempt)
             samples.append(target.start_to_first_answer_s)
-            if attempt < self.settings.starts:
+            if attempt < starts:
                 session.processes.stop(target.spawned)
                 log = target.spawned.log_path  # the next start writes the same name
                 log.rename(log.with_name(f"{log.stem}-start{attempt}{log.suffix}"))
@@ -242,6 +306,10 @@ class Bench:
             state_dir = session.work / f"gw-state-{attempt}"
             transport = self.args.upstream_transport
             return start_gw(session.processes, session.origin, state_dir, transport)
+        if name in CACHE_TARGETS:
+            state_dir = session.work / f"{name}-state"
+            transport, role = self.args.upstream_transport, CACHE_TARGETS[name]
+            return start_gw(session.processes, session.origin, state_dir, transport, role)
         if name == "relay":
             return start_relay(session.processes, session.origin)
         version = install_litellm(LITELLM_VENV, self.logs / "litellm-install.log", self.say)
@@ -251,15 +319,36 @@ class Bench:
     def _measure(self, name: TargetName, session: Session) -> TargetResult:
         """Start ``name``, measure it and stop it; a failure becomes the row's error."""
         target: Target | None = None
+        result: TargetResult | None = None
         try:
             target = self._start(name, session)
-            return measure(target, session.wrk, session.script, self.settings, self.say)
+            measured = measure(target, session.wrk, self._script(target, session),
+                               self.settings, self.say)  # fmt: skip
+            result = self._checked(target, measured)
         except BenchError as error:
             self.console.print(f"[red]bench: {name} could not be measured:[/red] {error}")
             return TargetResult(name=name, error=str(error).splitlines()[0])
         finally:
             if target is not None and name != "direct":  # the upstream serves the others
-                session.processes.stop(target.spawned)
+                if result is not None and result.error is None and self._keeps(name):
+                    self.kept[name] = target
+                else:
+                    session.processes.stop(target.spawned)
+        return result
+
+    def _checked(self, target: Target, result: TargetResult) -> TargetResult:
+        """A cache target's result, with what gw counted of its cache lookups in the
+        notes; an error when they are not what its workload must give."""
+        if target.cache_role is None or target.state_dir is None:
+            return result
+        try:
+            outcomes = cache_outcomes(read_metrics(target.chat_url, target.state_dir))
+        except OSError as error:
+            return replace(result, error=f"could not read gw's cache counters: {error}")
+        note = outcome_note(outcomes)
+        self.say(f"{target.name}: {note}")
+        problem = outcome_problem(target.cache_role, outcomes)
+        return replace(result, notes=(*result.notes, note), error=problem or result.error)
 
     def _print_upstream(self) -> None:
         direct: dict[TargetName, TargetResult] = {"direct": self.results["direct"]}
@@ -451,17 +540,21 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("[red]bench: interrupted; every process it started was stopped[/red]")
         return 130
-    goals = report.evaluate_goals(bench.results, bench.micro)
+    goals = report.evaluate_goals(bench.results, bench.micro, bench.interleaved)
     console.print()
     tables = [
         report.load_table(bench.results),
         report.stream_table(bench.results),
         report.process_table(bench.results),
+        report.interleaved_table(bench.interleaved),
         report.micro_table(bench.micro),
         report.goal_table(goals),
     ]
     print_tables(console, tables)
-    path = save(report.run_json(bench.info(started), bench.results, bench.micro, goals), stamp)
+    document = report.run_json(
+        bench.info(started), bench.results, bench.micro, goals, bench.interleaved
+    )
+    path = save(document, stamp)
     console.print(f"saved {path.relative_to(REPO)} (and bench-results/latest.json); logs in "
                   f"{bench.logs.relative_to(REPO)}")  # fmt: skip
     if not (args.quick or args.no_results_page):

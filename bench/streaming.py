@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +76,9 @@ async def _one(session: aiohttp.ClientSession, url: str, body: bytes) -> StreamS
     return StreamSample(ttft, time.perf_counter() - started, frames, "ended without [DONE]")
 
 
-async def _run(url: str, body: bytes, count: int, concurrency: int) -> list[StreamSample]:
+async def _run(
+    url: str, bodies: Callable[[int], bytes], count: int, concurrency: int
+) -> list[StreamSample]:
     samples: list[StreamSample] = []
     remaining = count
 
@@ -83,7 +86,7 @@ async def _run(url: str, body: bytes, count: int, concurrency: int) -> list[Stre
         nonlocal remaining
         while remaining > 0:
             remaining -= 1
-            samples.append(await _one(session, url, body))
+            samples.append(await _one(session, url, bodies(count - remaining - 1)))
 
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector, timeout=_TIMEOUT) as session:
@@ -91,6 +94,9 @@ async def _run(url: str, body: bytes, count: int, concurrency: int) -> list[Stre
     return samples
 
 
-def run_streams(url: str, body: bytes, count: int, concurrency: int) -> list[StreamSample]:
-    """Send ``count`` streaming requests, ``concurrency`` at a time; one sample each."""
-    return asyncio.run(_run(url, body, count, max(1, concurrency)))
+def run_streams(
+    url: str, bodies: Callable[[int], bytes], count: int, concurrency: int
+) -> list[StreamSample]:
+    """Send ``count`` streaming requests, ``concurrency`` at a time, the ``i``-th with
+    ``bodies(i)``; one sample each."""
+    return asyncio.run(_run(url, bodies, count, max(1, concurrency)))

@@ -19,6 +19,7 @@ from bench.processes import ProcessSet, Spawned, log_match, wait_for_log_line
 ROUTE = "bench"  # the model name clients send, to every target
 UPSTREAM_MODEL = "gpt-4o-mini"  # what gateways ask the upstream for
 CHAT_PATH = "/v1/chat/completions"
+PROMPT = "hi"  # what every request asks, but those of a target whose requests are unique
 CONTENT_DELTAS = 20
 CHUNKS_PER_STREAM = CONTENT_DELTAS + 2
 CHUNK_DELAY_S = 0.001
@@ -32,11 +33,11 @@ CLIENT_KEY = "sk-bench-5d1f0c8e2b7a4e96a3c1d0f4b8e2a7c9"
 _URL_LINE = r"^(http://127\.0\.0\.1:\d+)/v1$"
 
 
-def chat_body(*, stream: bool) -> bytes:
+def chat_body(*, stream: bool, prompt: str = PROMPT) -> bytes:
     """The client request: the smallest realistic chat completion."""
     body: dict[str, object] = {
         "model": ROUTE,
-        "messages": [{"role": "user", "content": "hi"}],
+        "messages": [{"role": "user", "content": prompt}],
     }
     if stream:
         body["stream"] = True

@@ -17,6 +17,7 @@ from bench.report import (
     added_ttft_ms,
     evaluate_goals,
     goal_table,
+    interleaved_table,
     load_table,
     process_table,
     run_json,
@@ -24,6 +25,7 @@ from bench.report import (
 )
 from bench.results import (
     Goal,
+    Interleaved,
     LoadStep,
     MicroResult,
     ProcessMemory,
@@ -326,4 +328,85 @@ def test_run_json_holds_measurements_derived_figures_and_verdicts() -> None:
     assert gw["added_ttft_p50_ms"] == pytest.approx(0.1)
     assert gw["has_errors"] is False
     assert decoded["micro"][0]["median_us"] == 13.2
-    assert [g["status"] for g in decoded["goals"]] == ["pass"] * 6
+    assert [g["status"] for g in decoded["goals"]] == ["pass"] * 6 + ["n/a"] * 2
+    assert "added_over_gw_ms" not in gw
+
+
+def with_cache_targets(miss_p50: float, hit_p50: float) -> dict[TargetName, TargetResult]:
+    results = sample_results()  # gw: p50 0.56 ms at c=1; direct: 0.06 ms
+    results["gw-cache-miss"] = target("gw-cache-miss", step(1, 1400, miss_p50, 3.2))
+    results["gw-cache-hit"] = target("gw-cache-hit", step(1, 1800, hit_p50, 2.0))
+    return results
+
+
+def test_a_cache_miss_is_judged_against_gw_with_the_cache_off() -> None:
+    goals = goals_by_figure(evaluate_goals(with_cache_targets(0.64, 0.40), MICRO))
+    miss = goals["cache miss: added p50 vs cache off"]
+    assert (miss.target, miss.gw, miss.status) == ("<= 0.1 ms", "0.08 ms", "pass")
+    assert miss.note == "steps apart: gw-cache-miss 0.64, gw 0.56"
+    goals = goals_by_figure(evaluate_goals(with_cache_targets(0.70, 0.40), MICRO))
+    assert goals["cache miss: added p50 vs cache off"].status == "fail"
+
+
+def test_a_cache_hit_is_judged_against_direct_and_must_stay_under_a_millisecond() -> None:
+    goals = goals_by_figure(evaluate_goals(with_cache_targets(0.60, 0.40), MICRO))
+    hit = goals["cache hit: added p50 vs direct"]
+    assert (hit.target, hit.gw, hit.status) == ("< 1 ms", "0.34 ms", "pass")
+    goals = goals_by_figure(evaluate_goals(with_cache_targets(0.60, 1.06), MICRO))
+    assert goals["cache hit: added p50 vs direct"].status == "fail"  # exactly 1 ms: not under
+
+
+def test_cache_goals_need_their_baselines_and_fail_on_a_wrong_workload() -> None:
+    results = with_cache_targets(0.60, 0.40)
+    del results["gw"]
+    miss = goals_by_figure(evaluate_goals(results, MICRO))["cache miss: added p50 vs cache off"]
+    assert (miss.status, miss.note) == ("n/a", "needs the gw target")
+    results = with_cache_targets(0.60, 0.40)
+    results["gw-cache-miss"] = replace(results["gw-cache-miss"], error="12 of 900 requests hit")
+    miss = goals_by_figure(evaluate_goals(results, MICRO))["cache miss: added p50 vs cache off"]
+    assert miss.status == "fail"
+    assert miss.note.startswith("12 of 900 requests hit")
+
+
+def test_interleaved_rounds_judge_the_cache_on_the_median_of_paired_differences() -> None:
+    results = with_cache_targets(0.80, 1.20)  # steps apart: both would fail
+    rounds = Interleaved(
+        duration_s=1.0,
+        p50_ms={
+            "direct": (0.06, 0.07, 0.06),
+            "gw": (0.60, 0.70, 0.58),
+            "gw-cache-miss": (0.62, 0.90, 0.61),  # one round hit by the machine's noise
+            "gw-cache-hit": (0.30, 0.31, 0.29),
+        },
+        errors={"direct": 0, "gw": 0, "gw-cache-miss": 0, "gw-cache-hit": 0},
+    )
+    goals = goals_by_figure(evaluate_goals(results, MICRO, rounds))
+    miss = goals["cache miss: added p50 vs cache off"]
+    assert (miss.gw, miss.status) == ("0.03 ms", "pass")
+    assert miss.note == "median of 3 interleaved rounds (+0.020, +0.200, +0.030); steps apart +0.24"
+    hit = goals["cache hit: added p50 vs direct"]
+    assert (hit.gw, hit.status) == ("0.24 ms", "pass")
+    table = interleaved_table(rounds)
+    assert [row[0] for row in table.rows] == ["direct", "gw", "gw-cache-miss", "gw-cache-hit"]
+    miss_row = dict(zip(table.columns, table.rows[2], strict=True))
+    assert miss_row["p50 by round"] == "0.620 0.900 0.610"
+    assert (miss_row["+p50 vs direct"], miss_row["+p50 vs gw"]) == ("+0.560", "+0.030")
+    assert dict(zip(table.columns, table.rows[1], strict=True))["+p50 vs gw"] == "n/a"
+    assert not table.flagged
+    failing = replace(rounds, errors={**rounds.errors, "gw-cache-miss": 3})
+    goals = goals_by_figure(evaluate_goals(results, MICRO, failing))
+    assert goals["cache miss: added p50 vs cache off"].status == "fail"
+    assert interleaved_table(failing).flagged == frozenset({2})
+    assert interleaved_table(None).rows == ()
+
+
+def test_run_json_gives_the_cache_targets_their_figures_over_gw() -> None:
+    results = with_cache_targets(0.64, 0.40)
+    info = RunInfo(started_at="2026-01-01T00:00:00+00:00", host="h", cpus=2, python="3.11.7")
+    document = run_json(info, results, MICRO, evaluate_goals(results, MICRO))
+    targets = json.loads(json.dumps(document))["targets"]
+    assert list(targets) == ["direct", "gw", "gw-cache-miss", "gw-cache-hit", "litellm"]
+    assert targets["gw-cache-miss"]["added_over_gw_ms"]["1"] == {"p50": 0.08, "p99": 0.2}
+    assert targets["gw-cache-hit"]["added_over_gw_ms"]["1"]["p50"] == -0.16
+    assert targets["gw-cache-hit"]["added_ms"]["1"]["p50"] == 0.34
+    assert document["interleaved_c1"] is None

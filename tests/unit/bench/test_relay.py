@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import msgspec
 import pytest
 
+from bench.cache_load import same_body
 from bench.processes import ProcessSet, clean_env
 from bench.streaming import run_streams
 from bench.targets import Target, start_relay
@@ -58,7 +59,7 @@ def test_a_whole_answer_comes_through_on_one_kept_alive_connection(relay: Target
 
 
 def test_streams_come_through_whole(relay: Target) -> None:
-    samples = run_streams(relay.chat_url, chat_body(stream=True), count=6, concurrency=2)
+    samples = run_streams(relay.chat_url, same_body(stream=True), count=6, concurrency=2)
     assert [sample.error for sample in samples] == [None] * 6
     assert {sample.frames for sample in samples} == {CHUNKS_PER_STREAM}
 
