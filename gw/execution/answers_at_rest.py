@@ -14,6 +14,7 @@ first go.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 import msgspec
@@ -108,20 +109,28 @@ def _entry(plain: bytes, expires_at: float) -> CachedAnswer:
     )  # fmt: skip
 
 
+FLUSH_AFTER_S = 1.0  # answers kept meanwhile are sealed and written together
+FLUSH_AT = 256  # ... or as soon as this many wait
+BOUND_TO = 0.9  # beyond max_bytes, rows go until this share of it is left
+
+
 class AnswersAtRest:
     def __init__(self, rows: CachedAnswerRows, sealer: Sealer) -> None:
         self._rows = rows
         self._sealer = sealer
         self._known: dict[str, tuple[float, int]] = {}  # key -> (wall expiry, size)
-        self._writes: set[asyncio.Task[None]] = set()
+        self._bytes = 0  # the sum of the known sizes
+        self._waiting: dict[str, tuple[CachedAnswer, float]] = {}  # key -> (entry, expires)
+        self._flush: asyncio.Task[None] | None = None
+        self._flush_now = asyncio.Event()  # the batch is full, or gw is stopping
+        self._max_bytes = 0
         self._warned = False
 
     async def start(self, *, wall: float) -> None:
         """Drop what expired and learn which keys are kept (never their answers)."""
         await self._rows.expire(now=wall)
-        self._known = {
-            key: (expires, size) for key, expires, size in await self._rows.keys(now=wall)
-        }
+        for key, expires, size in await self._rows.keys(now=wall):
+            self._know(key, expires, size)
 
     def holds(self, key: str, *, wall: float) -> bool:
         known = self._known.get(key)
@@ -133,49 +142,76 @@ class AnswersAtRest:
         try:
             sealed = await self._rows.get(key, now=wall)
             if sealed is None:
-                self._known.pop(key, None)
+                self._forget(key)
                 return None
             plain = await asyncio.to_thread(self._sealer.open, sealed)
             expires = self._known.get(key, (wall, 0))[0]
             return _entry(plain, mono + (expires - wall))
         except Exception:  # noqa: BLE001 -- any store fault or a damaged row: a miss, said once
-            self._known.pop(key, None)
+            self._forget(key)
             self._warn("could not read a cached answer back from the store")
             return None
 
     def keep(self, key: str, entry: CachedAnswer, *, expires: float, max_bytes: int) -> None:
-        """Write ``entry`` sealed under ``key`` until ``expires`` (wall clock), in the
-        background; then drop the rows that expire first beyond ``max_bytes``."""
-        task = asyncio.get_running_loop().create_task(
-            self._write(key, entry, expires=expires, max_bytes=max_bytes)
-        )
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
+        """Write ``entry`` sealed under ``key`` until ``expires`` (wall clock), off the
+        request's path: answers kept within ``FLUSH_AFTER_S`` are sealed in a worker thread
+        and written in one transaction; then the rows that expire first go, beyond
+        ``max_bytes``."""
+        self._waiting[key] = (entry, expires)
+        self._max_bytes = max_bytes
+        if self._flush is None:
+            self._flush = asyncio.get_running_loop().create_task(self._flush_soon())
+        elif len(self._waiting) >= FLUSH_AT:
+            self._flush_now.set()
 
-    async def _write(
-        self, key: str, entry: CachedAnswer, *, expires: float, max_bytes: int
-    ) -> None:
-        try:
-            plain = _stored(entry)
-            sealed = await asyncio.to_thread(self._sealer.seal, plain)
-            await self._rows.put(key, expires_at=expires, entry=sealed)
-            self._known[key] = (expires, len(sealed))
-            await self._bound(max_bytes)
-        except Exception:  # noqa: BLE001 -- any store fault: the answer stays in memory only
-            self._warn("could not keep a cached answer in the store")
+    async def _flush_soon(self) -> None:
+        """Wait out the linger (or a full batch), then write what waits."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._flush_now.wait(), FLUSH_AFTER_S)
+        self._flush_now.clear()
+        self._flush = None
+        await self._write(self._waiting)
 
-    async def _bound(self, max_bytes: int) -> None:
-        total = sum(size for _, size in self._known.values())
-        if total <= max_bytes:
+    async def _write(self, waiting: dict[str, tuple[CachedAnswer, float]]) -> None:
+        if not waiting:
             return
+        batch, self._waiting = dict(waiting), {}
+        try:
+            rows = await asyncio.to_thread(self._sealed, batch)
+            await self._rows.put_many(rows)
+            for key, expires, sealed in rows:
+                self._know(key, expires, len(sealed))
+            if self._bytes > self._max_bytes:
+                await self._bound()
+        except Exception:  # noqa: BLE001 -- any store fault: the answers stay in memory only
+            self._warn("could not keep cached answers in the store")
+
+    def _sealed(
+        self, batch: dict[str, tuple[CachedAnswer, float]]
+    ) -> list[tuple[str, float, bytes]]:
+        seal = self._sealer.seal
+        return [(key, expires, seal(_stored(entry))) for key, (entry, expires) in batch.items()]
+
+    def _know(self, key: str, expires: float, size: int) -> None:
+        self._forget(key)
+        self._known[key] = (expires, size)
+        self._bytes += size
+
+    def _forget(self, key: str) -> None:
+        known = self._known.pop(key, None)
+        if known is not None:
+            self._bytes -= known[1]
+
+    async def _bound(self) -> None:
+        """Drop the rows that expire first until ``BOUND_TO`` of the bound is left (a
+        margin, so the next writes do not each drop one)."""
+        keep_to = int(self._max_bytes * BOUND_TO)
         dropped: list[str] = []
-        for key, (_, size) in sorted(self._known.items(), key=lambda item: item[1][0]):
-            if total <= max_bytes:
+        for key, _ in sorted(self._known.items(), key=lambda item: item[1][0]):
+            if self._bytes <= keep_to:
                 break
-            total -= size
+            self._forget(key)
             dropped.append(key)
-        for key in dropped:
-            self._known.pop(key, None)
         await self._rows.delete(dropped)
 
     def _warn(self, what: str) -> None:
@@ -184,6 +220,8 @@ class AnswersAtRest:
             log.warning("response cache: %s (said once)", what, exc_info=True)
 
     async def drain(self) -> None:
-        """Let the writes in flight finish (at shutdown)."""
-        if self._writes:
-            await asyncio.gather(*self._writes, return_exceptions=True)
+        """Write what waits now (at shutdown)."""
+        flush = self._flush
+        if flush is not None:
+            self._flush_now.set()
+            await flush

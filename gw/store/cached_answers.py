@@ -58,9 +58,13 @@ class CachedAnswers:
             rows = list(await self._conn().execute_fetchall(SELECT_ENTRY, (key, now)))
         return bytes(rows[0][0]) if rows else None
 
-    async def put(self, key: str, *, expires_at: float, entry: bytes) -> None:
+    async def put_many(self, rows: Sequence[tuple[str, float, bytes]]) -> None:
+        """Keep each (key, expires_at, sealed entry), replacing a key's row, in one
+        transaction."""
         async with self._transaction():
-            await self._conn().execute(UPSERT, (key, expires_at, len(entry), entry))
+            await self._conn().executemany(
+                UPSERT, [(key, expires, len(entry), entry) for key, expires, entry in rows]
+            )
 
     async def delete(self, keys: Sequence[str]) -> None:
         async with self._transaction():

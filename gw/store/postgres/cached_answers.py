@@ -29,8 +29,11 @@ class PgCachedAnswers:
         value = await self._db.fetchval(SELECT_ENTRY, key, now)
         return None if value is None else bytes(value)
 
-    async def put(self, key: str, *, expires_at: float, entry: bytes) -> None:
-        await self._db.execute(UPSERT, key, expires_at, len(entry), entry)
+    async def put_many(self, rows: Sequence[tuple[str, float, bytes]]) -> None:
+        async with self._db.transaction() as conn:
+            await execute_many(
+                conn, UPSERT, [(key, expires, len(entry), entry) for key, expires, entry in rows]
+            )
 
     async def delete(self, keys: Sequence[str]) -> None:
         async with self._db.transaction() as conn:

@@ -14,9 +14,8 @@ NOW = 1_800_000_000.0
 def test_answers_are_kept_read_back_replaced_and_expired(target: Target) -> None:
     async def body(store: StateStore) -> list[object]:
         rows = store.cached_answers()
-        await rows.put("k1", expires_at=NOW + 60, entry=b"sealed-1")
-        await rows.put("k2", expires_at=NOW + 10, entry=b"sealed-two")
-        await rows.put("k1", expires_at=NOW + 120, entry=b"sealed-one")  # replaced
+        await rows.put_many([("k1", NOW + 60, b"sealed-1"), ("k2", NOW + 10, b"sealed-two")])
+        await rows.put_many([("k1", NOW + 120, b"sealed-one")])  # replaced
         listed = sorted(await rows.keys(now=NOW))
         read = await rows.get("k1", now=NOW)
         gone_by_then = await rows.get("k2", now=NOW + 10)

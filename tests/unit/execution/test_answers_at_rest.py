@@ -28,8 +28,9 @@ class Rows:
         row = self.rows.get(key)
         return row[1] if row and row[0] > now else None
 
-    async def put(self, key: str, *, expires_at: float, entry: bytes) -> None:
-        self.rows[key] = (expires_at, entry)
+    async def put_many(self, rows: Sequence[tuple[str, float, bytes]]) -> None:
+        for key, expires_at, entry in rows:
+            self.rows[key] = (expires_at, entry)
 
     async def delete(self, keys: Sequence[str]) -> None:
         for key in keys:
@@ -95,7 +96,7 @@ def test_the_table_is_bounded_and_a_failing_store_is_a_miss() -> None:
         at_rest.keep("soon", ENTRY, expires=10.0, max_bytes=10_000)
         await at_rest.drain()
         size = len(rows.rows["soon"][1])
-        at_rest.keep("late", ENTRY, expires=20.0, max_bytes=size + 1)
+        at_rest.keep("late", ENTRY, expires=20.0, max_bytes=2 * size - 1)
         await at_rest.drain()
         assert list(rows.rows) == ["late"]
 
