@@ -15,6 +15,7 @@ stalling the event loop. Nothing here ever puts matched text in a message.
 from __future__ import annotations
 
 import fnmatch
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,42 +101,65 @@ class TextRule:
     stream_window: int
     timeout: float
 
-    def found(self, text: str) -> bool:
+    def deadline(self) -> float:
+        """When a check that starts now must be done: ``timeout`` covers every search of
+        one prompt or answer together, not each one."""
+        return time.monotonic() + self.timeout
+
+    def found(self, text: str, deadline: float) -> bool:
         """Whether anything the rule looks for is in ``text``."""
         try:
             for pattern in self.patterns:
-                if pattern.search(text, timeout=self.timeout) is not None:
+                if pattern.search(text, timeout=self._left(deadline)) is not None:
                     return True
-            for kind, pattern in self.pii:
-                for match in pattern.finditer(text, timeout=self.timeout):
-                    if _valid(kind, match.group()):
-                        return True
+            return any(self._spans(kind, pattern, text, deadline) for kind, pattern in self.pii)
         except TimeoutError:
             raise GuardrailTimeoutError(self.name) from None
-        return False
 
-    def masked(self, text: str, counts: dict[str, int]) -> str:
+    def masked(self, text: str, counts: dict[str, int], deadline: float) -> str:
         """``text`` with every match replaced; ``counts`` gains how many of each kind."""
         try:
+            # A function, so the replacement is taken as it is written, never as a
+            # template (``\g<0>`` would put the match back).
+            label = self.replacement or MASKED_LABEL
+            literal = lambda _: label  # noqa: E731
             for pattern in self.patterns:
-                text, replaced = pattern.subn(
-                    self.replacement or MASKED_LABEL, text, timeout=self.timeout
-                )
+                text, replaced = pattern.subn(literal, text, timeout=self._left(deadline))
                 if replaced:
                     counts["pattern"] = counts.get("pattern", 0) + replaced
             for kind, pattern in self.pii:
-                label = self.replacement or PII_LABELS[kind]
-
-                def swap(match: Any, kind: str = kind, label: str = label) -> str:
-                    if not _valid(kind, match.group()):
-                        return str(match.group())
-                    counts[kind] = counts.get(kind, 0) + 1
-                    return label
-
-                text = pattern.sub(swap, text, timeout=self.timeout)
+                spans = self._spans(kind, pattern, text, deadline)
+                if spans:
+                    counts[kind] = counts.get(kind, 0) + len(spans)
+                    text = _replaced(text, spans, self.replacement or PII_LABELS[kind])
         except TimeoutError:
             raise GuardrailTimeoutError(self.name) from None
         return text
+
+    def _left(self, deadline: float) -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        return left
+
+    def _spans(self, kind: str, pattern: Any, text: str, deadline: float) -> list[tuple[int, int]]:
+        """Where ``kind`` is in ``text``, its shape checked, the spans apart. Card numbers
+        are looked for at every start (overlapped): a digit before a card would otherwise
+        make one candidate too long to pass the Luhn check, and hide the card."""
+        spans: list[tuple[int, int]] = []
+        overlapped = kind == "card"
+        for match in pattern.finditer(text, overlapped=overlapped, timeout=self._left(deadline)):
+            if (not spans or match.start() >= spans[-1][1]) and _valid(kind, match.group()):
+                spans.append(match.span())
+        return spans
+
+
+def _replaced(text: str, spans: list[tuple[int, int]], label: str) -> str:
+    parts, last = [], 0
+    for start, end in spans:
+        parts += [text[last:start], label]
+        last = end
+    return "".join([*parts, text[last:]])
 
 
 @dataclass(frozen=True, slots=True)

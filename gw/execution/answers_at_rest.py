@@ -123,6 +123,7 @@ class AnswersAtRest:
         self._waiting: dict[str, tuple[CachedAnswer, float]] = {}  # key -> (entry, expires)
         self._flush: asyncio.Task[None] | None = None
         self._flush_now = asyncio.Event()  # the batch is full, or gw is stopping
+        self._draining = False
         self._max_bytes = 0
         self._warned = False
 
@@ -165,12 +166,16 @@ class AnswersAtRest:
             self._flush_now.set()
 
     async def _flush_soon(self) -> None:
-        """Wait out the linger (or a full batch), then write what waits."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._flush_now.wait(), FLUSH_AFTER_S)
-        self._flush_now.clear()
-        self._flush = None
-        await self._write(self._waiting)
+        """Write what waits after each linger (or full batch), until nothing waits."""
+        try:
+            while self._waiting:
+                if not self._draining:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._flush_now.wait(), FLUSH_AFTER_S)
+                self._flush_now.clear()
+                await self._write(self._waiting)
+        finally:
+            self._flush = None
 
     async def _write(self, waiting: dict[str, tuple[CachedAnswer, float]]) -> None:
         if not waiting:
@@ -221,6 +226,7 @@ class AnswersAtRest:
 
     async def drain(self) -> None:
         """Write what waits now (at shutdown)."""
+        self._draining = True
         flush = self._flush
         if flush is not None:
             self._flush_now.set()

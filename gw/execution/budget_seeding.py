@@ -25,15 +25,21 @@ Ledger = Callable[[float], Awaitable[list[tuple[str, str, float]]]]
 _NO_BUDGET = TenantBudget()
 
 
+REREAD_AFTER_S = 60.0  # a budget idle this long is read back again on its next request
+
+
 class LedgerSeededLimits:
     """``TenantLimits`` over ``inner``, topping a subject up from ``ledger`` (the store's
-    ``budget_spend``) the first time it is admitted with each budget."""
+    ``budget_spend``) the first time it is admitted with each budget, and again after a
+    pause (``REREAD_AFTER_S``): a budget removed and given back meanwhile, or spend a
+    subject made while it had none, is then counted too."""
 
     def __init__(self, inner: TenantLimits, ledger: Ledger) -> None:
         self._inner = inner
         self._ledger = ledger
-        self._seen: dict[str, TenantBudget] = {}  # subject -> the budget it was read for
-        self._reading: dict[str, asyncio.Future[None]] = {}
+        # subject -> the budget it was read back for, and when it was last admitted
+        self._seen: dict[str, tuple[TenantBudget, float]] = {}
+        self._reading: dict[str, asyncio.Task[None]] = {}
 
     async def admit(
         self,
@@ -46,8 +52,11 @@ class LedgerSeededLimits:
         now: float,
         wall: float,
     ) -> LimitGrant:
-        if tenant.budget != _NO_BUDGET and self._seen.get(tenant.name) != tenant.budget:
-            await self._read_back(tenant, wall)
+        if tenant.budget != _NO_BUDGET:
+            seen = self._seen.get(tenant.name)
+            if seen is None or seen[0] != tenant.budget or wall - seen[1] > REREAD_AFTER_S:
+                await self._read_back(tenant, wall)
+            self._seen[tenant.name] = (tenant.budget, wall)
         return await self._inner.admit(
             tenant,
             request_id,
@@ -59,26 +68,27 @@ class LedgerSeededLimits:
         )
 
     async def _read_back(self, subject: TenantConfig, wall: float) -> None:
-        """One ledger read per subject at a time; those admitted meanwhile wait for it."""
+        """One ledger read per subject at a time, in a task of its own: those admitted
+        meanwhile wait for it, and a request that is cancelled (its client left) does
+        not cut it short."""
         reading = self._reading.get(subject.name)
-        if reading is not None:
-            await asyncio.shield(reading)
-            return
-        reading = self._reading[subject.name] = asyncio.get_running_loop().create_future()
+        if reading is None:
+            reading = asyncio.get_running_loop().create_task(self._read(subject.name, wall))
+            self._reading[subject.name] = reading
+            reading.add_done_callback(lambda _: self._reading.pop(subject.name, None))
+        await asyncio.shield(reading)
+
+    async def _read(self, name: str, wall: float) -> None:
         try:
             rows = await self._ledger(wall)
-            await self._inner.seed(row for row in rows if row[0] == subject.name)
-        except Exception:  # the ledger unreachable: count from here, say so once
+            await self._inner.seed(row for row in rows if row[0] == name)
+        except Exception:  # the ledger unreachable: count from here, say so
             log.warning(
                 "could not read %s's spend back from the usage ledger; its budget counts "
                 "from now on",
-                subject.name,
+                name,
                 exc_info=True,
             )
-        finally:
-            self._seen[subject.name] = subject.budget
-            del self._reading[subject.name]
-            reading.set_result(None)
 
     def settle(self, request_id: str, *, tokens: int, cost_usd: float | None) -> None:
         self._inner.settle(request_id, tokens=tokens, cost_usd=cost_usd)

@@ -25,6 +25,7 @@ from gw.ir import (
     Usage,
     UsageEvent,
 )
+from gw.ir.cut_calls import drop_cut_calls
 from gw.routing.decision import TargetRef
 
 Deliver = Callable[[list[StreamEvent]], bool]
@@ -137,16 +138,19 @@ class StreamCollector:
             ToolCall(id=parts[0], name=parts[1], arguments="".join(parts[2:]))
             for _, parts in sorted(self._calls.items())
         )
-        return ChatResponse(
-            id=self._id,
-            model=self._model,
-            text="".join(self._text) or None,
-            refusal="".join(self._refusal) or None,
-            tool_calls=calls,
-            finish_reason=self._finish.reason,
-            stop_sequence=self._finish.stop_sequence,
-            usage=self._usage,
+        whole, _ = drop_cut_calls(  # as the whole answer would be kept: no call cut short
+            ChatResponse(
+                id=self._id,
+                model=self._model,
+                text="".join(self._text) or None,
+                refusal="".join(self._refusal) or None,
+                tool_calls=calls,
+                finish_reason=self._finish.reason,
+                stop_sequence=self._finish.stop_sequence,
+                usage=self._usage,
+            )
         )
+        return whole
 
 
 class ReplayTail:

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import msgspec
 
 from gw.config.schema import PolicyConfig
+from gw.errors import GatewayError
 from gw.execution.answers_at_rest import AnswersAtRest
 from gw.execution.cache_keys import answer_size, cache_key
 from gw.execution.cost import cost_usd
@@ -80,7 +81,28 @@ def request_key(
 
 
 def cache_scope(policy: PolicyConfig, tenant: str | None) -> str:
-    return "*" if policy.cache.shared else f"tenant:{tenant or ''}"
+    """Whose answers a request may be served: its policy's (so its guardrails, limits
+    and model choices held when the answer was made), its tenant's unless shared."""
+    who = "*" if policy.cache.shared else f"tenant:{tenant or ''}"
+    return f"policy:{policy.name}\x00{who}"
+
+
+def carried(accept: Callable[[ChatResponse], None] | None, response: ChatResponse) -> bool:
+    """Whether the client's format can carry a cached answer (its ``check_response``)."""
+    if accept is None:
+        return True
+    try:
+        accept(response)
+    except GatewayError:
+        return False
+    return True
+
+
+def may_serve(entry: CachedAnswer, request: ChatRequest, decision: RouteDecision) -> bool:
+    """Whether ``entry`` answers ``request`` as routed now: within its max_tokens, and
+    from a target the decision would call (not one since switched off, blocked,
+    unhealthy, or excluded by the client's routing hints)."""
+    return entry.serves(request.max_tokens) and entry.target in decision.chain
 
 
 def hit_note(entry: CachedAnswer, *, now: float, ttl: float) -> str:
@@ -153,7 +175,7 @@ async def cached_or_key(
         entry = await at_rest.fetch(key, wall=clock.time(), mono=now)
         if entry is not None:
             cache.put(key, entry)
-    if entry is not None and entry.serves(request.max_tokens):
+    if entry is not None and may_serve(entry, request, decision):
         note = hit_note(entry, now=now, ttl=policy.cache.ttl.seconds)
         raise CacheHitFound(entry, msgspec.structs.replace(decision, notes=(*decision.notes, note)))
     return key
@@ -227,8 +249,11 @@ async def semantic_probe(
     when the last message is not a user's text, or the embedding failed (noted: the
     exact level still applies)."""
     semantic = policy.cache.semantic
-    split = question_and_frame(request, cache_scope(policy, ctx.tenant))
-    if semantic is None or split is None:
+    if semantic is None:
+        return None, decision
+    # The embeddings route is part of the frame: vectors of two models never compare.
+    split = question_and_frame(request, f"{cache_scope(policy, ctx.tenant)}\x00{semantic.route}")
+    if split is None:
         return None, decision
     question, frame = split
     asked = msgspec.structs.replace(
@@ -246,7 +271,7 @@ async def semantic_probe(
     if ctx.cache_mode != "use":
         return probe, decision
     found = cache.similar(probe, threshold=semantic.threshold, now=now())
-    if found is not None and found[0].serves(request.max_tokens):
+    if found is not None and may_serve(found[0], request, decision):
         entry, score = found
         note = (
             f"semantic cache hit: similarity {score:.3f} (threshold {semantic.threshold:g}) "

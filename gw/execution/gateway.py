@@ -12,6 +12,8 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import msgspec
+
 from gw.config.snapshot import Snapshot
 from gw.errors import ClientAbortedError, GatewayError
 from gw.execution.accounts import AccountBook, AccountPin, pinned_decision
@@ -23,6 +25,7 @@ from gw.execution.cache_use import (
     Answered,
     CacheHitFound,
     cached_or_key,
+    carried,
     kept,
     lookup_outcome,
     semantic_probe,
@@ -128,7 +131,11 @@ class Gateway:
         try:
             decision, plan = await self._plan(ctx, request, run)
         except CacheHitFound as hit:
-            return self._from_cache(ctx, request, hit)
+            if carried(accept, hit.entry.response):
+                return self._from_cache(ctx, request, hit)
+            # This client's format cannot carry that answer: ask anew, and keep the new one.
+            ctx = msgspec.structs.replace(ctx, cache_mode="refresh")
+            decision, plan = await self._plan(ctx, request, run)
         log = AttemptLog(self._clock)
         work = self._engine.complete(plan, log, accept=accept)
         answer = await self._attempt(ctx, request, decision, log, work, run=run)

@@ -12,6 +12,7 @@ by kind, never what was masked) and sent to the client as a warning.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypeVar
 
 import msgspec
 
@@ -30,6 +31,8 @@ from gw.ir import (
     UserMessage,
 )
 from gw.routing.decision import RouteDecision
+
+P = TypeVar("P")
 
 
 def blocked_error(rule: str, policy: str, stage: str) -> ContentBlockedError:
@@ -53,8 +56,9 @@ def _first_blocking(rules: tuple[TextRule, ...], texts: Iterator[str]) -> str | 
     """The name of the first rule that finds something in any of ``texts``."""
     pending = list(texts)
     for rule in rules:
+        deadline = rule.deadline()
         for text in pending:
-            if text and rule.found(text):
+            if text and rule.found(text, deadline):
                 return rule.name
     return None
 
@@ -129,27 +133,51 @@ def guard_input(
 
 
 def _masked(request: RequestT, rule: TextRule, counts: dict[str, int]) -> RequestT:
+    deadline = rule.deadline()  # the whole prompt within the rule's timeout
     if isinstance(request, EmbeddingRequest):
         inputs = tuple(
-            rule.masked(text, counts) if isinstance(text, str) else text for text in request.inputs
+            rule.masked(text, counts, deadline) if isinstance(text, str) else text
+            for text in request.inputs
         )
         return msgspec.structs.replace(request, inputs=inputs) if counts else request
-    messages = tuple(_masked_message(message, rule, counts) for message in request.messages)
+    messages = tuple(
+        _masked_message(message, rule, counts, deadline) for message in request.messages
+    )
     return msgspec.structs.replace(request, messages=messages) if counts else request
 
 
-def _masked_message(message: Message, rule: TextRule, counts: dict[str, int]) -> Message:
+def _masked_message(
+    message: Message, rule: TextRule, counts: dict[str, int], deadline: float
+) -> Message:
     before = sum(counts.values())
-    content = tuple(
-        msgspec.structs.replace(part, text=rule.masked(part.text, counts))
-        if isinstance(part, TextPart) and part.text
-        else part
-        for part in message.content
-    )
+    content = _masked_parts(message.content, rule, counts, deadline)
+    if isinstance(message, AssistantMessage) and message.blocks:
+        # The interleaved copy of the same parts, which an Anthropic or Responses upstream
+        # is sent: masked too, counted once (in content).
+        blocks = _masked_parts(message.blocks, rule, {}, deadline)
+        if blocks != message.blocks:
+            return msgspec.structs.replace(message, content=content, blocks=blocks)
     if sum(counts.values()) == before:
         return message
     assert isinstance(message, (SystemMessage, UserMessage, AssistantMessage, ToolMessage))  # noqa: S101
     return msgspec.structs.replace(message, content=content)
+
+
+def _masked_parts(
+    parts: tuple[P, ...], rule: TextRule, counts: dict[str, int], deadline: float
+) -> tuple[P, ...]:
+    """Each text part masked. A part whose text changed loses its provider form
+    (``native``, e.g. an Anthropic text with citations, which quotes the text again)."""
+    return tuple(_masked_part(part, rule, counts, deadline) for part in parts)
+
+
+def _masked_part(part: P, rule: TextRule, counts: dict[str, int], deadline: float) -> P:
+    if not isinstance(part, TextPart) or not part.text:
+        return part
+    text = rule.masked(part.text, counts, deadline)
+    if text == part.text:
+        return part
+    return msgspec.structs.replace(part, text=text, native=None)
 
 
 def guard_answer(response: ChatResponse, guards: PolicyGuards, policy: str) -> None:

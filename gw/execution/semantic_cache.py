@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import array
 import math
+import operator
 
 import msgspec
 
@@ -62,4 +63,4 @@ def similarity(one: bytes, other: bytes) -> float:
     a, b = array.array("f"), array.array("f")
     a.frombytes(one)
     b.frombytes(other)
-    return math.fsum(x * y for x, y in zip(a, b, strict=True))
+    return float(sum(map(operator.mul, a, b)))

@@ -12,7 +12,16 @@ from gw.config.schema import Config, GuardrailConfig, PolicyConfig
 from gw.config.units import Duration
 from gw.errors import ContentBlockedError
 from gw.execution.guardrail_check import StreamGuard, guard_input
-from gw.ir import ChatRequest, EmbeddingRequest, SystemMessage, TextPart, UserMessage
+from gw.ir import (
+    AssistantMessage,
+    ChatRequest,
+    EmbeddingRequest,
+    NativeBlock,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    UserMessage,
+)
 
 
 def guards(*rules: GuardrailConfig):
@@ -40,12 +49,13 @@ PII = GuardrailConfig(name="pii", action="mask", pii=("email", "phone", "card", 
         ("aws AKIAIOSFODNN7EXAMPLE", "aws [KEY]"),
         ("tok ghp_" + "a1" * 18, "tok [KEY]"),
         ("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- ok", "[KEY] ok"),
+        ("ref 1 4111 1111 1111 1111 ok", "ref 1 [CARD] ok"),  # a digit before the card
     ],
 )
 def test_each_kind_of_pii_is_masked(text: str, masked: str) -> None:
     rule = guards(PII).input_mask[0]
     counts: dict[str, int] = {}
-    assert rule.masked(text, counts) == masked
+    assert rule.masked(text, counts, rule.deadline()) == masked
     assert sum(counts.values()) == masked.count("[")
 
 
@@ -63,19 +73,19 @@ def test_each_kind_of_pii_is_masked(text: str, masked: str) -> None:
 def test_what_only_looks_like_pii_is_left_alone(text: str) -> None:
     rule = guards(PII).input_mask[0]
     counts: dict[str, int] = {}
-    assert rule.masked(text, counts) == text
+    assert rule.masked(text, counts, rule.deadline()) == text
     assert counts == {}
-    assert not rule.found(text)
+    assert not rule.found(text, rule.deadline())
 
 
 def test_words_match_whole_and_in_any_case_and_patterns_anywhere() -> None:
     rule = guards(GuardrailConfig(name="w", words=("c++", "red fox"), patterns=(r"ID-\d+",)))
     block = rule.input_block[0]
-    assert block.found("I like C++.")
-    assert block.found("the RED FOX ran")
-    assert block.found("see xID-42y")
-    assert not block.found("redfox and c+")
-    assert not block.found("a c++x b")
+    assert block.found("I like C++.", block.deadline())
+    assert block.found("the RED FOX ran", block.deadline())
+    assert block.found("see xID-42y", block.deadline())
+    assert not block.found("redfox and c+", block.deadline())
+    assert not block.found("a c++x b", block.deadline())
 
 
 def test_a_mask_rewrites_every_message_and_says_how_many_of_each_kind() -> None:
@@ -123,10 +133,42 @@ def test_a_stream_forgets_what_lies_beyond_its_window() -> None:
 def test_a_search_past_its_timeout_fails_closed() -> None:
     rule = GuardrailConfig(name="slow", patterns=(r"(a|aa)+$",), timeout=Duration(0.01))
     compiled = guards(rule)
+    slow = compiled.input_block[0]
     with pytest.raises(GuardrailTimeoutError):
-        compiled.input_block[0].found("a" * 60 + "b")
+        slow.found("a" * 60 + "b", slow.deadline())
     request = ChatRequest(
         model="m", messages=(UserMessage(content=(TextPart(text="a" * 60 + "b"),)),)
     )
     with pytest.raises(ContentBlockedError, match="fail closed"):
         guard_input(request, compiled, "p")
+
+
+def test_a_replacement_is_literal_text_never_a_template() -> None:
+    rule = guards(
+        GuardrailConfig(name="r", action="mask", words=("secretword",), replacement="[\\g<0>]")
+    ).input_mask[0]
+    assert rule.masked("the secretword here", {}, rule.deadline()) == "the [\\g<0>] here"
+
+
+def test_the_timeout_covers_every_search_of_one_prompt_together() -> None:
+    """Each search alone stays under the limit; together they run past it: refused."""
+    rule = GuardrailConfig(name="slow", patterns=(r"(a|aa)+$",), timeout=Duration(0.05))
+    many = tuple(UserMessage(content=(TextPart(text="a" * 22 + "!"),)) for _ in range(200))
+    with pytest.raises(ContentBlockedError, match="fail closed"):
+        guard_input(ChatRequest(model="m", messages=many), guards(rule), "p")
+
+
+def test_a_mask_reaches_the_interleaved_copy_and_drops_a_quoting_native_form() -> None:
+    native = NativeBlock(format="anthropic", data={"type": "text", "text": "mail a@b.io"})
+    turn = AssistantMessage(
+        content=(TextPart(text="mail a@b.io", native=native),),
+        tool_calls=(ToolCall(id="c", name="f", arguments="{}"),),
+        blocks=(ToolCall(id="c", name="f", arguments="{}"), TextPart(text="mail a@b.io")),
+    )
+    request = ChatRequest(model="m", messages=(UserMessage(content=(TextPart(text="hi"),)), turn))
+    masked, notes = guard_input(request, guards(PII), "p")
+    out = masked.messages[1]
+    assert isinstance(out, AssistantMessage)
+    assert out.content == (TextPart(text="mail [EMAIL]"),)
+    assert out.blocks[1] == TextPart(text="mail [EMAIL]")
+    assert "masked 1 span(s)" in notes[0]  # the same text, counted once

@@ -108,3 +108,29 @@ def test_the_table_is_bounded_and_a_failing_store_is_a_miss() -> None:
         assert not at_rest.holds("late", wall=0.0)
 
     asyncio.run(go())
+
+
+def test_drain_waits_for_a_write_in_progress_and_what_came_meanwhile() -> None:
+    async def go() -> None:
+        rows = Rows()
+        writing, go_on = asyncio.Event(), asyncio.Event()
+        put_many = rows.put_many
+
+        async def slow(batch: Sequence[tuple[str, float, bytes]]) -> None:
+            writing.set()
+            await go_on.wait()
+            await put_many(batch)
+
+        rows.put_many = slow  # type: ignore[method-assign]
+        at_rest = AnswersAtRest(rows, Sealer())
+        await at_rest.start(wall=0.0)
+        at_rest.keep("one", ENTRY, expires=10.0, max_bytes=10_000)
+        at_rest._flush_now.set()
+        await writing.wait()
+        at_rest.keep("two", ENTRY, expires=10.0, max_bytes=10_000)  # arrives mid-write
+        draining = asyncio.create_task(at_rest.drain())
+        go_on.set()
+        await draining
+        assert sorted(rows.rows) == ["one", "two"]
+
+    asyncio.run(go())

@@ -62,3 +62,45 @@ def test_no_budget_reads_nothing_and_a_failing_ledger_does_not_refuse() -> None:
         assert await limits.in_flight("@key:k") == 2
 
     asyncio.run(go())
+
+
+def test_a_request_cancelled_during_the_read_does_not_cut_it_short() -> None:
+    async def go() -> None:
+        started, release = asyncio.Event(), asyncio.Event()
+
+        async def slow(wall: float) -> list[tuple[str, str, float]]:
+            started.set()
+            await release.wait()
+            return SPEND
+
+        limits = LedgerSeededLimits(LocalLimits(), slow)
+        first = asyncio.create_task(admit(limits, key(1.0), "a"))
+        await started.wait()
+        first.cancel()  # its client left while the ledger was read
+        waiting = asyncio.create_task(admit(limits, key(1.0), "b"))
+        release.set()
+        await waiting
+        assert await limits.spent("@key:k", "d:2025-12-01") == pytest.approx(0.5)
+
+    asyncio.run(go())
+
+
+def test_a_budget_idle_for_a_while_is_read_back_again() -> None:
+    reads: list[float] = []
+
+    async def ledger(wall: float) -> list[tuple[str, str, float]]:
+        reads.append(wall)
+        return SPEND
+
+    async def go() -> None:
+        limits = LedgerSeededLimits(LocalLimits(), ledger)
+        await limits.admit(key(1.0), "a", tokens=1, cost_usd=0.0, lease_ttl=60, now=0, wall=DAY)
+        await limits.admit(
+            key(1.0), "b", tokens=1, cost_usd=0.0, lease_ttl=60, now=0, wall=DAY + 30
+        )
+        await limits.admit(
+            key(1.0), "c", tokens=1, cost_usd=0.0, lease_ttl=60, now=0, wall=DAY + 200
+        )
+        assert reads == [DAY, DAY + 200]  # not while in use; again after a pause
+
+    asyncio.run(go())

@@ -7,17 +7,30 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from gw.codecs.anthropic_messages.client_request import decode_messages_request
 from gw.codecs.openai_chat.client_request import decode_chat_request
+from gw.config.schema import PolicyCache, PolicyConfig
 from gw.execution.cache_keys import cache_key
 from gw.execution.cache_replay import StreamCollector, answer_events
-from gw.execution.cache_use import cache_mode
+from gw.execution.cache_use import cache_mode, may_serve, request_key
 from gw.execution.response_cache import CachedAnswer, ResponseCache
 from gw.execution.semantic_cache import Probe, question_and_frame, similarity, unit_vector
-from gw.ir import ChatRequest, ChatResponse, TextDelta, TextPart, ToolCall, Usage, UserMessage
-from gw.routing.decision import TargetRef
+from gw.ir import (
+    ChatRequest,
+    ChatResponse,
+    Finish,
+    StreamStart,
+    TextDelta,
+    TextPart,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+    UserMessage,
+)
+from gw.routing.decision import RouteDecision, TargetRef
 
 OPENAI = {"model": "chat", "messages": [{"role": "system", "content": "be brief"},
                                         {"role": "user", "content": "hi"}]}  # fmt: skip
@@ -160,3 +173,36 @@ def test_the_most_similar_kept_question_of_the_same_frame_serves() -> None:
 
 def _fields(answer: CachedAnswer) -> dict[str, object]:
     return {name: getattr(answer, name) for name in CachedAnswer.__struct_fields__}
+
+
+def test_an_answer_is_served_only_under_its_policy_and_from_a_target_routing_would_call() -> None:
+    request = decode_chat_request(json.dumps(OPENAI).encode())
+    on = PolicyCache(enabled=True)
+    one, other = PolicyConfig(name="a", cache=on), PolicyConfig(name="b", cache=on)
+    keys = {
+        request_key(request, policy, endpoint="chat.completions", tenant="t", mode="use")
+        for policy in (one, other)
+    }
+    assert len(keys) == 2
+    kept = entry()  # answered by p/m
+    chain = (TargetRef(provider="p", model="m"),)
+    decision = RouteDecision(
+        route="r", direct=False, policy="a", strategy="priority", chain=chain,
+        candidates=(), estimated_input_tokens=1, max_output_tokens=None,
+    )  # fmt: skip
+    assert may_serve(kept, request, decision)
+    moved = msgspec.structs.replace(decision, chain=(TargetRef(provider="q", model="m"),))
+    assert not may_serve(kept, request, moved)  # p/m switched off, blocked, or hinted away
+
+
+def test_a_stream_cut_inside_a_tool_call_is_kept_without_that_call() -> None:
+    collector = StreamCollector()
+    for event in (
+        StreamStart(id="r", model="m"),
+        ToolCallDelta(index=0, id="c", name="f", arguments='{"city": "Par'),
+        Finish(reason="length"),
+    ):
+        collector.take(event)
+    whole = collector.complete()
+    assert whole is not None
+    assert whole.tool_calls == ()
