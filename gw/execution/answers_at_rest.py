@@ -151,6 +151,8 @@ class AnswersAtRest:
         except Exception:  # noqa: BLE001 -- any store fault or a damaged row: a miss, said once
             self._forget(key)
             self._warn("could not read a cached answer back from the store")
+            with contextlib.suppress(Exception):  # a row no one can open goes too
+                await self._rows.delete([key])
             return None
 
     def keep(self, key: str, entry: CachedAnswer, *, expires: float, max_bytes: int) -> None:

@@ -68,9 +68,16 @@ def answer_events(response: ChatResponse) -> list[StreamEvent]:
 
 
 def _grouped_blocks(response: ChatResponse) -> list[TextPart | ThinkingPart | ToolCall]:
-    blocks: list[TextPart | ThinkingPart | ToolCall] = list(response.thinking)
+    """The grouped answer in stream order. A signature with no thought text (Gemini's
+    ``thoughtSignature``) belongs to the function call it came with, so it goes just
+    before the first call, as the whole answer's encoder places it."""
+    loose = [part for part in response.thinking if not part.text and response.tool_calls]
+    blocks: list[TextPart | ThinkingPart | ToolCall] = [
+        part for part in response.thinking if part not in loose
+    ]
     if response.text:
         blocks.append(TextPart(text=response.text))
+    blocks.extend(loose)
     blocks.extend(response.tool_calls)
     return blocks
 

@@ -215,3 +215,17 @@ def test_a_conversation_that_cannot_be_shaped_is_refused_before_any_upstream_cal
         list(stream.text_stream)
     assert streamed.value.body["gw"]["code"] == "context_length_exceeded"  # type: ignore[index]
     assert upstream.requests == []  # no upstream call, for either
+
+
+def test_the_route_preview_api_shows_what_shaping_would_do(
+    gw: GwServer, upstream: FakeOpenAI
+) -> None:
+    calls = upstream.count
+    with gw.client() as http:
+        shown = http.post(
+            "/admin/v1/route-preview",
+            json={"model": "trimmed", "messages": conversation(12), "max_tokens": 100},
+        ).json()
+    assert shown["decision"]["chain"][0] == "up/small"
+    assert any(note.startswith("shaped: dropped") for note in shown["decision"]["notes"])
+    assert upstream.count == calls  # a preview calls nothing

@@ -31,7 +31,8 @@ from gw.errors import EndpointNotFoundError, GatewayError, InvalidRequestError
 from gw.execution.request_context import RequestFailedError
 from gw.record import TraceRecord
 from gw.routing.policy import matched_fields
-from gw.routing.router import decide, deny_reason
+from gw.routing.router import deny_reason
+from gw.routing.shaping import decide_shaped
 from gw.server.admin.config_api import AdminApi
 from gw.server.body import read_body
 from gw.server.responses import openai_error_response
@@ -121,8 +122,9 @@ def inspect_handlers(services: ServerServices) -> list[HTTPRouteHandler]:
             kind = parse_kind(query.get("kind"))
             body = await read_body(request, snapshot.config.server.max_body_bytes.bytes)
             chat = decode_chat_request(body)
-            # The same health view a real request would see; nothing is claimed or called.
-            decision, policy = decide(
+            # The same health view a real request would see, and its policy's prompt
+            # shaping (said in the decision's notes); nothing is claimed or called.
+            _, decision, policy = decide_shaped(
                 chat,
                 snapshot,
                 request_id=ctx.request_id,

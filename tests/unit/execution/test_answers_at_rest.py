@@ -106,6 +106,7 @@ def test_the_table_is_bounded_and_a_failing_store_is_a_miss() -> None:
         rows.get = broken  # type: ignore[method-assign]
         assert await at_rest.fetch("late", wall=0.0, mono=0.0) is None
         assert not at_rest.holds("late", wall=0.0)
+        assert rows.rows == {}  # the row no one could read is gone too
 
     asyncio.run(go())
 
