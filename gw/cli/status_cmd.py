@@ -22,6 +22,7 @@ from gw.cli.console import fail, print_json, stdout
 from gw.cli.options import ConfigOption, JsonOption, StateDirOption, resolve_home
 from gw.cli.state_target import state_target
 from gw.startup.fleet_registry import fleet_view
+from gw.store.admin_token import admin_token_path
 from gw.store.file_checks import database_size
 from gw.store.port import GatewayRow, StateStore
 from gw.upstream_http.env_proxy import describe_proxies
@@ -50,6 +51,9 @@ def status_command(
         print_json({"running": True, **report})
         return
     render(report)
+    # Where the admin plane's local token is (the gw CLI sends it by itself; a script or
+    # curl reads it from here), never the token itself.
+    stdout.print(f"admin    token in {admin_token_path(home)}", highlight=False, markup=False)
 
 
 def offline_report(home: Path, reason: str, config: Path | None = None) -> dict[str, Any]:

@@ -90,6 +90,7 @@ def test_no_proxy_sends_a_host_directly(
         assert status["upstream_proxies"] == {"http": proxy.url, "no_proxy": "example.org,.test"}
         shown = gw.cli("status").stdout
         assert f"proxy    http via {proxy.url}; direct: NO_PROXY 'example.org,.test'" in shown
+        assert f"admin    token in {gw.state_dir / 'admin-token'}" in shown
 
 
 def test_a_socks_proxy_is_refused_at_start_without_showing_its_password(tmp_path: Path) -> None:
