@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gw.config import Config, ConfigError
-from gw.config.schema import PluginConfig
+from gw.config.control_schema import PluginConfig
 from gw.config.snapshot import LoadedPlugin
 from gw.config.validate import Problem
 from gw.plugin_api import HOOK_NAMES

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from gw.config.schema import Config, GuardrailConfig, GuardrailStage, PolicyConfig
+from gw.config.control_schema import GuardrailConfig, GuardrailStage
+from gw.config.schema import Config, PolicyConfig
 
 # What masking puts in place of each kind of PII (``replacement`` overrides all of them).
 PII_LABELS: dict[str, str] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from gw.config.schema import PluginConfig
+from gw.config.control_schema import PluginConfig
 
 MAX_PLUGIN_TIMEOUT_S = 10.0  # a hook runs inside a request: seconds, not minutes
 # package.module:object (the object may be dotted: module:Class.attr), or an entry point name.

@@ -27,7 +27,7 @@ COMMAND = "GW_UPDATE_DOCS=1 python -m pytest tests/unit/config/test_config_refer
 INTRO = f"""\
 # Config reference
 
-<!-- Generated from gw/config/schema.py and gw/config/field_docs/; do not edit by hand.
+<!-- Generated from gw/config/schema.py, control_schema.py and field_docs/; do not edit by hand.
      `{COMMAND}` rewrites it. -->
 
 gw reads one YAML file: `--config`, else `$GW_CONFIG`, else `<state-dir>/gw.yaml`. Every

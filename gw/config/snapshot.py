@@ -9,11 +9,11 @@ from typing import Any
 import msgspec
 
 from gw.config.catalog import EMPTY_CATALOG, ShippedCatalog, catalog_entries
+from gw.config.control_schema import PluginConfig
 from gw.config.guardrails import NO_GUARDRAILS, Guardrails, compile_guardrails
 from gw.config.schema import (
     Config,
     ModelEntry,
-    PluginConfig,
     PolicyConfig,
     ProviderConfig,
     RouteConfig,

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from gw.config.schema import Config, SwitchConfig
+from gw.config.control_schema import SwitchConfig
+from gw.config.schema import Config
 
 
 class Switchboard(msgspec.Struct, frozen=True, kw_only=True):

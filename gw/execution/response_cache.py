@@ -65,7 +65,6 @@ class ResponseCache:
         self._bytes = 0
         self.max_bytes = max_bytes
         self.max_entry_bytes = max_entry_bytes
-        self.evictions = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -133,7 +132,6 @@ class ResponseCache:
     def _shrink(self) -> None:
         while self._bytes > self.max_bytes and self._entries:
             self._drop(next(iter(self._entries)))
-            self.evictions += 1
 
     def _drop(self, key: str) -> None:
         entry = self._entries.pop(key)

@@ -3,6 +3,7 @@ responses."""
 
 from __future__ import annotations
 
+from gw.config.control_schema import CacheConfig, GuardrailConfig, PluginConfig, SwitchConfig
 from gw.config.field_docs.rules import (
     HTTP_URL,
     PRINTABLE,
@@ -16,18 +17,14 @@ from gw.config.plugin_checks import MAX_PLUGIN_TIMEOUT_S
 from gw.config.schema import (
     AuthConfig,
     BackgroundConfig,
-    CacheConfig,
     Config,
-    GuardrailConfig,
     HealthConfig,
     OtlpConfig,
-    PluginConfig,
     RedisFailureConfig,
     ResponsesConfig,
     RetryBudgetConfig,
     ServerConfig,
     StateConfig,
-    SwitchConfig,
     TelemetryConfig,
 )
 from gw.config.validate import (

@@ -25,7 +25,7 @@ import msgspec
 from litestar import Response, get, post
 from litestar.handlers import HTTPRouteHandler
 
-from gw.config.schema import SwitchConfig
+from gw.config.control_schema import SwitchConfig
 from gw.config.switches import switch_sentence
 from gw.errors import GatewayError, InvalidRequestError
 from gw.execution.request_context import RequestFailedError

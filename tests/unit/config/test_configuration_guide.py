@@ -13,7 +13,8 @@ import msgspec
 import yaml
 
 from gw.config import load_config
-from gw.config.schema import Config, ConfigStruct
+from gw.config.config_struct import ConfigStruct
+from gw.config.schema import Config
 
 CONFIG_GUIDE = Path(__file__).parents[3] / "docs" / "guides" / "configuration.md"
 

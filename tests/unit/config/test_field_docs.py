@@ -10,9 +10,10 @@ from typing import Any
 import msgspec
 import pytest
 
+from gw.config.config_struct import ConfigStruct
 from gw.config.field_docs import SECTIONS
 from gw.config.json_schema import MissingDocError, config_json_schema, field_doc, struct_of
-from gw.config.schema import Config, ConfigStruct, ServerConfig
+from gw.config.schema import Config, ServerConfig
 
 
 def _reachable(struct: type, seen: set[type] | None = None) -> Iterator[type]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from gw.config.control_schema import GuardrailConfig
 from gw.config.guardrails import GuardrailTimeoutError, compile_guardrails
-from gw.config.schema import Config, GuardrailConfig, PolicyConfig
+from gw.config.schema import Config, PolicyConfig
 from gw.config.units import Duration
 from gw.errors import ContentBlockedError
 from gw.execution.guardrail_check import StreamGuard, guard_input

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from unit import plugin_samples as samples
 
-from gw.config.schema import PluginConfig
+from gw.config.control_schema import PluginConfig
 from gw.config.snapshot import LoadedPlugin
 from gw.config.units import Duration
 from gw.errors import InternalError, PermissionDeniedError
